@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * btrfs-format extent codecs: zlib streams, single zstd frames the kernel's
+ * decoder accepts, and btrfs' segmented lzo format.
+ */
+#ifndef ENCIO_CODEC_H
+#define ENCIO_CODEC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct codec;
+
+struct codec *codec_new(void);
+void codec_free(struct codec *codec);
+
+/*
+ * Decode one extent as returned by BTRFS_IOC_ENCODED_READ.
+ *
+ * @compression: BTRFS_ENCODED_IO_COMPRESSION_* (1 zlib, 2 zstd, 3..7 lzo with
+ *               a sector of 4K..64K).
+ * @in, @in_len: the encoded bytes (may carry zero padding up to a sector).
+ * @out, @out_len: room for the whole unencoded extent (unencoded_len).
+ *
+ * Returns the number of bytes decoded, the rest of @out being zeroed as the
+ * kernel does, or -EINVAL for data that does not decode, -EOVERFLOW when it
+ * decodes to more than @out_len, -EOPNOTSUPP for an unknown compression.
+ * Never reads past @in + @in_len nor writes past @out + @out_len.
+ */
+ssize_t codec_decode(struct codec *codec, int compression, const void *in,
+		     size_t in_len, void *out, size_t out_len);
+
+/*
+ * Encode @in_len (<= 128 KiB) bytes into the format the kernel stores for
+ * @compression (BTRFS_ENCODED_IO_COMPRESSION_*) at @level (0: default).
+ * Returns the encoded size, or -E2BIG when the result would not be smaller
+ * than the input (the kernel then stores the data plain), or -errno.
+ */
+ssize_t codec_encode(struct codec *codec, int compression, int level,
+		     const void *in, size_t in_len, void *out, size_t out_cap);
+
+/* "zlib", "zstd", "lzo" or "none" for an encoded-I/O compression id. */
+const char *codec_name(int compression);
+
+#endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The I/O engine: btrfs encoded reads and writes (and plain reads) through
+ * one of three backends, with many requests in flight, each with its own
+ * args struct, iovec vector and buffer slot.
+ */
+#ifndef ENCIO_ENGINE_H
+#define ENCIO_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "kernel.h"
+#include "bufpool.h"
+
+enum encio_io_mode {
+	ENCIO_IO_AUTO,
+	ENCIO_IO_URING_FIXED, /* URING_CMD + IORING_URING_CMD_FIXED, registered slots */
+	ENCIO_IO_URING,	      /* URING_CMD on the same slots, unregistered */
+	ENCIO_IO_IOCTL,	      /* BTRFS_IOC_ENCODED_READ/WRITE */
+	ENCIO_IO_NONE,	      /* encoded I/O impossible: plain or decoded */
+	ENCIO_IO_NR_MODES,
+};
+
+enum encio_fixed_state {
+	ENCIO_FIXED_UNKNOWN,
+	ENCIO_FIXED_HONOURED,
+	ENCIO_FIXED_IGNORED,
+};
+
+enum engine_op {
+	ENGINE_OP_ENCODED_READ,
+	ENGINE_OP_ENCODED_WRITE,
+	ENGINE_OP_READ, /* plain read into the slot */
+};
+
+/* Each slot holds one whole compressed extent; a vector of this many iovecs. */
+#define ENGINE_SLOT_SIZE BTRFS_MAX_COMPRESSED
+#define ENGINE_IOVS_PER_SLOT 4
+#define ENGINE_DEFAULT_DEPTH 32
+#define ENGINE_MAX_DEPTH 1024
+
+struct engine_req {
+	struct btrfs_ioctl_encoded_io_args args;
+	struct iovec iov[ENGINE_IOVS_PER_SLOT];
+	unsigned int slot;
+	enum engine_op op;
+	enum encio_io_mode mode;
+	int fd;
+	uint64_t offset;
+	ssize_t res; /* bytes, or -errno */
+	void *priv;  /* the caller's */
+	struct engine_req *next;
+};
+
+struct engine_config {
+	unsigned int depth;
+	int force_backing; /* -1, or BUFPOOL_THP / BUFPOOL_NORMAL */
+};
+
+struct engine {
+	struct bufpool pool;
+	struct engine_req *reqs; /* one per slot */
+	struct io_uring *ring;	 /* NULL when io_uring is unavailable */
+	unsigned int ring_flags; /* IORING_SETUP_* the ring got */
+	bool buffers_registered;
+	size_t registered_bytes;
+	unsigned int depth;
+	unsigned int in_ring;	   /* submitted to the ring, not yet reaped */
+	unsigned int to_submit;	   /* prepared SQEs not yet submitted */
+	struct engine_req *done;   /* completed synchronously, not yet reaped */
+	struct engine_req **done_tail;
+};
+
+/* What the probe found for one file (reads) or directory (writes). */
+struct encio_probe {
+	int read_err[ENCIO_IO_NR_MODES];  /* 0 works, else errno (-1 untried) */
+	int write_err[ENCIO_IO_NR_MODES];
+	enum encio_io_mode read_mode;	  /* chosen */
+	enum encio_io_mode write_mode;
+	enum encio_fixed_state fixed;
+	bool write_punted; /* a uring encoded write ran on io-wq workers */
+	int read_none_err; /* why read_mode is NONE */
+	int write_none_err;
+};
+
+int engine_init(struct engine *engine, const struct engine_config *config);
+void engine_release(struct engine *engine);
+
+/* A free request with its slot, or NULL when all are in flight. */
+struct engine_req *engine_get_req(struct engine *engine);
+void engine_put_req(struct engine *engine, struct engine_req *req);
+
+static inline void *engine_req_buf(const struct engine *engine,
+				   const struct engine_req *req)
+{
+	return bufpool_slot_addr(&engine->pool, req->slot);
+}
+
+/*
+ * Queue an operation. @mode is the backend for this request; ioctl and plain
+ * reads done without a ring complete at once and are returned by the next
+ * engine_reap(). For a write, the caller fills req->args (len,
+ * unencoded_len, unencoded_offset, compression) and puts @encoded_len bytes
+ * at the start of the slot.
+ */
+void engine_encoded_read(struct engine *engine, struct engine_req *req,
+			 enum encio_io_mode mode, int fd, uint64_t offset);
+void engine_encoded_write(struct engine *engine, struct engine_req *req,
+			  enum encio_io_mode mode, int fd, uint64_t offset,
+			  size_t encoded_len);
+void engine_read(struct engine *engine, struct engine_req *req, int fd,
+		 uint64_t offset, size_t len);
+
+/* Submit what is queued and return one completed request (waiting for one if
+ * @wait), or NULL when nothing is in flight / ready. */
+struct engine_req *engine_reap(struct engine *engine, bool wait, int *err);
+
+unsigned int engine_inflight(const struct engine *engine);
+
+/*
+ * Probe encoded reads on the open file @fd and encoded writes into the
+ * directory @dirfd (a scratch O_TMPFILE, never a visible name), then choose
+ * the mode per direction for @want (ENCIO_IO_AUTO or a forced mode). Returns
+ * 0, or -errno when a forced mode is unsupported (then the probe says why).
+ */
+int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
+		      struct encio_probe *probe);
+int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want,
+		       struct encio_probe *probe);
+
+const char *encio_io_mode_name(enum encio_io_mode mode);
+int encio_io_mode_parse(const char *name, enum encio_io_mode *mode);
+const char *encio_fixed_state_desc(enum encio_fixed_state state);
+
+#endif

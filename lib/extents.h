@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The extent map of a file: data, holes, prealloc and inline ranges and the
+ * compression of each, found without reading file data.
+ */
+#ifndef ENCIO_EXTENTS_H
+#define ENCIO_EXTENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum extent_kind {
+	EXTENT_HOLE,
+	EXTENT_REGULAR,
+	EXTENT_PREALLOC,
+	EXTENT_INLINE,
+};
+
+/* Where the map came from, best first. */
+enum extent_source {
+	EXTENT_SOURCE_TREE_SEARCH, /* btrfs tree search: exact, needs CAP_SYS_ADMIN */
+	EXTENT_SOURCE_FIEMAP,	   /* kinds exact, compression "unknown" */
+	EXTENT_SOURCE_SEEK,	   /* SEEK_DATA/SEEK_HOLE: data and holes only */
+	EXTENT_SOURCE_WHOLE,	   /* nothing known: one data range */
+};
+
+struct file_extent {
+	uint64_t offset;	/* file offset of the range */
+	uint64_t len;		/* bytes of the file the range covers */
+	uint64_t disk_bytenr;	/* extent's disk address, 0 if unknown/none */
+	uint64_t disk_bytes;	/* bytes on disk (inline: inline data bytes) */
+	uint64_t ram_bytes;	/* unencoded size of the whole extent */
+	uint64_t extent_offset; /* start of the range inside the extent */
+	enum extent_kind kind;
+	int compression;	/* BTRFS_COMPRESS_*, ENCIO_COMPRESS_UNKNOWN */
+};
+
+struct extent_map {
+	struct file_extent *ext; /* sorted by offset, holes included */
+	size_t nr;
+	size_t cap;
+	uint64_t size; /* i_size when mapped */
+	enum extent_source source;
+};
+
+/*
+ * Map the open file @fd. Ranges cover [0, size) without gaps (holes are
+ * listed), and prealloc ranges past EOF follow. Returns 0 or -errno.
+ */
+int extent_map_build(int fd, struct extent_map *map);
+void extent_map_release(struct extent_map *map);
+
+const char *extent_kind_name(enum extent_kind kind);
+const char *extent_compression_name(int compression);
+const char *extent_source_name(enum extent_source source);
+
+/* BTRFS_ENCODED_IO_COMPRESSION_* for a BTRFS_COMPRESS_* id, -1 if none. */
+int extent_encoded_io_compression(int compression, unsigned int sectorsize);
+
+/*
+ * Totals per compression type as compsize counts them: disk usage and
+ * uncompressed size once per distinct extent, referenced bytes per reference.
+ */
+struct extent_totals_row {
+	uint64_t disk;
+	uint64_t uncompressed;
+	uint64_t referenced;
+};
+
+struct extent_totals {
+	struct extent_totals_row by_type[4]; /* indexed by BTRFS_COMPRESS_* */
+	struct extent_totals_row prealloc;
+	struct extent_totals_row all;
+	uint64_t nr_files;
+	uint64_t nr_extents;
+	uint64_t nr_refs;
+	uint64_t nr_inline;
+	/* distinct regular/prealloc extents seen so far, keyed by disk_bytenr */
+	uint64_t *seen;
+	size_t nr_seen;
+	size_t cap_seen;
+};
+
+void extent_totals_init(struct extent_totals *totals);
+int extent_totals_add(struct extent_totals *totals, const struct extent_map *map);
+void extent_totals_release(struct extent_totals *totals);
+
+#endif
