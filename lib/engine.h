@@ -50,6 +50,7 @@ struct engine_req {
 	enum encio_io_mode mode;
 	int fd;
 	uint64_t offset;
+	size_t len;  /* bytes asked: plain read, or encoded bytes written */
 	ssize_t res; /* bytes, or -errno */
 	void *priv;  /* the caller's */
 	struct engine_req *next;
@@ -65,6 +66,7 @@ struct engine {
 	struct engine_req *reqs; /* one per slot */
 	struct io_uring *ring;	 /* NULL when io_uring is unavailable */
 	unsigned int ring_flags; /* IORING_SETUP_* the ring got */
+	bool defer_taskrun;	 /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;
@@ -111,8 +113,8 @@ void engine_encoded_read(struct engine *engine, struct engine_req *req,
 void engine_encoded_write(struct engine *engine, struct engine_req *req,
 			  enum encio_io_mode mode, int fd, uint64_t offset,
 			  size_t encoded_len);
-void engine_read(struct engine *engine, struct engine_req *req, int fd,
-		 uint64_t offset, size_t len);
+void engine_read(struct engine *engine, struct engine_req *req,
+		 enum encio_io_mode mode, int fd, uint64_t offset, size_t len);
 
 /* Submit what is queued and return one completed request (waiting for one if
  * @wait), or NULL when nothing is in flight / ready. */

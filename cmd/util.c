@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Messages, usage and formatting shared by the commands.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+void usage_print(const struct cmd_struct *cmd, bool full, int to_stderr)
+{
+	FILE *out = to_stderr ? stderr : stdout;
+	const char *const *line = cmd->usage;
+
+	fprintf(out, "usage: %s\n", *line++);
+	if (!*line)
+		return;
+	fprintf(out, "\n    %s\n", *line++);
+	if (!full) {
+		fprintf(out, "\n    Use --help for more.\n");
+		return;
+	}
+	for (; *line; line++)
+		fprintf(out, "%s%s\n", **line ? "    " : "", *line);
+}
+
+int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "ERROR: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	usage_print(cmd, false, 1);
+	return EXIT_USAGE;
+}
+
+static void message(const char *prefix, const char *fmt, va_list ap)
+{
+	fputs(prefix, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	message("ERROR: ", fmt, ap);
+	va_end(ap);
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (global_opts.verbose < 0)
+		return;
+	va_start(ap, fmt);
+	message("WARNING: ", fmt, ap);
+	va_end(ap);
+}
+
+void verbose(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (global_opts.verbose < level)
+		return;
+	va_start(ap, fmt);
+	message("", fmt, ap);
+	va_end(ap);
+}
+
+const char *pretty_size(char *buf, unsigned long long bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double value = bytes;
+	unsigned int unit = 0;
+
+	while (value >= 1024 && unit < sizeof(units) / sizeof(units[0]) - 1) {
+		value /= 1024;
+		unit++;
+	}
+	if (unit == 0)
+		snprintf(buf, PRETTY_SIZE_LEN, "%lluB", bytes);
+	else
+		snprintf(buf, PRETTY_SIZE_LEN, "%.2f%s", value, units[unit]);
+	return buf;
+}
+
+int parse_format(const char *arg)
+{
+	if (strcmp(arg, "text") == 0)
+		return 0;
+	if (strcmp(arg, "json") == 0)
+		return 1;
+	return -1;
+}

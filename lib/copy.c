@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Copy one regular file through the engine.
+ *
+ * The file's extent map drives the work: compressed extents become encoded
+ * reads whose completions (in any order) become encoded writes at the same
+ * offset, or are decoded and written plain where the destination refuses
+ * them; plain ranges are read in slot-sized pieces and written plain; holes
+ * are skipped; prealloc ranges are fallocated. Every extent lands at its own
+ * offset, so completion order does not matter.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "copy.h"
+#include "extents.h"
+
+/* A range still to issue: what the map said, or the rest of a short read. */
+struct copy_range {
+	uint64_t start;
+	uint64_t end;
+	bool encoded;
+};
+
+struct copy_job {
+	struct copy_ctx *ctx;
+	const char *src_path;
+	const char *dst_path; /* the temporary file, for messages */
+	int src_fd;
+	int dst_fd;
+	uint64_t size;
+	struct extent_map map;
+	size_t next_extent;
+	struct copy_range *pending;
+	size_t nr_pending;
+	size_t cap_pending;
+	enum encio_io_mode read_mode;
+	enum encio_io_mode write_mode;
+	struct encio_error *e;
+	int err;
+};
+
+static int set_error(struct encio_error *e, int err, const char *op,
+		     const char *path, bool has_offset, uint64_t offset)
+{
+	size_t len;
+
+	if (err < 0)
+		err = -err;
+	e->err = err;
+	e->op = op;
+	len = strnlen(path, sizeof(e->path) - 1);
+	memcpy(e->path, path, len);
+	e->path[len] = '\0';
+	e->has_offset = has_offset;
+	e->offset = offset;
+	return -err;
+}
+
+static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
+		    uint64_t offset)
+{
+	if (!job->err)
+		job->err = set_error(job->e, err, op,
+				     on_dst ? job->dst_path : job->src_path, true,
+				     offset);
+	return job->err;
+}
+
+int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
+{
+	struct engine_config config = {
+		.depth = opts->depth,
+		.force_backing = opts->force_backing,
+	};
+	int ret;
+
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->opts = *opts;
+	ret = engine_init(&ctx->engine, &config);
+	if (ret)
+		return ret;
+	ctx->codec = codec_new();
+	ctx->decode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	if (!ctx->codec || !ctx->decode_buf) {
+		copy_ctx_release(ctx);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void copy_ctx_release(struct copy_ctx *ctx)
+{
+	engine_release(&ctx->engine);
+	codec_free(ctx->codec);
+	free(ctx->decode_buf);
+	memset(ctx, 0, sizeof(*ctx));
+}
+
+static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
+		     const char *src, const char *dst_dir, struct encio_error *e)
+{
+	struct stat st;
+	int ret;
+
+	if (fstat(src_fd, &st))
+		return set_error(e, errno, "stat", src, false, 0);
+	if (!ctx->read_probed || ctx->read_dev != st.st_dev) {
+		ret = engine_probe_read(&ctx->engine, src_fd, ctx->opts.io_mode,
+					&ctx->probe);
+		if (ret)
+			return set_error(e, ret, "encoded read (forced --io mode)",
+					 src, false, 0);
+		ctx->read_probed = true;
+		ctx->read_dev = st.st_dev;
+	}
+	if (fstat(dir_fd, &st))
+		return set_error(e, errno, "stat", dst_dir, false, 0);
+	if (!ctx->write_probed || ctx->write_dev != st.st_dev) {
+		ret = engine_probe_write(&ctx->engine, dir_fd, ctx->opts.io_mode,
+					 &ctx->probe);
+		if (ret)
+			return set_error(e, ret, "encoded write (forced --io mode)",
+					 dst_dir, false, 0);
+		ctx->write_probed = true;
+		ctx->write_dev = st.st_dev;
+	}
+	return 0;
+}
+
+int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst_dir,
+	       struct encio_error *e)
+{
+	int src_fd, dir_fd, ret;
+
+	src_fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (src_fd < 0)
+		return set_error(e, errno, "open", src, false, 0);
+	dir_fd = open(dst_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		ret = set_error(e, errno, "open", dst_dir, false, 0);
+		goto out;
+	}
+	ret = probe_fds(ctx, src_fd, dir_fd, src, dst_dir, e);
+	close(dir_fd);
+out:
+	close(src_fd);
+	return ret;
+}
+
+static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
+		      bool encoded)
+{
+	struct copy_range *r;
+
+	if (job->nr_pending == job->cap_pending) {
+		size_t cap = job->cap_pending ? job->cap_pending * 2 : 16;
+
+		r = realloc(job->pending, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		job->pending = r;
+		job->cap_pending = cap;
+	}
+	job->pending[job->nr_pending++] = (struct copy_range){ start, end, encoded };
+	return 0;
+}
+
+/* Turn the next map entries into pending ranges; false when none are left. */
+static bool job_refill(struct copy_job *job)
+{
+	while (!job->nr_pending && job->next_extent < job->map.nr) {
+		const struct file_extent *fe = &job->map.ext[job->next_extent++];
+		uint64_t end = fe->offset + fe->len;
+
+		switch (fe->kind) {
+		case EXTENT_HOLE:
+			job->ctx->stats.holes++;
+			continue;
+		case EXTENT_PREALLOC:
+			job->ctx->stats.prealloc++;
+			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
+				      fe->len) && errno != EOPNOTSUPP)
+				return job_fail(job, errno, "fallocate", true,
+						fe->offset), false;
+			continue;
+		default:
+			break;
+		}
+		if (end > job->size)
+			end = job->size;
+		if (fe->offset >= end)
+			continue;
+		if (push_range(job, fe->offset, end,
+			       fe->kind == EXTENT_REGULAR &&
+				       fe->compression != BTRFS_COMPRESS_NONE &&
+				       job->read_mode != ENCIO_IO_NONE))
+			return job_fail(job, ENOMEM, "map", false, fe->offset), false;
+	}
+	return job->nr_pending > 0;
+}
+
+/*
+ * Issue the next piece of work into @req. An encoded range is one encoded
+ * read (the kernel returns one extent); a plain range is cut into slots.
+ */
+static bool job_issue(struct copy_job *job, struct engine_req *req)
+{
+	struct engine *engine = &job->ctx->engine;
+	struct copy_range *r;
+	uint64_t len;
+
+	if (job->err || !job_refill(job))
+		return false;
+	r = &job->pending[job->nr_pending - 1];
+	if (r->encoded) {
+		engine_encoded_read(engine, req, job->read_mode, job->src_fd, r->start);
+		req->priv = (void *)(uintptr_t)r->end;
+		job->nr_pending--;
+		return true;
+	}
+	len = r->end - r->start;
+	if (len > engine->pool.slot_size)
+		len = engine->pool.slot_size;
+	engine_read(engine, req, job->read_mode, job->src_fd, r->start, len);
+	req->priv = (void *)(uintptr_t)(r->start + len);
+	r->start += len;
+	if (r->start == r->end)
+		job->nr_pending--;
+	return true;
+}
+
+static int pwrite_all(int fd, const char *buf, size_t len, uint64_t offset)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, offset);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+		offset += n;
+	}
+	return 0;
+}
+
+static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
+			    uint64_t offset)
+{
+	int ret = pwrite_all(job->dst_fd, buf, len, offset);
+
+	if (ret)
+		job_fail(job, ret, "write", true, offset);
+	else
+		job->ctx->stats.logical_bytes += len;
+}
+
+/* Decode the encoded extent in @req's slot and write its range plain. */
+static void job_write_decoded(struct copy_job *job, struct engine_req *req)
+{
+	struct copy_ctx *ctx = job->ctx;
+	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
+	ssize_t n;
+
+	if (a->unencoded_len > BTRFS_MAX_UNCOMPRESSED ||
+	    a->unencoded_offset > a->unencoded_len ||
+	    a->len > a->unencoded_len - a->unencoded_offset) {
+		job_fail(job, EINVAL, "decode (extent sizes)", false, req->offset);
+		return;
+	}
+	n = codec_decode(ctx->codec, a->compression, engine_req_buf(&ctx->engine, req),
+			 req->op == ENGINE_OP_ENCODED_WRITE ? req->len : (size_t)req->res,
+			 ctx->decode_buf, a->unencoded_len);
+	if (n < 0) {
+		job_fail(job, n, "decode", false, req->offset);
+		return;
+	}
+	job_write_plain(job, (char *)ctx->decode_buf + a->unencoded_offset, a->len,
+			req->offset);
+	ctx->stats.extents_decoded++;
+}
+
+/* The destination refused the encoded write for a reason decoding avoids. */
+static bool write_refusal(int err)
+{
+	return err == EINVAL || err == EOPNOTSUPP || err == ENOTTY || err == EPERM;
+}
+
+/* An encoded read came back shorter than the range: issue the rest. */
+static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
+			     uint64_t done_to)
+{
+	uint64_t end = (uintptr_t)req->priv;
+
+	if (done_to < end && push_range(job, done_to, end,
+					req->op == ENGINE_OP_ENCODED_READ &&
+						job->read_mode != ENCIO_IO_NONE))
+		job_fail(job, ENOMEM, "map", false, done_to);
+}
+
+static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
+{
+	struct btrfs_ioctl_encoded_io_args *a = &req->args;
+
+	if (req->res < 0) {
+		job_fail(job, req->res, "encoded read", false, req->offset);
+		return false;
+	}
+	if (req->res == 0)
+		return false; /* EOF: the file shrank under us */
+	job_requeue_rest(job, req, req->offset + a->len);
+	if (a->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+		/* Plain bytes (the range was rewritten since it was mapped). */
+		job_write_plain(job, engine_req_buf(&job->ctx->engine, req),
+				req->res, req->offset);
+		job->ctx->stats.ranges_plain++;
+		return false;
+	}
+	if (job->write_mode == ENCIO_IO_NONE) {
+		job_write_decoded(job, req);
+		return false;
+	}
+	engine_encoded_write(&job->ctx->engine, req, job->write_mode, job->dst_fd,
+			     req->offset, req->res);
+	return true;
+}
+
+static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
+{
+	if (req->res >= 0) {
+		job->ctx->stats.extents_encoded++;
+		job->ctx->stats.encoded_bytes += req->len;
+		job->ctx->stats.logical_bytes += req->args.len;
+		return;
+	}
+	if (write_refusal(-req->res)) {
+		job_write_decoded(job, req);
+		return;
+	}
+	job_fail(job, req->res, "encoded write", true, req->offset);
+}
+
+static void job_read_done(struct copy_job *job, struct engine_req *req)
+{
+	if (req->res < 0) {
+		job_fail(job, req->res, "read", false, req->offset);
+		return;
+	}
+	if (req->res == 0)
+		return;
+	job_requeue_rest(job, req, req->offset + req->res);
+	job_write_plain(job, engine_req_buf(&job->ctx->engine, req), req->res,
+			req->offset);
+	job->ctx->stats.ranges_plain++;
+}
+
+/* Handle one completion; false once @req is free again. */
+static bool job_complete(struct copy_job *job, struct engine_req *req)
+{
+	if (job->err)
+		return false;
+	switch (req->op) {
+	case ENGINE_OP_ENCODED_READ:
+		return job_encoded_read_done(job, req);
+	case ENGINE_OP_ENCODED_WRITE:
+		job_encoded_write_done(job, req);
+		break;
+	case ENGINE_OP_READ:
+		job_read_done(job, req);
+		break;
+	}
+	return false;
+}
+
+/*
+ * Keep every slot busy while work remains; after an error stop issuing but
+ * reap everything in flight: the kernel still writes into those slots.
+ */
+static void job_run(struct copy_job *job)
+{
+	struct engine *engine = &job->ctx->engine;
+	struct engine_req *req;
+	int err;
+
+	for (;;) {
+		while (!job->err && (req = engine_get_req(engine))) {
+			if (!job_issue(job, req)) {
+				engine_put_req(engine, req);
+				break;
+			}
+		}
+		if (!engine_inflight(engine))
+			break;
+		req = engine_reap(engine, true, &err);
+		if (err) {
+			job_fail(job, err, "io_uring wait", false, 0);
+			if (!req)
+				break;
+		}
+		if (req && !job_complete(job, req))
+			engine_put_req(engine, req);
+	}
+}
+
+/* Where the copy goes: DEST itself, or DEST/basename(SRC) for a directory. */
+static int resolve_dest(const char *src, const char *dst, char *dir, char *name,
+			struct encio_error *e)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(tmp, sizeof(tmp), "%s", src);
+		snprintf(dir, PATH_MAX, "%s", dst);
+		snprintf(name, NAME_MAX + 1, "%s", basename(tmp));
+		return 0;
+	}
+	snprintf(tmp, sizeof(tmp), "%s", dst);
+	snprintf(name, NAME_MAX + 1, "%s", basename(tmp));
+	snprintf(tmp, sizeof(tmp), "%s", dst);
+	snprintf(dir, PATH_MAX, "%s", dirname(tmp));
+	if (!name[0] || strcmp(name, "/") == 0 || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0)
+		return set_error(e, EINVAL, "destination name", dst, false, 0);
+	return 0;
+}
+
+/* A fresh, hidden name beside the final one, opened exclusively. */
+static int create_temp(int dir_fd, const char *name, char *tmp_name)
+{
+	static unsigned int counter;
+	unsigned int tries;
+	int fd;
+
+	for (tries = 0; tries < 100; tries++) {
+		snprintf(tmp_name, NAME_MAX + 1, ".%.200s.encio-%d-%u", name,
+			 (int)getpid(), counter++);
+		fd = openat(dir_fd, tmp_name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd < 0 ? -errno : fd;
+	}
+	return -EEXIST;
+}
+
+/* Owner before mode (chown clears set-id bits), times last. */
+static int copy_metadata(int fd, const struct stat *st)
+{
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+
+	if (fchown(fd, st->st_uid, st->st_gid) && errno != EPERM)
+		return -errno;
+	if (fchmod(fd, st->st_mode & 07777))
+		return -errno;
+	if (futimens(fd, times))
+		return -errno;
+	return 0;
+}
+
+static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
+		    const struct stat *st)
+{
+	int ret;
+
+	job->size = st->st_size;
+	ret = extent_map_build(job->src_fd, &job->map);
+	if (ret)
+		return set_error(job->e, ret, "map extents of", job->src_path,
+				 false, 0);
+	if (ftruncate(job->dst_fd, job->size))
+		return set_error(job->e, errno, "truncate", job->dst_path, false, 0);
+	job_run(job);
+	if (job->err)
+		return job->err;
+	/* Encoded-write errors arrive late: only fsync tells. */
+	if (fsync(job->dst_fd))
+		return set_error(job->e, errno, "sync", job->dst_path, false, 0);
+	ret = copy_metadata(job->dst_fd, st);
+	if (ret)
+		return set_error(job->e, ret, "set metadata of", job->dst_path,
+				 false, 0);
+	ctx->stats.files++;
+	return 0;
+}
+
+static int copy_open_src(const char *src, struct stat *st, struct encio_error *e)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return set_error(e, errno, "open", src, false, 0);
+	if (fstat(fd, st)) {
+		close(fd);
+		return set_error(e, errno, "stat", src, false, 0);
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return set_error(e, S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
+				 "copy (not a regular file)", src, false, 0);
+	}
+	return fd;
+}
+
+static int same_file(int dir_fd, const char *name, const struct stat *src_st)
+{
+	struct stat st;
+
+	return fstatat(dir_fd, name, &st, 0) == 0 && st.st_dev == src_st->st_dev &&
+	       st.st_ino == src_st->st_ino;
+}
+
+int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
+	      struct encio_error *e)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1], tmp_name[NAME_MAX + 1];
+	char dst_path[PATH_MAX + NAME_MAX + 2];
+	struct copy_job job = { .ctx = ctx, .src_path = src, .e = e,
+				.src_fd = -1, .dst_fd = -1 };
+	struct stat st;
+	int dir_fd = -1, ret;
+
+	ret = resolve_dest(src, dst, dir, name, e);
+	if (ret)
+		return ret;
+	job.src_fd = copy_open_src(src, &st, e);
+	if (job.src_fd < 0)
+		return job.src_fd;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		ret = set_error(e, errno, "open directory", dir, false, 0);
+		goto out;
+	}
+	if (same_file(dir_fd, name, &st)) {
+		ret = set_error(e, EINVAL, "copy onto itself", src, false, 0);
+		goto out;
+	}
+	ret = probe_fds(ctx, job.src_fd, dir_fd, src, dir, e);
+	if (ret)
+		goto out;
+	job.read_mode = ctx->probe.read_mode;
+	job.write_mode = ctx->probe.write_mode;
+
+	/* Messages name the final path; the data goes to a hidden temporary. */
+	snprintf(dst_path, sizeof(dst_path), "%s/%s", dir, name);
+	job.dst_path = dst_path;
+	job.dst_fd = create_temp(dir_fd, name, tmp_name);
+	if (job.dst_fd < 0) {
+		ret = set_error(e, job.dst_fd, "create", dst_path, false, 0);
+		goto out;
+	}
+	ret = copy_fds(ctx, &job, &st);
+	if (!ret && renameat(dir_fd, tmp_name, dir_fd, name))
+		ret = set_error(e, errno, "rename into place", dst_path, false, 0);
+	if (ret)
+		unlinkat(dir_fd, tmp_name, 0);
+out:
+	if (job.dst_fd >= 0)
+		close(job.dst_fd);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	close(job.src_fd);
+	extent_map_release(&job.map);
+	free(job.pending);
+	return ret;
+}
