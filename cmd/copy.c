@@ -87,7 +87,10 @@ static void warn_probe(const struct encio_probe *p)
 	if (p->read_mode == ENCIO_IO_NONE)
 		warning("encoded reads impossible (%s): copying plain data",
 			strerror(p->read_none_err));
-	else if (p->write_mode == ENCIO_IO_NONE)
+	else if (p->write_mode == ENCIO_IO_NONE && p->write_none_err == ENOTTY)
+		warning("the destination is not btrfs: decoding compressed extents in user space");
+	else if (p->write_mode == ENCIO_IO_NONE && p->write_none_err != EROFS &&
+		 p->write_none_err != EACCES)
 		warning("encoded writes impossible on the destination (%s): decoding in user space",
 			strerror(p->write_none_err));
 }
@@ -216,13 +219,13 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	start = now();
 	for (i = 0; i < nr_src; i++) {
-		bool first = c.ctx.read_probed && c.ctx.write_probed;
-
-		ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
-		if (!first && c.ctx.read_probed && c.ctx.write_probed) {
+		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
+		if (!ret && i == 0) {
 			print_probe(&c.ctx);
 			warn_probe(&c.ctx.probe);
 		}
+		if (!ret)
+			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
 		if (ret) {
 			print_error(&e);
 			c.failed++;
@@ -231,7 +234,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);
-	else if (global_opts.verbose >= 0)
+	else if (global_opts.verbose >= 0 && c.ctx.stats.files)
 		print_summary_text(&c);
 	copy_ctx_release(&c.ctx);
 	return c.failed ? 1 : 0;

@@ -136,26 +136,6 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 	return 0;
 }
 
-int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst_dir,
-	       struct encio_error *e)
-{
-	int src_fd, dir_fd, ret;
-
-	src_fd = open(src, O_RDONLY | O_CLOEXEC);
-	if (src_fd < 0)
-		return set_error(e, errno, "open", src, false, 0);
-	dir_fd = open(dst_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir_fd < 0) {
-		ret = set_error(e, errno, "open", dst_dir, false, 0);
-		goto out;
-	}
-	ret = probe_fds(ctx, src_fd, dir_fd, src, dst_dir, e);
-	close(dir_fd);
-out:
-	close(src_fd);
-	return ret;
-}
-
 static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
 		      bool encoded)
 {
@@ -199,9 +179,12 @@ static bool job_refill(struct copy_job *job)
 			end = job->size;
 		if (fe->offset >= end)
 			continue;
+		/*
+		 * Compressed inline extents go encoded too: an encoded write at
+		 * offset 0 of at most a sector is stored inline again.
+		 */
 		if (push_range(job, fe->offset, end,
-			       fe->kind == EXTENT_REGULAR &&
-				       fe->compression != BTRFS_COMPRESS_NONE &&
+			       fe->compression != BTRFS_COMPRESS_NONE &&
 				       job->read_mode != ENCIO_IO_NONE))
 			return job_fail(job, ENOMEM, "map", false, fe->offset), false;
 	}
@@ -518,6 +501,30 @@ static int same_file(int dir_fd, const char *name, const struct stat *src_st)
 
 	return fstatat(dir_fd, name, &st, 0) == 0 && st.st_dev == src_st->st_dev &&
 	       st.st_ino == src_st->st_ino;
+}
+
+int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
+	       struct encio_error *e)
+{
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	struct stat st;
+	int src_fd, dir_fd, ret;
+
+	ret = resolve_dest(src, dst, dir, name, e);
+	if (ret)
+		return ret;
+	src_fd = copy_open_src(src, &st, e);
+	if (src_fd < 0)
+		return src_fd;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		ret = set_error(e, errno, "open directory", dir, false, 0);
+	else
+		ret = probe_fds(ctx, src_fd, dir_fd, src, dir, e);
+	if (dir_fd >= 0)
+		close(dir_fd);
+	close(src_fd);
+	return ret;
 }
 
 int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,

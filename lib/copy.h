@@ -59,10 +59,11 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
 void copy_ctx_release(struct copy_ctx *ctx);
 
 /*
- * Probe encoded I/O for reading @src and writing into directory @dst_dir
- * (cached per filesystem). Returns 0 or -errno with @e filled.
+ * Probe encoded I/O for reading @src and writing to @dst as copy_file()
+ * would (cached per filesystem; copy_file() probes by itself too). Returns
+ * 0 or -errno with @e filled.
  */
-int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst_dir,
+int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
 	       struct encio_error *e);
 
 /*
