@@ -60,25 +60,31 @@ static void print_probe(const struct copy_ctx *ctx)
 	char size[PRETTY_SIZE_LEN];
 	int m;
 
-	verbose(1, "buffers: %u slots of %zu KiB on %s, %s registered with io_uring",
+	verbose(1,
+		"buffers: %u slots of %zu KiB on %s, %s registered with io_uring",
 		engine->pool.nr_slots, engine->pool.slot_size / 1024,
 		bufpool_backing_name(engine->pool.backing),
 		engine->buffers_registered ?
-			pretty_size(size, engine->registered_bytes) : "none");
+			pretty_size(size, engine->registered_bytes) :
+			"none");
 	verbose(1, "ring: %s%s", engine->ring ? "io_uring" : "unavailable",
-		engine->defer_taskrun ?
-			" with SINGLE_ISSUER|DEFER_TASKRUN" : "");
+		engine->defer_taskrun ? " with SINGLE_ISSUER|DEFER_TASKRUN" :
+					"");
 	for (m = ENCIO_IO_URING_FIXED; m <= ENCIO_IO_IOCTL; m++)
 		verbose(1, "probe %-11s read: %-14s write: %s",
 			encio_io_mode_name(m),
 			p->read_err[m] < 0 ? "not tried" :
-			p->read_err[m] ? strerror(p->read_err[m]) : "works",
+			p->read_err[m]	   ? strerror(p->read_err[m]) :
+					     "works",
 			p->write_err[m] < 0 ? "not tried" :
-			p->write_err[m] ? strerror(p->write_err[m]) : "works");
+			p->write_err[m]	    ? strerror(p->write_err[m]) :
+					      "works");
 	verbose(1, "fixed buffers: %s", encio_fixed_state_desc(p->fixed));
 	if (p->write_punted)
-		verbose(1, "uring encoded writes run on io-wq workers: writing through ioctl");
-	verbose(1, "chosen: read %s, write %s", encio_io_mode_name(p->read_mode),
+		verbose(1,
+			"uring encoded writes run on io-wq workers: writing through ioctl");
+	verbose(1, "chosen: read %s, write %s",
+		encio_io_mode_name(p->read_mode),
 		encio_io_mode_name(p->write_mode));
 }
 
@@ -99,7 +105,8 @@ static void print_summary_text(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
 	const struct encio_probe *p = &c->ctx.probe;
-	char logical[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN];
+	char logical[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
+		rate[PRETTY_SIZE_LEN];
 
 	printf("copied %llu file%s: %s logical, %s encoded; extents %llu encoded, %llu decoded, %llu plain ranges, %llu holes, %llu prealloc; io read %s, write %s (fixed buffers: %s); %.3fs, %s/s\n",
 	       (unsigned long long)s->files, s->files == 1 ? "" : "s",
@@ -107,11 +114,13 @@ static void print_summary_text(const struct copy_cmd *c)
 	       pretty_size(encoded, s->encoded_bytes),
 	       (unsigned long long)s->extents_encoded,
 	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->ranges_plain, (unsigned long long)s->holes,
-	       (unsigned long long)s->prealloc, encio_io_mode_name(p->read_mode),
-	       encio_io_mode_name(p->write_mode), encio_fixed_state_desc(p->fixed),
-	       c->seconds,
-	       pretty_size(rate, c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
+	       (unsigned long long)s->ranges_plain,
+	       (unsigned long long)s->holes, (unsigned long long)s->prealloc,
+	       encio_io_mode_name(p->read_mode),
+	       encio_io_mode_name(p->write_mode),
+	       encio_fixed_state_desc(p->fixed), c->seconds,
+	       pretty_size(rate,
+			   c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
 }
 
 static void print_summary_json(const struct copy_cmd *c)
@@ -130,15 +139,17 @@ static void print_summary_json(const struct copy_cmd *c)
 	       (unsigned long long)s->encoded_bytes,
 	       (unsigned long long)s->extents_encoded,
 	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->ranges_plain, (unsigned long long)s->holes,
-	       (unsigned long long)s->prealloc, encio_io_mode_name(p->read_mode),
-	       encio_io_mode_name(p->write_mode), encio_fixed_state_desc(p->fixed),
-	       bufpool_backing_name(engine->pool.backing), engine->registered_bytes,
-	       c->seconds);
+	       (unsigned long long)s->ranges_plain,
+	       (unsigned long long)s->holes, (unsigned long long)s->prealloc,
+	       encio_io_mode_name(p->read_mode),
+	       encio_io_mode_name(p->write_mode),
+	       encio_fixed_state_desc(p->fixed),
+	       bufpool_backing_name(engine->pool.backing),
+	       engine->registered_bytes, c->seconds);
 }
 
-static int parse_copy_options(const struct cmd_struct *cmd, int argc, char **argv,
-			      struct copy_cmd *c)
+static int parse_copy_options(const struct cmd_struct *cmd, int argc,
+			      char **argv, struct copy_cmd *c)
 {
 	static const struct option long_options[] = {
 		{ "queue-depth", required_argument, NULL, 'd' },
@@ -149,19 +160,22 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc, char **arg
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:h", long_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:h", long_options, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 'd':
 			global_opts.queue_depth = strtoul(optarg, &end, 10);
 			if (*end || global_opts.queue_depth < 1 ||
 			    global_opts.queue_depth > ENGINE_MAX_DEPTH)
-				return usage_error(cmd, "queue depth must be 1..%d",
+				return usage_error(cmd,
+						   "queue depth must be 1..%d",
 						   ENGINE_MAX_DEPTH);
 			break;
 		case OPT_FORMAT:
 			c->json = parse_format(optarg);
 			if (c->json < 0)
-				return usage_error(cmd, "unknown format '%s'", optarg);
+				return usage_error(cmd, "unknown format '%s'",
+						   optarg);
 			break;
 		case 'h':
 			usage_print(cmd, true, 0);
@@ -181,7 +195,8 @@ static int check_sources(int nr_src, char **srcs, const char *dst)
 	int i;
 
 	if (nr_src > 1 && (stat(dst, &st) || !S_ISDIR(st.st_mode))) {
-		error("cannot copy %d files to '%s': not a directory", nr_src, dst);
+		error("cannot copy %d files to '%s': not a directory", nr_src,
+		      dst);
 		return 1;
 	}
 	for (i = 0; i < nr_src; i++) {

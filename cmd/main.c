@@ -30,13 +30,11 @@ static const char *const encio_usage[] = {
 	NULL
 };
 
-static const struct cmd_struct cmd_struct_encio = { "encio", NULL, encio_usage };
+static const struct cmd_struct cmd_struct_encio = { "encio", NULL,
+						    encio_usage };
 
-static const struct cmd_struct *const commands[] = {
-	&cmd_struct_copy,
-	&cmd_struct_list,
-	NULL
-};
+static const struct cmd_struct *const commands[] = { &cmd_struct_copy,
+						     &cmd_struct_list, NULL };
 
 static void print_commands(FILE *out)
 {
@@ -62,13 +60,15 @@ static int parse_global_options(int argc, char **argv)
 	int c;
 
 	/* Stop at the command name: its options are its own. */
-	while ((c = getopt_long(argc, argv, "+d:vqh", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+d:vqh", long_options, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'I':
 			if (encio_io_mode_parse(optarg, &global_opts.io_mode) ||
 			    global_opts.io_mode == ENCIO_IO_NONE)
 				return usage_error(&cmd_struct_encio,
-						   "unknown I/O mode '%s'", optarg);
+						   "unknown I/O mode '%s'",
+						   optarg);
 			break;
 		case 'd':
 			global_opts.queue_depth = strtoul(optarg, &end, 10);

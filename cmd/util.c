@@ -78,7 +78,8 @@ void verbose(int level, const char *fmt, ...)
 
 const char *pretty_size(char *buf, unsigned long long bytes)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	static const char *const units[] = { "B",   "KiB", "MiB",
+					     "GiB", "TiB", "PiB" };
 	double value = bytes;
 	unsigned int unit = 0;
 

@@ -24,9 +24,10 @@ static size_t round_up(size_t value, size_t align)
 
 static void *map_hugetlb(size_t len)
 {
-	void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
-			  -1, 0);
+	void *addr =
+		mmap(NULL, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
+		     -1, 0);
 
 	return addr == MAP_FAILED ? NULL : addr;
 }
@@ -72,7 +73,8 @@ int bufpool_init(struct bufpool *pool, unsigned int nr_slots, size_t slot_size,
 	if (force < 0 || force == BUFPOOL_HUGETLB)
 		pool->base = map_hugetlb(pool->map_len);
 	if (!pool->base) {
-		pool->backing = force == BUFPOOL_NORMAL ? BUFPOOL_NORMAL : BUFPOOL_THP;
+		pool->backing = force == BUFPOOL_NORMAL ? BUFPOOL_NORMAL :
+							  BUFPOOL_THP;
 		pool->base = map_aligned(pool->map_len, &pool->backing);
 	}
 	if (!pool->base) {

@@ -70,8 +70,8 @@ static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 {
 	if (!job->err)
 		job->err = set_error(job->e, err, op,
-				     on_dst ? job->dst_path : job->src_path, true,
-				     offset);
+				     on_dst ? job->dst_path : job->src_path,
+				     true, offset);
 	return job->err;
 }
 
@@ -106,7 +106,8 @@ void copy_ctx_release(struct copy_ctx *ctx)
 }
 
 static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
-		     const char *src, const char *dst_dir, struct encio_error *e)
+		     const char *src, const char *dst_dir,
+		     struct encio_error *e)
 {
 	struct stat st;
 	int ret;
@@ -117,18 +118,20 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 		ret = engine_probe_read(&ctx->engine, src_fd, ctx->opts.io_mode,
 					&ctx->probe);
 		if (ret)
-			return set_error(e, ret, "encoded read (forced --io mode)",
-					 src, false, 0);
+			return set_error(e, ret,
+					 "encoded read (forced --io mode)", src,
+					 false, 0);
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
 	if (fstat(dir_fd, &st))
 		return set_error(e, errno, "stat", dst_dir, false, 0);
 	if (!ctx->write_probed || ctx->write_dev != st.st_dev) {
-		ret = engine_probe_write(&ctx->engine, dir_fd, ctx->opts.io_mode,
-					 &ctx->probe);
+		ret = engine_probe_write(&ctx->engine, dir_fd,
+					 ctx->opts.io_mode, &ctx->probe);
 		if (ret)
-			return set_error(e, ret, "encoded write (forced --io mode)",
+			return set_error(e, ret,
+					 "encoded write (forced --io mode)",
 					 dst_dir, false, 0);
 		ctx->write_probed = true;
 		ctx->write_dev = st.st_dev;
@@ -150,7 +153,8 @@ static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
 		job->pending = r;
 		job->cap_pending = cap;
 	}
-	job->pending[job->nr_pending++] = (struct copy_range){ start, end, encoded };
+	job->pending[job->nr_pending++] =
+		(struct copy_range){ start, end, encoded };
 	return 0;
 }
 
@@ -158,7 +162,8 @@ static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
 static bool job_refill(struct copy_job *job)
 {
 	while (!job->nr_pending && job->next_extent < job->map.nr) {
-		const struct file_extent *fe = &job->map.ext[job->next_extent++];
+		const struct file_extent *fe =
+			&job->map.ext[job->next_extent++];
 		uint64_t end = fe->offset + fe->len;
 
 		switch (fe->kind) {
@@ -167,10 +172,12 @@ static bool job_refill(struct copy_job *job)
 			continue;
 		case EXTENT_PREALLOC:
 			job->ctx->stats.prealloc++;
-			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
-				      fe->len) && errno != EOPNOTSUPP)
+			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE,
+				      fe->offset, fe->len) &&
+			    errno != EOPNOTSUPP)
 				return job_fail(job, errno, "fallocate", true,
-						fe->offset), false;
+						fe->offset),
+				       false;
 			continue;
 		default:
 			break;
@@ -186,7 +193,8 @@ static bool job_refill(struct copy_job *job)
 		if (push_range(job, fe->offset, end,
 			       fe->compression != BTRFS_COMPRESS_NONE &&
 				       job->read_mode != ENCIO_IO_NONE))
-			return job_fail(job, ENOMEM, "map", false, fe->offset), false;
+			return job_fail(job, ENOMEM, "map", false, fe->offset),
+			       false;
 	}
 	return job->nr_pending > 0;
 }
@@ -205,7 +213,8 @@ static bool job_issue(struct copy_job *job, struct engine_req *req)
 		return false;
 	r = &job->pending[job->nr_pending - 1];
 	if (r->encoded) {
-		engine_encoded_read(engine, req, job->read_mode, job->src_fd, r->start);
+		engine_encoded_read(engine, req, job->read_mode, job->src_fd,
+				    r->start);
 		req->priv = (void *)(uintptr_t)r->end;
 		job->nr_pending--;
 		return true;
@@ -259,25 +268,29 @@ static void job_write_decoded(struct copy_job *job, struct engine_req *req)
 	if (a->unencoded_len > BTRFS_MAX_UNCOMPRESSED ||
 	    a->unencoded_offset > a->unencoded_len ||
 	    a->len > a->unencoded_len - a->unencoded_offset) {
-		job_fail(job, EINVAL, "decode (extent sizes)", false, req->offset);
+		job_fail(job, EINVAL, "decode (extent sizes)", false,
+			 req->offset);
 		return;
 	}
-	n = codec_decode(ctx->codec, a->compression, engine_req_buf(&ctx->engine, req),
-			 req->op == ENGINE_OP_ENCODED_WRITE ? req->len : (size_t)req->res,
+	n = codec_decode(ctx->codec, a->compression,
+			 engine_req_buf(&ctx->engine, req),
+			 req->op == ENGINE_OP_ENCODED_WRITE ? req->len :
+							      (size_t)req->res,
 			 ctx->decode_buf, a->unencoded_len);
 	if (n < 0) {
 		job_fail(job, n, "decode", false, req->offset);
 		return;
 	}
-	job_write_plain(job, (char *)ctx->decode_buf + a->unencoded_offset, a->len,
-			req->offset);
+	job_write_plain(job, (char *)ctx->decode_buf + a->unencoded_offset,
+			a->len, req->offset);
 	ctx->stats.extents_decoded++;
 }
 
 /* The destination refused the encoded write for a reason decoding avoids. */
 static bool write_refusal(int err)
 {
-	return err == EINVAL || err == EOPNOTSUPP || err == ENOTTY || err == EPERM;
+	return err == EINVAL || err == EOPNOTSUPP || err == ENOTTY ||
+	       err == EPERM;
 }
 
 /* An encoded read came back shorter than the range: issue the rest. */
@@ -286,9 +299,10 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 {
 	uint64_t end = (uintptr_t)req->priv;
 
-	if (done_to < end && push_range(job, done_to, end,
-					req->op == ENGINE_OP_ENCODED_READ &&
-						job->read_mode != ENCIO_IO_NONE))
+	if (done_to < end &&
+	    push_range(job, done_to, end,
+		       req->op == ENGINE_OP_ENCODED_READ &&
+			       job->read_mode != ENCIO_IO_NONE))
 		job_fail(job, ENOMEM, "map", false, done_to);
 }
 
@@ -314,8 +328,8 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 		job_write_decoded(job, req);
 		return false;
 	}
-	engine_encoded_write(&job->ctx->engine, req, job->write_mode, job->dst_fd,
-			     req->offset, req->res);
+	engine_encoded_write(&job->ctx->engine, req, job->write_mode,
+			     job->dst_fd, req->offset, req->res);
 	return true;
 }
 
@@ -462,13 +476,15 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 		return set_error(job->e, ret, "map extents of", job->src_path,
 				 false, 0);
 	if (ftruncate(job->dst_fd, job->size))
-		return set_error(job->e, errno, "truncate", job->dst_path, false, 0);
+		return set_error(job->e, errno, "truncate", job->dst_path,
+				 false, 0);
 	job_run(job);
 	if (job->err)
 		return job->err;
 	/* Encoded-write errors arrive late: only fsync tells. */
 	if (fsync(job->dst_fd))
-		return set_error(job->e, errno, "sync", job->dst_path, false, 0);
+		return set_error(job->e, errno, "sync", job->dst_path, false,
+				 0);
 	ret = copy_metadata(job->dst_fd, st);
 	if (ret)
 		return set_error(job->e, ret, "set metadata of", job->dst_path,
@@ -477,7 +493,8 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	return 0;
 }
 
-static int copy_open_src(const char *src, struct stat *st, struct encio_error *e)
+static int copy_open_src(const char *src, struct stat *st,
+			 struct encio_error *e)
 {
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 
@@ -499,8 +516,8 @@ static int same_file(int dir_fd, const char *name, const struct stat *src_st)
 {
 	struct stat st;
 
-	return fstatat(dir_fd, name, &st, 0) == 0 && st.st_dev == src_st->st_dev &&
-	       st.st_ino == src_st->st_ino;
+	return fstatat(dir_fd, name, &st, 0) == 0 &&
+	       st.st_dev == src_st->st_dev && st.st_ino == src_st->st_ino;
 }
 
 int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
@@ -532,8 +549,9 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 {
 	char dir[PATH_MAX], name[NAME_MAX + 1], tmp_name[NAME_MAX + 1];
 	char dst_path[PATH_MAX + NAME_MAX + 2];
-	struct copy_job job = { .ctx = ctx, .src_path = src, .e = e,
-				.src_fd = -1, .dst_fd = -1 };
+	struct copy_job job = {
+		.ctx = ctx, .src_path = src, .e = e, .src_fd = -1, .dst_fd = -1
+	};
 	struct stat st;
 	int dir_fd = -1, ret;
 
@@ -568,7 +586,8 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	}
 	ret = copy_fds(ctx, &job, &st);
 	if (!ret && renameat(dir_fd, tmp_name, dir_fd, name))
-		ret = set_error(e, errno, "rename into place", dst_path, false, 0);
+		ret = set_error(e, errno, "rename into place", dst_path, false,
+				0);
 	if (ret)
 		unlinkat(dir_fd, tmp_name, 0);
 out:

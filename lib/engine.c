@@ -20,10 +20,8 @@
 #include "engine.h"
 
 static const char *const io_mode_names[ENCIO_IO_NR_MODES] = {
-	[ENCIO_IO_AUTO] = "auto",
-	[ENCIO_IO_URING_FIXED] = "uring-fixed",
-	[ENCIO_IO_URING] = "uring",
-	[ENCIO_IO_IOCTL] = "ioctl",
+	[ENCIO_IO_AUTO] = "auto",   [ENCIO_IO_URING_FIXED] = "uring-fixed",
+	[ENCIO_IO_URING] = "uring", [ENCIO_IO_IOCTL] = "ioctl",
 	[ENCIO_IO_NONE] = "none",
 };
 
@@ -75,7 +73,8 @@ static int engine_setup_ring(struct engine *engine)
 	ret = io_uring_queue_init_params(engine->depth, engine->ring, &params);
 	if (ret == -EINVAL) {
 		memset(&params, 0, sizeof(params));
-		ret = io_uring_queue_init_params(engine->depth, engine->ring, &params);
+		ret = io_uring_queue_init_params(engine->depth, engine->ring,
+						 &params);
 	}
 	if (ret) {
 		free(engine->ring);
@@ -93,7 +92,8 @@ static void engine_register_buffers(struct engine *engine)
 
 	if (!iov)
 		return;
-	if (io_uring_register_buffers(engine->ring, iov, engine->pool.nr_slots) == 0) {
+	if (io_uring_register_buffers(engine->ring, iov,
+				      engine->pool.nr_slots) == 0) {
 		engine->buffers_registered = true;
 		engine->registered_bytes =
 			(size_t)engine->pool.nr_slots * engine->pool.slot_size;
@@ -167,15 +167,17 @@ unsigned int engine_inflight(const struct engine *engine)
 }
 
 /* Cut @len bytes of the request's own slot into a vector of iovecs. */
-static unsigned int req_fill_iovecs(struct engine *engine, struct engine_req *req,
-				    size_t len)
+static unsigned int req_fill_iovecs(struct engine *engine,
+				    struct engine_req *req, size_t len)
 {
 	size_t piece = engine->pool.slot_size / ENGINE_IOVS_PER_SLOT;
 	char *buf = engine_req_buf(engine, req);
 	unsigned int n = 0;
 
 	while (len && n < ENGINE_IOVS_PER_SLOT) {
-		size_t this = len < piece || n == ENGINE_IOVS_PER_SLOT - 1 ? len : piece;
+		size_t this = len < piece || n == ENGINE_IOVS_PER_SLOT - 1 ?
+				      len :
+				      piece;
 
 		req->iov[n].iov_base = buf;
 		req->iov[n].iov_len = this;
@@ -208,9 +210,9 @@ static struct io_uring_sqe *engine_get_sqe(struct engine *engine)
 }
 
 /* The one place a btrfs encoded I/O uring command is prepared. */
-static void engine_queue_uring_cmd(struct engine *engine, struct engine_req *req,
-				   unsigned int cmd_op, bool fixed,
-				   unsigned int buf_index)
+static void engine_queue_uring_cmd(struct engine *engine,
+				   struct engine_req *req, unsigned int cmd_op,
+				   bool fixed, unsigned int buf_index)
 {
 	struct io_uring_sqe *sqe = engine_get_sqe(engine);
 
@@ -240,14 +242,15 @@ static void engine_issue_encoded(struct engine *engine, struct engine_req *req,
 	case ENCIO_IO_URING_FIXED:
 	case ENCIO_IO_URING:
 		if (engine->ring) {
-			engine_queue_uring_cmd(engine, req, cmd_op,
-					       req->mode == ENCIO_IO_URING_FIXED,
-					       req->slot);
+			engine_queue_uring_cmd(
+				engine, req, cmd_op,
+				req->mode == ENCIO_IO_URING_FIXED, req->slot);
 			return;
 		}
 		break;
 	case ENCIO_IO_IOCTL:
-		engine_complete_now(engine, req, ioctl(req->fd, cmd_op, &req->args));
+		engine_complete_now(engine, req,
+				    ioctl(req->fd, cmd_op, &req->args));
 		return;
 	default:
 		break;
@@ -301,7 +304,8 @@ void engine_read(struct engine *engine, struct engine_req *req,
 	if (len > engine->pool.slot_size)
 		len = engine->pool.slot_size;
 	req->len = len;
-	if (!engine->ring || (mode != ENCIO_IO_URING && mode != ENCIO_IO_URING_FIXED)) {
+	if (!engine->ring ||
+	    (mode != ENCIO_IO_URING && mode != ENCIO_IO_URING_FIXED)) {
 		engine_complete_now(engine, req, pread(fd, buf, len, offset));
 		return;
 	}
@@ -410,9 +414,9 @@ static int engine_probe_read_mode(struct engine *engine, struct engine_req *req,
  * registered buffer named by buf_index and must refuse an index past the
  * table; one that ignores the flag imports plain user memory and succeeds.
  */
-static enum encio_fixed_state engine_probe_fixed_honoured(struct engine *engine,
-							  struct engine_req *req,
-							  int fd)
+static enum encio_fixed_state
+engine_probe_fixed_honoured(struct engine *engine, struct engine_req *req,
+			    int fd)
 {
 	ssize_t res;
 
@@ -433,7 +437,8 @@ static enum encio_fixed_state engine_probe_fixed_honoured(struct engine *engine,
 }
 
 static enum encio_io_mode probe_choose(const int *errs, enum encio_io_mode want,
-				       const enum encio_io_mode *order, int *err)
+				       const enum encio_io_mode *order,
+				       int *err)
 {
 	int i;
 
@@ -455,9 +460,10 @@ static enum encio_io_mode probe_choose(const int *errs, enum encio_io_mode want,
 int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		      struct encio_probe *probe)
 {
-	static const enum encio_io_mode order[] = {
-		ENCIO_IO_URING_FIXED, ENCIO_IO_URING, ENCIO_IO_IOCTL, ENCIO_IO_NONE
-	};
+	static const enum encio_io_mode order[] = { ENCIO_IO_URING_FIXED,
+						    ENCIO_IO_URING,
+						    ENCIO_IO_IOCTL,
+						    ENCIO_IO_NONE };
 	struct engine_req *req = engine_get_req(engine);
 	int err;
 
@@ -465,14 +471,16 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		return -EBUSY;
 	probe_reset(probe->read_err);
 	probe->fixed = ENCIO_FIXED_UNKNOWN;
-	probe->read_err[ENCIO_IO_IOCTL] = engine_probe_read_mode(engine, req, fd, ENCIO_IO_IOCTL);
+	probe->read_err[ENCIO_IO_IOCTL] =
+		engine_probe_read_mode(engine, req, fd, ENCIO_IO_IOCTL);
 	if (probe->read_err[ENCIO_IO_IOCTL] == 0) {
 		probe->read_err[ENCIO_IO_URING] =
 			engine_probe_read_mode(engine, req, fd, ENCIO_IO_URING);
-		probe->read_err[ENCIO_IO_URING_FIXED] =
-			engine_probe_read_mode(engine, req, fd, ENCIO_IO_URING_FIXED);
+		probe->read_err[ENCIO_IO_URING_FIXED] = engine_probe_read_mode(
+			engine, req, fd, ENCIO_IO_URING_FIXED);
 		if (probe->read_err[ENCIO_IO_URING_FIXED] == 0)
-			probe->fixed = engine_probe_fixed_honoured(engine, req, fd);
+			probe->fixed =
+				engine_probe_fixed_honoured(engine, req, fd);
 	}
 	engine_put_req(engine, req);
 
@@ -501,7 +509,8 @@ static unsigned int count_iowq_workers(void)
 
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -529,9 +538,10 @@ static ssize_t probe_write_payload(void *buf, size_t cap, size_t sector)
 	return len;
 }
 
-static int engine_probe_write_mode(struct engine *engine, struct engine_req *req,
-				   int fd, enum encio_io_mode mode,
-				   size_t payload_len, size_t sector)
+static int engine_probe_write_mode(struct engine *engine,
+				   struct engine_req *req, int fd,
+				   enum encio_io_mode mode, size_t payload_len,
+				   size_t sector)
 {
 	ssize_t res;
 
@@ -553,15 +563,15 @@ static int open_scratch(int dirfd)
 	return openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
-int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want,
-		       struct encio_probe *probe)
+int engine_probe_write(struct engine *engine, int dirfd,
+		       enum encio_io_mode want, struct encio_probe *probe)
 {
-	static const enum encio_io_mode order[] = {
-		ENCIO_IO_URING_FIXED, ENCIO_IO_URING, ENCIO_IO_IOCTL, ENCIO_IO_NONE
-	};
-	static const enum encio_io_mode order_punted[] = {
-		ENCIO_IO_IOCTL, ENCIO_IO_NONE
-	};
+	static const enum encio_io_mode order[] = { ENCIO_IO_URING_FIXED,
+						    ENCIO_IO_URING,
+						    ENCIO_IO_IOCTL,
+						    ENCIO_IO_NONE };
+	static const enum encio_io_mode order_punted[] = { ENCIO_IO_IOCTL,
+							   ENCIO_IO_NONE };
 	struct engine_req *req = NULL;
 	struct statfs sfs;
 	ssize_t payload;
@@ -594,15 +604,17 @@ int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want
 		err = -payload;
 		goto out;
 	}
-	probe->write_err[ENCIO_IO_IOCTL] =
-		engine_probe_write_mode(engine, req, fd, ENCIO_IO_IOCTL, payload, sector);
+	probe->write_err[ENCIO_IO_IOCTL] = engine_probe_write_mode(
+		engine, req, fd, ENCIO_IO_IOCTL, payload, sector);
 	if (probe->write_err[ENCIO_IO_IOCTL] == 0) {
 		workers = count_iowq_workers();
 		probe->write_err[ENCIO_IO_URING] = engine_probe_write_mode(
 			engine, req, fd, ENCIO_IO_URING, payload, sector);
 		probe->write_punted = count_iowq_workers() > workers;
-		probe->write_err[ENCIO_IO_URING_FIXED] = engine_probe_write_mode(
-			engine, req, fd, ENCIO_IO_URING_FIXED, payload, sector);
+		probe->write_err[ENCIO_IO_URING_FIXED] =
+			engine_probe_write_mode(engine, req, fd,
+						ENCIO_IO_URING_FIXED, payload,
+						sector);
 	}
 choose:
 	/*
@@ -610,8 +622,9 @@ choose:
 	 * slower than the ioctl (design notes: 0.33 s vs 0.28 s for 1 GiB), so
 	 * auto writes through the ioctl then, and through the ring otherwise.
 	 */
-	probe->write_mode = probe_choose(probe->write_err, want,
-					 probe->write_punted ? order_punted : order, &err);
+	probe->write_mode =
+		probe_choose(probe->write_err, want,
+			     probe->write_punted ? order_punted : order, &err);
 	probe->write_none_err = err;
 	err = 0;
 	/* A forced mode the kernel lacks, where encoded writes work at all. */
