@@ -25,6 +25,12 @@ enum extent_source {
 	EXTENT_SOURCE_WHOLE,	   /* nothing known: one data range */
 };
 
+/*
+ * One range of the file. For tree search maps the values are the file extent
+ * item's: @len is its num_bytes, which for the last extent of a file is
+ * rounded up to the sector size and may reach past EOF; consumers clip
+ * against extent_map.size. Inline ranges cover ram_bytes from offset 0.
+ */
 struct file_extent {
 	uint64_t offset;	/* file offset of the range */
 	uint64_t len;		/* bytes of the file the range covers */
@@ -51,6 +57,19 @@ struct extent_map {
 int extent_map_build(int fd, struct extent_map *map);
 void extent_map_release(struct extent_map *map);
 
+/*
+ * Building blocks of extent_map_build(), public for tests and for maps made
+ * from other sources. extent_map_add() appends a range at or after the end
+ * of the last one, inserting a hole for any gap below map->size and merging
+ * adjacent holes; extent_map_finish() adds the hole up to map->size.
+ * extent_item_parse() decodes one struct btrfs_file_extent_item of @len
+ * bytes keyed at @file_offset. All return 0 or -errno.
+ */
+int extent_map_add(struct extent_map *map, const struct file_extent *fe);
+int extent_map_finish(struct extent_map *map);
+int extent_item_parse(const void *item, uint32_t len, uint64_t file_offset,
+		      struct file_extent *fe);
+
 const char *extent_kind_name(enum extent_kind kind);
 const char *extent_compression_name(int compression);
 const char *extent_source_name(enum extent_source source);
@@ -71,6 +90,8 @@ struct extent_totals_row {
 struct extent_totals {
 	struct extent_totals_row by_type[4]; /* indexed by BTRFS_COMPRESS_* */
 	struct extent_totals_row prealloc;
+	/* ENCIO_COMPRESS_UNKNOWN (FIEMAP "encoded") and ids beyond ZSTD */
+	struct extent_totals_row unknown;
 	struct extent_totals_row all;
 	uint64_t nr_files;
 	uint64_t nr_extents;

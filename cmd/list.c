@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio list: the extents of files and their compression totals, counted
+ * as compsize counts them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/extents.h"
+#include "../lib/kernel.h"
+#include "commands.h"
+
+static const char *const list_usage[] = {
+	"encio list [-r] [--format=text|json] PATH...",
+	"List the extents of files and their compression totals.",
+	"",
+	"For each file, one line per extent: file offset, length, bytes on disk,",
+	"compression and kind (regular, inline, prealloc or hole). Then totals per",
+	"compression type as compsize counts them: disk usage and uncompressed",
+	"size once per distinct extent, referenced size once per reference.",
+	"The map is exact on btrfs with CAP_SYS_ADMIN (tree search); otherwise it",
+	"comes from FIEMAP or SEEK_DATA/SEEK_HOLE and the compression is unknown.",
+	"",
+	"-r|--recursive     list the regular files under directories (symlinks",
+	"                   inside them are not followed)",
+	"--format=FORMAT    text (default) or json",
+	"-h|--help          print this help",
+	NULL
+};
+
+struct list_ctx {
+	bool json;
+	bool recursive;
+	bool listed_one; /* a file was printed: JSON needs a comma */
+	bool warned_source;
+	bool failed;
+	struct extent_totals totals;
+};
+
+/* ---- JSON ---- */
+
+/* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	for (i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+		return 0; /* overlong, surrogate or beyond U+10FFFF */
+	return len;
+}
+
+/*
+ * A path as a JSON string. Bytes that are not UTF-8 come out as the code
+ * points U+0080..U+00FF, so the output stays valid JSON.
+ */
+static void json_string(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t len;
+
+	putchar('"');
+	while (*s) {
+		if (*s == '"' || *s == '\\') {
+			printf("\\%c", *s++);
+			continue;
+		}
+		if (*s < 0x20) {
+			printf("\\u%04x", *s++);
+			continue;
+		}
+		len = utf8_len(s);
+		if (!len) {
+			printf("\\u%04x", *s++);
+			continue;
+		}
+		fwrite(s, 1, len, stdout);
+		s += len;
+	}
+	putchar('"');
+}
+
+static void json_extent(const struct file_extent *fe, bool last)
+{
+	printf("      {\"offset\": %" PRIu64 ", \"length\": %" PRIu64
+	       ", \"disk_bytes\": %" PRIu64 ", \"compression\": \"%s\""
+	       ", \"kind\": \"%s\", \"disk_bytenr\": %" PRIu64
+	       ", \"extent_offset\": %" PRIu64 ", \"ram_bytes\": %" PRIu64
+	       "}%s\n",
+	       fe->offset, fe->len, fe->disk_bytes,
+	       extent_compression_name(fe->compression),
+	       extent_kind_name(fe->kind), fe->disk_bytenr, fe->extent_offset,
+	       fe->ram_bytes, last ? "" : ",");
+}
+
+static void json_file(struct list_ctx *ctx, const char *path,
+		      const struct extent_map *map)
+{
+	size_t i;
+
+	printf("%s    {\"path\": ", ctx->listed_one ? ",\n" : "");
+	json_string(path);
+	printf(", \"size\": %" PRIu64 ", \"source\": \"%s\", \"extents\": [%s",
+	       map->size, extent_source_name(map->source), map->nr ? "\n" : "");
+	for (i = 0; i < map->nr; i++)
+		json_extent(&map->ext[i], i + 1 == map->nr);
+	printf("%s]}", map->nr ? "    " : "");
+}
+
+static void json_row(const char *name, const struct extent_totals_row *row,
+		     bool last)
+{
+	printf("      \"%s\": {\"disk\": %" PRIu64
+	       ", \"uncompressed\": %" PRIu64 ", \"referenced\": %" PRIu64,
+	       name, row->disk, row->uncompressed, row->referenced);
+	if (row->uncompressed)
+		printf(", \"percent\": %" PRIu64,
+		       row->disk * 100 / row->uncompressed);
+	printf("}%s\n", last ? "" : ",");
+}
+
+static void json_totals(const struct extent_totals *t)
+{
+	int i;
+
+	printf("\n  ],\n  \"totals\": {\n");
+	printf("    \"files\": %" PRIu64 ", \"extents\": %" PRIu64
+	       ", \"refs\": %" PRIu64 ", \"inline\": %" PRIu64 ",\n",
+	       t->nr_files, t->nr_extents, t->nr_refs, t->nr_inline);
+	printf("    \"types\": {\n");
+	json_row("TOTAL", &t->all, false);
+	for (i = BTRFS_COMPRESS_NONE; i <= BTRFS_COMPRESS_ZSTD; i++)
+		json_row(extent_compression_name(i), &t->by_type[i], false);
+	json_row("prealloc", &t->prealloc, false);
+	json_row("unknown", &t->unknown, true);
+	printf("    }\n  }\n}\n");
+}
+
+/* ---- text ---- */
+
+static void text_extent(const struct file_extent *fe)
+{
+	bool hole = fe->kind == EXTENT_HOLE;
+
+	printf("%14" PRIu64 " %12" PRIu64, fe->offset, fe->len);
+	if (hole)
+		printf(" %12s  %-7s", "-", "-");
+	else
+		printf(" %12" PRIu64 "  %-7s", fe->disk_bytes,
+		       extent_compression_name(fe->compression));
+	if (global_opts.verbose > 0 && !hole)
+		printf(" %-8s %14" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
+		       extent_kind_name(fe->kind), fe->disk_bytenr,
+		       fe->extent_offset, fe->ram_bytes);
+	else
+		printf(" %s\n", extent_kind_name(fe->kind));
+}
+
+static void text_file(const char *path, const struct extent_map *map)
+{
+	size_t i;
+
+	printf("%s: %" PRIu64 " bytes, %zu extent%s\n", path, map->size,
+	       map->nr, map->nr == 1 ? "" : "s");
+	if (!map->nr)
+		return;
+	printf("%14s %12s %12s  %-7s", "Offset", "Length", "On disk", "Compr");
+	if (global_opts.verbose > 0)
+		printf(" %-8s %14s %12s %12s\n", "Kind", "Disk bytenr",
+		       "Extent off", "Ram bytes");
+	else
+		printf(" Kind\n");
+	for (i = 0; i < map->nr; i++)
+		text_extent(&map->ext[i]);
+}
+
+static void text_row(const char *name, const struct extent_totals_row *row)
+{
+	char perc[16], disk[PRETTY_SIZE_LEN], uncomp[PRETTY_SIZE_LEN];
+	char refd[PRETTY_SIZE_LEN];
+
+	if (row->uncompressed)
+		snprintf(perc, sizeof(perc), "%3" PRIu64 "%%",
+			 row->disk * 100 / row->uncompressed);
+	else
+		snprintf(perc, sizeof(perc), "  -");
+	printf("%-10s %-8s %-12s %-12s %s\n", name, perc,
+	       pretty_size(disk, row->disk),
+	       pretty_size(uncomp, row->uncompressed),
+	       pretty_size(refd, row->referenced));
+}
+
+static void text_totals(const struct extent_totals *t)
+{
+	int i;
+
+	printf("\nProcessed %" PRIu64 " file%s, %" PRIu64
+	       " regular extents (%" PRIu64 " refs), %" PRIu64 " inline.\n",
+	       t->nr_files, t->nr_files == 1 ? "" : "s", t->nr_extents,
+	       t->nr_refs, t->nr_inline);
+	printf("%-10s %-8s %-12s %-12s %s\n", "Type", "Perc", "Disk Usage",
+	       "Uncompressed", "Referenced");
+	text_row("TOTAL", &t->all);
+	for (i = BTRFS_COMPRESS_NONE; i <= BTRFS_COMPRESS_ZSTD; i++)
+		if (t->by_type[i].uncompressed)
+			text_row(extent_compression_name(i), &t->by_type[i]);
+	if (t->prealloc.uncompressed)
+		text_row("prealloc", &t->prealloc);
+	if (t->unknown.uncompressed)
+		text_row("unknown", &t->unknown);
+}
+
+/* ---- walking the paths ---- */
+
+static void warn_source(struct list_ctx *ctx, const char *path,
+			const struct extent_map *map)
+{
+	if (map->source == EXTENT_SOURCE_TREE_SEARCH || ctx->warned_source)
+		return;
+	ctx->warned_source = true;
+	warning("'%s': extent map from %s, not the btrfs tree search (it needs btrfs and CAP_SYS_ADMIN): compression and on-disk sizes of btrfs extents are not known",
+		path, extent_source_name(map->source));
+}
+
+static void list_fd(struct list_ctx *ctx, int fd, const char *path)
+{
+	struct extent_map map;
+	int ret;
+
+	ret = extent_map_build(fd, &map);
+	if (ret) {
+		error("cannot map extents of '%s': %s", path, strerror(-ret));
+		ctx->failed = true;
+		return;
+	}
+	warn_source(ctx, path, &map);
+	if (ctx->json)
+		json_file(ctx, path, &map);
+	else
+		text_file(path, &map);
+	ctx->listed_one = true;
+	ret = extent_totals_add(&ctx->totals, &map);
+	if (ret) {
+		error("cannot count extents of '%s': %s", path, strerror(-ret));
+		ctx->failed = true;
+	}
+	extent_map_release(&map);
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+	size_t len = strlen(dir);
+	char *path;
+
+	path = malloc(len + strlen(name) + 2);
+	if (!path)
+		return NULL;
+	sprintf(path, "%s%s%s", dir, len && dir[len - 1] == '/' ? "" : "/",
+		name);
+	return path;
+}
+
+static void walk_dir(struct list_ctx *ctx, int dirfd, const char *path);
+
+/* One entry found in a directory: regular files and directories only. */
+static void walk_entry(struct list_ctx *ctx, int dirfd, const char *name,
+		       const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		goto fail;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return;
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode))
+		walk_dir(ctx, fd, path);
+	else if (S_ISREG(st.st_mode))
+		list_fd(ctx, fd, path);
+	close(fd);
+	return;
+fail:
+	error("cannot open '%s': %m", path);
+	ctx->failed = true;
+}
+
+static int skip_dots(const struct dirent *de)
+{
+	return strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+}
+
+static void walk_dir(struct list_ctx *ctx, int dirfd, const char *path)
+{
+	struct dirent **names;
+	char *child;
+	int i, n;
+
+	n = scandirat(dirfd, ".", &names, skip_dots, alphasort);
+	if (n < 0) {
+		error("cannot read directory '%s': %m", path);
+		ctx->failed = true;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		child = path_join(path, names[i]->d_name);
+		if (!child) {
+			error("cannot list '%s': %s", path, strerror(ENOMEM));
+			ctx->failed = true;
+		} else {
+			walk_entry(ctx, dirfd, names[i]->d_name, child);
+		}
+		free(child);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* A path from the command line: symlinks to it are followed. */
+static void list_path(struct list_ctx *ctx, const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0)
+		goto fail;
+	if (S_ISDIR(st.st_mode) && !ctx->recursive) {
+		error("'%s' is a directory (use -r)", path);
+		ctx->failed = true;
+		return;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		error("'%s' is not a regular file", path);
+		ctx->failed = true;
+		return;
+	}
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode) && ctx->recursive)
+		walk_dir(ctx, fd, path);
+	else if (S_ISREG(st.st_mode))
+		list_fd(ctx, fd, path);
+	close(fd);
+	return;
+fail:
+	error("cannot open '%s': %m", path);
+	ctx->failed = true;
+}
+
+/* ---- the command ---- */
+
+static int parse_options(const struct cmd_struct *cmd, int argc, char **argv,
+			 struct list_ctx *ctx)
+{
+	static const struct option long_options[] = {
+		{ "recursive", no_argument, NULL, 'r' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, format;
+
+	/*
+	 * 0, not 1: glibc then forgets the state of the global option parse
+	 * (its "+" stops at the first non-option), so "list PATH -r" works.
+	 */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "rh", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			ctx->recursive = true;
+			break;
+		case OPT_FORMAT:
+			format = parse_format(optarg);
+			if (format < 0)
+				return usage_error(cmd, "unknown format '%s'",
+						   optarg);
+			ctx->json = format == 1;
+			break;
+		case 'h':
+		case OPT_HELP:
+			usage_print(cmd, true, 0);
+			return -1;
+		default:
+			return usage_error(cmd,
+					   "unknown or incomplete option '%s'",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error(cmd, "no PATH given");
+	return 0;
+}
+
+static int cmd_list(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	struct list_ctx ctx = { 0 };
+	int ret, i;
+
+	ret = parse_options(cmd, argc, argv, &ctx);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+
+	extent_totals_init(&ctx.totals);
+	if (ctx.json)
+		printf("{\n  \"files\": [\n");
+	for (i = optind; i < argc; i++)
+		list_path(&ctx, argv[i]);
+	if (ctx.json)
+		json_totals(&ctx.totals);
+	else
+		text_totals(&ctx.totals);
+	extent_totals_release(&ctx.totals);
+	if (fflush(stdout) || ferror(stdout)) {
+		error("cannot write the listing: %m");
+		return 1;
+	}
+	return ctx.failed ? 1 : 0;
+}
+
+const struct cmd_struct cmd_struct_list = { "list", cmd_list, list_usage };
