@@ -159,7 +159,7 @@ static int map_add_hole(struct extent_map *map, uint64_t offset, uint64_t len)
 int extent_map_add(struct extent_map *map, const struct file_extent *fe)
 {
 	uint64_t end = map_end(map);
-	uint64_t gap_end;
+	uint64_t gap_end, len;
 	int ret;
 
 	if (fe->offset < end)
@@ -170,8 +170,14 @@ int extent_map_add(struct extent_map *map, const struct file_extent *fe)
 		if (ret)
 			return ret;
 	}
-	if (fe->kind == EXTENT_HOLE)
-		return map_add_hole(map, fe->offset, fe->len);
+	if (fe->kind == EXTENT_HOLE) {
+		/* holes only within [0, size), with or without hole items */
+		if (fe->offset >= map->size)
+			return 0;
+		len = map->size - fe->offset;
+		return map_add_hole(map, fe->offset,
+				    fe->len < len ? fe->len : len);
+	}
 	if (!fe->len)
 		return 0;
 	return map_push(map, fe);

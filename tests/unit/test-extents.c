@@ -324,6 +324,16 @@ static void test_map_past_eof(void **state)
 	assert_range(&map, 1, EXTENT_HOLE, 4 * KiB, 6 * KiB); /* up to EOF */
 	assert_contiguous(&map);
 	extent_map_release(&map);
+
+	/* explicit hole items are clipped at EOF too */
+	map.size = 10 * KiB;
+	add(&map, fext(EXTENT_REGULAR, 0, 0, 4 * KiB, MiB, 4096, 4096));
+	add(&map, fext(EXTENT_HOLE, 0, 4 * KiB, 1020 * KiB, 0, 0, 0));
+	add(&map, fext(EXTENT_PREALLOC, 0, MiB, MiB, 2 * MiB, MiB, MiB));
+	assert_int_equal(map.nr, 3);
+	assert_range(&map, 1, EXTENT_HOLE, 4 * KiB, 6 * KiB);
+	assert_range(&map, 2, EXTENT_PREALLOC, MiB, MiB);
+	extent_map_release(&map);
 }
 
 /* ---- totals, as compsize counts ---- */

@@ -129,11 +129,24 @@ make_files()
 	sync
 }
 
-for alg in zlib lzo zstd; do
-	_log "compress-force=$alg"
-	make_btrfs "$alg" 512M "compress-force=$alg"
+# NAME ALGORITHM MKFS_OPTIONS: the last one has explicit hole items
+for config in "zlib zlib" "lzo lzo" "zstd zstd" "holes zstd -O ^no-holes"; do
+	set -- $config
+	name=$1 alg=$2
+	shift 2
+	_log "compress-force=$alg mkfs $*"
+	make_btrfs "$name" 512M "compress-force=$alg" "$@"
 	d=$MNT/d
 	make_files "$d"
+	if [ "$name" = zstd ]; then
+		# more extents than one 64 KiB search buffer holds
+		compressible $((160 * 1024 * 1024)) >"$d/big"
+		sync
+		n=$("$ENCIO" list --format=json "$d/big" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["refs"])')
+		[ "$n" -ge 1280 ] || _fail "big: $n extents, expected 1280"
+		compare_totals "$d/big"
+	fi
 	# the set of files the checks below name
 	for f in comp rand mixed sparse prealloc prealloc-eof inline \
 		inline-rand bookend comp.clone mixed.clone; do
