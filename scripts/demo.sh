@@ -1,0 +1,79 @@
+#!/bin/bash
+# Set up everything and show encio at work on loopback btrfs images it makes
+# in tmpfs: a compressed source, a plain destination, encio copy against cp.
+# Needs root. Everything it mounts is unmounted and detached on exit.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+bash scripts/deps.sh || exit 1
+bash scripts/build.sh build || exit 1
+ENCIO=$top/build/encio
+
+[ "$(id -u)" = 0 ] || { echo "the demo needs root (loop devices, mounts)" >&2; exit 1; }
+work=$(mktemp -d /dev/shm/encio-demo.XXXXXX)
+mounts=() loops=()
+cleanup()
+{
+	local i
+	cd /
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
+	done
+	for l in "${loops[@]}"; do losetup -d "$l"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+image()
+{
+	local name=$1 opts=$2 loop
+	truncate -s 3G "$work/$name.img"
+	loop=$(losetup -f --show "$work/$name.img")
+	loops+=("$loop")
+	mkfs.btrfs -q -f "$loop" >/dev/null
+	mkdir "$work/$name"
+	mount ${opts:+-o "$opts"} "$loop" "$work/$name"
+	mounts+=("$work/$name")
+}
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+timed()
+{
+	local label=$1 t0 t1
+	shift
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	t0=$(date +%s.%N)
+	"$@" >/dev/null || exit 1
+	sync
+	t1=$(date +%s.%N)
+	awk -v l="$label" -v a="$t0" -v b="$t1" 'BEGIN { printf "  %-34s %6.3f s\n", l, b - a }'
+}
+
+image src compress-force=zstd
+image dst ""
+SRC=$work/src DST=$work/dst
+
+step "Building a corpus on a compress-force=zstd btrfs image"
+tar -cf "$SRC/corpus.tar" -C / usr/share usr/include 2>/dev/null
+truncate -s 2G "$SRC/vm.img"
+head -c 200M "$SRC/corpus.tar" | dd of="$SRC/vm.img" bs=1M seek=512 conv=notrunc status=none
+sync
+ls -lhs "$SRC"
+"$ENCIO" list "$SRC/corpus.tar" "$SRC/vm.img" | sed -n '/^Processed/,$p'
+
+step "encio -v copy: compressed extents moved encoded"
+"$ENCIO" -v copy "$SRC/corpus.tar" "$SRC/vm.img" "$DST/" || exit 1
+cmp "$SRC/corpus.tar" "$DST/corpus.tar" && cmp "$SRC/vm.img" "$DST/vm.img" &&
+	echo "  content identical (cmp)"
+"$ENCIO" list "$DST/corpus.tar" "$DST/vm.img" | sed -n '/^Processed/,$p'
+
+step "Time, caches dropped, into a plain btrfs (the same filesystem for each)"
+rm -f "$DST"/*
+timed "cp (kernel compresses nothing)" cp "$SRC/corpus.tar" "$DST/cp.tar"
+timed "encio --io=ioctl copy" "$ENCIO" --io=ioctl copy "$SRC/corpus.tar" "$DST/ioctl.tar"
+timed "encio copy (auto)" "$ENCIO" copy "$SRC/corpus.tar" "$DST/auto.tar"
+du -sh "$DST"/*.tar | sed 's/^/  disk usage: /'
+
+step "Summary"
+"$ENCIO" copy "$SRC/corpus.tar" "$SRC/vm.img" "$DST/"
