@@ -393,11 +393,6 @@ static int parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 	};
 	int c, format;
 
-	/*
-	 * 0, not 1: glibc then forgets the state of the global option parse
-	 * (its "+" stops at the first non-option), so "list PATH -r" works.
-	 */
-	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "rh", long_options, NULL)) != -1) {
 		switch (c) {

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
 		if (strcmp((*cmd)->token, token) == 0) {
 			argc -= optind;
 			argv += optind;
-			optind = 1;
+			/* 0 resets getopt, dropping the "+" mode of the global parse. */
+			optind = 0;
 			return (*cmd)->fn(*cmd, argc, argv);
 		}
 	}
