@@ -23,23 +23,38 @@ void codec_free(struct codec *codec);
  * @out, @out_len: room for the whole unencoded extent (unencoded_len).
  *
  * Returns the number of bytes decoded, the rest of @out being zeroed as the
- * kernel does, or -EINVAL for data that does not decode, -EOVERFLOW when it
- * decodes to more than @out_len, -EOPNOTSUPP for an unknown compression.
- * Never reads past @in + @in_len nor writes past @out + @out_len.
+ * kernel does, or -EINVAL for data that does not decode (bad, truncated),
+ * -EOVERFLOW when it decodes to more than @out_len (the kernel would silently
+ * stop there; it never writes such an extent), -EOPNOTSUPP for NONE or an
+ * unknown compression. Never reads past @in + @in_len nor writes past
+ * @out + @out_len, whatever the data. Bytes after the end of the zlib stream,
+ * the zstd frame or the lzo total length (within its sector) are ignored, as
+ * by the kernel; so is the zlib adler32 trailer.
  */
 ssize_t codec_decode(struct codec *codec, int compression, const void *in,
 		     size_t in_len, void *out, size_t out_len);
 
 /*
- * Encode @in_len (<= 128 KiB) bytes into the format the kernel stores for
- * @compression (BTRFS_ENCODED_IO_COMPRESSION_*) at @level (0: default).
- * Returns the encoded size, or -E2BIG when the result would not be smaller
- * than the input (the kernel then stores the data plain), or -errno.
+ * Encode @in_len (1..128 KiB) bytes into the format the kernel stores for
+ * @compression (BTRFS_ENCODED_IO_COMPRESSION_*) at @level (0: the kernel's
+ * default, 3; zlib 1..9, zstd -15..15, ignored for lzo). zstd frames use a
+ * window of at most 2^BTRFS_ZSTD_MAX_WINDOWLOG; lzo uses the sector size of
+ * the LZO_xK id, which must be the destination's sector size.
+ *
+ * Returns the encoded size, which is always < @in_len (what
+ * BTRFS_IOC_ENCODED_WRITE demands), or -E2BIG when the result would not be
+ * smaller than the input (the kernel then stores the data plain), -ENOSPC
+ * when it is smaller but does not fit in @out_cap (an @out_cap of
+ * @in_len - 1 is always enough), -EINVAL for a bad length or level,
+ * -EOPNOTSUPP for NONE or an unknown compression.
  */
 ssize_t codec_encode(struct codec *codec, int compression, int level,
 		     const void *in, size_t in_len, void *out, size_t out_cap);
 
-/* "zlib", "zstd", "lzo" or "none" for an encoded-I/O compression id. */
+/*
+ * "zlib", "zstd", "lzo" or "none" for an encoded-I/O compression id,
+ * "unknown" for anything else (never NULL).
+ */
 const char *codec_name(int compression);
 
 #endif
