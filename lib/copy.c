@@ -23,11 +23,15 @@
 #include "copy.h"
 #include "extents.h"
 
-/* A range still to issue: what the map said, or the rest of a short read. */
+/*
+ * A range still to issue: what the map said, or the rest of a short read.
+ * A compressed extent is read whole (the kernel returns one extent); other
+ * data is read in slot-sized pieces.
+ */
 struct copy_range {
 	uint64_t start;
 	uint64_t end;
-	bool encoded;
+	bool whole;
 };
 
 struct copy_job {
@@ -44,6 +48,7 @@ struct copy_job {
 	size_t cap_pending;
 	enum encio_io_mode read_mode;
 	enum encio_io_mode write_mode;
+	enum encio_io_mode plain_mode; /* for plain reads when read_mode is NONE */
 	struct encio_error *e;
 	int err;
 };
@@ -140,7 +145,7 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 }
 
 static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
-		      bool encoded)
+		      bool whole)
 {
 	struct copy_range *r;
 
@@ -154,7 +159,7 @@ static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
 		job->cap_pending = cap;
 	}
 	job->pending[job->nr_pending++] =
-		(struct copy_range){ start, end, encoded };
+		(struct copy_range){ start, end, whole };
 	return 0;
 }
 
@@ -191,8 +196,7 @@ static bool job_refill(struct copy_job *job)
 		 * offset 0 of at most a sector is stored inline again.
 		 */
 		if (push_range(job, fe->offset, end,
-			       fe->compression != BTRFS_COMPRESS_NONE &&
-				       job->read_mode != ENCIO_IO_NONE))
+			       fe->compression != BTRFS_COMPRESS_NONE))
 			return job_fail(job, ENOMEM, "map", false, fe->offset),
 			       false;
 	}
@@ -200,8 +204,13 @@ static bool job_refill(struct copy_job *job)
 }
 
 /*
- * Issue the next piece of work into @req. An encoded range is one encoded
- * read (the kernel returns one extent); a plain range is cut into slots.
+ * Issue the next piece of work into @req.
+ *
+ * Where encoded reads work, plain data is read with encoded reads too (the
+ * kernel returns it as compression NONE): a buffered read of the same file
+ * can deadlock against our own encoded reads in flight. Their extent locks
+ * are released by task work that only this thread runs, while readahead of
+ * a neighbouring range blocks this thread on one of those locks.
  */
 static bool job_issue(struct copy_job *job, struct engine_req *req)
 {
@@ -212,17 +221,15 @@ static bool job_issue(struct copy_job *job, struct engine_req *req)
 	if (job->err || !job_refill(job))
 		return false;
 	r = &job->pending[job->nr_pending - 1];
-	if (r->encoded) {
+	len = r->end - r->start;
+	if (!r->whole && len > engine->pool.slot_size)
+		len = engine->pool.slot_size;
+	if (job->read_mode != ENCIO_IO_NONE)
 		engine_encoded_read(engine, req, job->read_mode, job->src_fd,
 				    r->start);
-		req->priv = (void *)(uintptr_t)r->end;
-		job->nr_pending--;
-		return true;
-	}
-	len = r->end - r->start;
-	if (len > engine->pool.slot_size)
-		len = engine->pool.slot_size;
-	engine_read(engine, req, job->read_mode, job->src_fd, r->start, len);
+	else
+		engine_read(engine, req, job->plain_mode, job->src_fd, r->start,
+			    len);
 	req->priv = (void *)(uintptr_t)(r->start + len);
 	r->start += len;
 	if (r->start == r->end)
@@ -299,10 +306,7 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 {
 	uint64_t end = (uintptr_t)req->priv;
 
-	if (done_to < end &&
-	    push_range(job, done_to, end,
-		       req->op == ENGINE_OP_ENCODED_READ &&
-			       job->read_mode != ENCIO_IO_NONE))
+	if (done_to < end && push_range(job, done_to, end, false))
 		job_fail(job, ENOMEM, "map", false, done_to);
 }
 
@@ -575,6 +579,7 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 		goto out;
 	job.read_mode = ctx->probe.read_mode;
 	job.write_mode = ctx->probe.write_mode;
+	job.plain_mode = ctx->engine.ring ? ENCIO_IO_URING_FIXED : ENCIO_IO_IOCTL;
 
 	/* Messages name the final path; the data goes to a hidden temporary. */
 	snprintf(dst_path, sizeof(dst_path), "%s/%s", dir, name);
