@@ -124,7 +124,7 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 					&ctx->probe);
 		if (ret)
 			return set_error(e, ret,
-					 "encoded read (forced --io mode)", src,
+					 "read with the forced --io mode", src,
 					 false, 0);
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
@@ -136,7 +136,7 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 					 ctx->opts.io_mode, &ctx->probe);
 		if (ret)
 			return set_error(e, ret,
-					 "encoded write (forced --io mode)",
+					 "write with the forced --io mode",
 					 dst_dir, false, 0);
 		ctx->write_probed = true;
 		ctx->write_dev = st.st_dev;

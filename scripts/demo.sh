@@ -73,7 +73,9 @@ rm -f "$DST"/*
 timed "cp (kernel compresses nothing)" cp "$SRC/corpus.tar" "$DST/cp.tar"
 timed "encio --io=ioctl copy" "$ENCIO" --io=ioctl copy "$SRC/corpus.tar" "$DST/ioctl.tar"
 timed "encio copy (auto)" "$ENCIO" copy "$SRC/corpus.tar" "$DST/auto.tar"
-du -sh "$DST"/*.tar | sed 's/^/  disk usage: /'
+for f in "$DST"/*.tar; do
+	printf '  %-12s on disk: %s\n' "$(basename "$f")" "$("$ENCIO" list "$f" | awk '$1 == "TOTAL" {print $3}')"
+done
 
 step "Summary"
 "$ENCIO" copy "$SRC/corpus.tar" "$SRC/vm.img" "$DST/"

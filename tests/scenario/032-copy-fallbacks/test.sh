@@ -51,6 +51,25 @@ echo "$out" | grep -q "encoded reads impossible" || _fail "warning does not say 
 check_same_file "$SRC/zstd" "$DST/zstd"
 check_same_file "$SRC/zlib" "$DST/zlib"
 
+_log "io_uring disabled: auto falls back to ioctl, a forced ring mode is an error"
+if [ -w /proc/sys/kernel/io_uring_disabled ]; then
+	old=$(cat /proc/sys/kernel/io_uring_disabled)
+	echo 2 >/proc/sys/kernel/io_uring_disabled
+	out=$("$ENCIO" copy "$SRC/zstd" "$DST/no-ring" 2>&1)
+	rc=$?
+	forced=$("$ENCIO" --io=uring-fixed copy "$SRC/zstd" "$DST/no-ring-forced" 2>&1)
+	frc=$?
+	echo "$old" >/proc/sys/kernel/io_uring_disabled
+	echo "$out"
+	echo "$forced"
+	[ $rc = 0 ] || _fail "auto copy without io_uring failed"
+	echo "$out" | grep -q "io read ioctl, write ioctl" || _fail "auto did not fall back to ioctl"
+	check_same_file "$SRC/zstd" "$DST/no-ring"
+	[ $frc = 1 ] || _fail "forced uring-fixed without io_uring: exit $frc"
+	echo "$forced" | grep -q "forced --io mode" || _fail "forced mode error unclear"
+	[ ! -e "$DST/no-ring-forced" ] || _fail "forced failure left a file"
+fi
+
 _log "hugetlb pages back the buffers when the pool has them"
 old=$(cat /proc/sys/vm/nr_hugepages)
 echo 8 >/proc/sys/vm/nr_hugepages
