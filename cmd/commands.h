@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "../lib/engine.h"
+#include "../lib/error.h"
 
 /* Options given before the command name, shared by every command. */
 struct global_options {
@@ -37,6 +38,8 @@ void verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 const char *pretty_size(char *buf, unsigned long long bytes);
 #define PRETTY_SIZE_LEN 32
 
+void print_encio_error(const struct encio_error *e);
+
 /* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
 int parse_format(const char *arg);
 
@@ -48,5 +51,6 @@ enum {
 
 extern const struct cmd_struct cmd_struct_list;
 extern const struct cmd_struct cmd_struct_copy;
+extern const struct cmd_struct cmd_struct_dump;
 
 #endif

@@ -44,14 +44,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void print_error(const struct encio_error *e)
-{
-	if (e->has_offset)
-		error("cannot %s '%s' at offset %llu: %s", e->op, e->path,
-		      (unsigned long long)e->offset, strerror(e->err));
-	else
-		error("cannot %s '%s': %s", e->op, e->path, strerror(e->err));
-}
 
 static void print_probe(const struct copy_ctx *ctx)
 {
@@ -242,7 +234,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		if (!ret)
 			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
 		if (ret) {
-			print_error(&e);
+			print_encio_error(&e);
 			c.failed++;
 		}
 	}

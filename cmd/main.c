@@ -33,8 +33,15 @@ static const char *const encio_usage[] = {
 static const struct cmd_struct cmd_struct_encio = { "encio", NULL,
 						    encio_usage };
 
-static const struct cmd_struct *const commands[] = { &cmd_struct_copy,
-						     &cmd_struct_list, NULL };
+/* One line per command; clang-format off keeps it that way. */
+/* clang-format off */
+static const struct cmd_struct *const commands[] = {
+	&cmd_struct_copy,
+	&cmd_struct_dump,
+	&cmd_struct_list,
+	NULL
+};
+/* clang-format on */
 
 static void print_commands(FILE *out)
 {

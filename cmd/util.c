@@ -102,3 +102,12 @@ int parse_format(const char *arg)
 		return 1;
 	return -1;
 }
+
+void print_encio_error(const struct encio_error *e)
+{
+	if (e->has_offset)
+		error("cannot %s '%s' at offset %llu: %s", e->op, e->path,
+		      (unsigned long long)e->offset, strerror(e->err));
+	else
+		error("cannot %s '%s': %s", e->op, e->path, strerror(e->err));
+}

@@ -53,28 +53,12 @@ struct copy_job {
 	int err;
 };
 
-static int set_error(struct encio_error *e, int err, const char *op,
-		     const char *path, bool has_offset, uint64_t offset)
-{
-	size_t len;
-
-	if (err < 0)
-		err = -err;
-	e->err = err;
-	e->op = op;
-	len = strnlen(path, sizeof(e->path) - 1);
-	memcpy(e->path, path, len);
-	e->path[len] = '\0';
-	e->has_offset = has_offset;
-	e->offset = offset;
-	return -err;
-}
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		    uint64_t offset)
 {
 	if (!job->err)
-		job->err = set_error(job->e, err, op,
+		job->err = encio_error_set(job->e, err, op,
 				     on_dst ? job->dst_path : job->src_path,
 				     true, offset);
 	return job->err;
@@ -118,24 +102,24 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 	int ret;
 
 	if (fstat(src_fd, &st))
-		return set_error(e, errno, "stat", src, false, 0);
+		return encio_error_set(e, errno, "stat", src, false, 0);
 	if (!ctx->read_probed || ctx->read_dev != st.st_dev) {
 		ret = engine_probe_read(&ctx->engine, src_fd, ctx->opts.io_mode,
 					&ctx->probe);
 		if (ret)
-			return set_error(e, ret,
+			return encio_error_set(e, ret,
 					 "read with the forced --io mode", src,
 					 false, 0);
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
 	if (fstat(dir_fd, &st))
-		return set_error(e, errno, "stat", dst_dir, false, 0);
+		return encio_error_set(e, errno, "stat", dst_dir, false, 0);
 	if (!ctx->write_probed || ctx->write_dev != st.st_dev) {
 		ret = engine_probe_write(&ctx->engine, dir_fd,
 					 ctx->opts.io_mode, &ctx->probe);
 		if (ret)
-			return set_error(e, ret,
+			return encio_error_set(e, ret,
 					 "write with the forced --io mode",
 					 dst_dir, false, 0);
 		ctx->write_probed = true;
@@ -433,7 +417,7 @@ static int resolve_dest(const char *src, const char *dst, char *dir, char *name,
 	snprintf(dir, PATH_MAX, "%s", dirname(tmp));
 	if (!name[0] || strcmp(name, "/") == 0 || strcmp(name, ".") == 0 ||
 	    strcmp(name, "..") == 0)
-		return set_error(e, EINVAL, "destination name", dst, false, 0);
+		return encio_error_set(e, EINVAL, "destination name", dst, false, 0);
 	return 0;
 }
 
@@ -477,21 +461,21 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	job->size = st->st_size;
 	ret = extent_map_build(job->src_fd, &job->map);
 	if (ret)
-		return set_error(job->e, ret, "map extents of", job->src_path,
+		return encio_error_set(job->e, ret, "map extents of", job->src_path,
 				 false, 0);
 	if (ftruncate(job->dst_fd, job->size))
-		return set_error(job->e, errno, "truncate", job->dst_path,
+		return encio_error_set(job->e, errno, "truncate", job->dst_path,
 				 false, 0);
 	job_run(job);
 	if (job->err)
 		return job->err;
 	/* Encoded-write errors arrive late: only fsync tells. */
 	if (fsync(job->dst_fd))
-		return set_error(job->e, errno, "sync", job->dst_path, false,
+		return encio_error_set(job->e, errno, "sync", job->dst_path, false,
 				 0);
 	ret = copy_metadata(job->dst_fd, st);
 	if (ret)
-		return set_error(job->e, ret, "set metadata of", job->dst_path,
+		return encio_error_set(job->e, ret, "set metadata of", job->dst_path,
 				 false, 0);
 	ctx->stats.files++;
 	return 0;
@@ -503,14 +487,14 @@ static int copy_open_src(const char *src, struct stat *st,
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return set_error(e, errno, "open", src, false, 0);
+		return encio_error_set(e, errno, "open", src, false, 0);
 	if (fstat(fd, st)) {
 		close(fd);
-		return set_error(e, errno, "stat", src, false, 0);
+		return encio_error_set(e, errno, "stat", src, false, 0);
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return set_error(e, S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
+		return encio_error_set(e, S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
 				 "copy (not a regular file)", src, false, 0);
 	}
 	return fd;
@@ -539,7 +523,7 @@ int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
 		return src_fd;
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
-		ret = set_error(e, errno, "open directory", dir, false, 0);
+		ret = encio_error_set(e, errno, "open directory", dir, false, 0);
 	else
 		ret = probe_fds(ctx, src_fd, dir_fd, src, dir, e);
 	if (dir_fd >= 0)
@@ -567,11 +551,11 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 		return job.src_fd;
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {
-		ret = set_error(e, errno, "open directory", dir, false, 0);
+		ret = encio_error_set(e, errno, "open directory", dir, false, 0);
 		goto out;
 	}
 	if (same_file(dir_fd, name, &st)) {
-		ret = set_error(e, EINVAL, "copy onto itself", src, false, 0);
+		ret = encio_error_set(e, EINVAL, "copy onto itself", src, false, 0);
 		goto out;
 	}
 	ret = probe_fds(ctx, job.src_fd, dir_fd, src, dir, e);
@@ -586,12 +570,12 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	job.dst_path = dst_path;
 	job.dst_fd = create_temp(dir_fd, name, tmp_name);
 	if (job.dst_fd < 0) {
-		ret = set_error(e, job.dst_fd, "create", dst_path, false, 0);
+		ret = encio_error_set(e, job.dst_fd, "create", dst_path, false, 0);
 		goto out;
 	}
 	ret = copy_fds(ctx, &job, &st);
 	if (!ret && renameat(dir_fd, tmp_name, dir_fd, name))
-		ret = set_error(e, errno, "rename into place", dst_path, false,
+		ret = encio_error_set(e, errno, "rename into place", dst_path, false,
 				0);
 	if (ret)
 		unlinkat(dir_fd, tmp_name, 0);

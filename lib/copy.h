@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "engine.h"
+#include "error.h"
 
 struct codec;
 
@@ -31,15 +32,6 @@ struct copy_stats {
 	uint64_t ranges_plain;	  /* plain data ranges (uncompressed, inline) */
 	uint64_t holes;
 	uint64_t prealloc;
-};
-
-/* What went wrong, where: filled by the library, printed by cmd/. */
-struct encio_error {
-	int err; /* positive errno */
-	const char *op;
-	char path[PATH_MAX];
-	uint64_t offset;
-	bool has_offset;
 };
 
 struct copy_ctx {

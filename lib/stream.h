@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * btrfs send stream (versions 1 to 3): a reader that checks every length and
+ * crc32c and hands each command to typed callbacks, and a writer.
+ */
+#ifndef ENCIO_STREAM_H
+#define ENCIO_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "error.h"
+#include "kernel.h"
+
+/* No command is larger: the kernel's v2 buffer is 16 KiB + 128 KiB. */
+#define STREAM_MAX_CMD_LEN (1024 * 1024)
+#define STREAM_MAX_VERSION 3
+#define STREAM_WHAT_LEN 320
+
+struct stream_attr {
+	const unsigned char *data;
+	uint32_t len;
+	bool present;
+};
+
+struct stream_cmd {
+	uint16_t type;
+	uint32_t len;	 /* body bytes */
+	uint64_t offset; /* of the command header in the stream */
+	struct stream_attr attr[BTRFS_SEND_A_MAX + 1];
+};
+
+struct stream_reader {
+	int fd;
+	uint32_t version;
+	uint64_t offset; /* stream bytes consumed */
+	unsigned char *buf;
+	size_t buf_len;	 /* valid bytes in buf */
+	size_t buf_pos;	 /* next unread byte */
+	size_t buf_cap;
+	bool eof;
+	const char *name; /* for messages */
+	char what[STREAM_WHAT_LEN]; /* the last error's description */
+};
+
+struct stream_encoded_write {
+	uint64_t offset;
+	uint64_t unencoded_file_len;
+	uint64_t unencoded_len;
+	uint64_t unencoded_offset;
+	uint32_t compression; /* BTRFS_ENCODED_IO_COMPRESSION_* */
+	uint32_t encryption;
+	const void *data;
+	size_t len;
+};
+
+/*
+ * One callback per command; NULL skips it. Paths are as in the stream,
+ * relative to the subvolume, checked to be non-empty strings without NUL
+ * (their confinement is the receiver's business). A callback returns 0 or
+ * -errno, which stops the stream.
+ */
+struct stream_ops {
+	int (*subvol)(const char *path, const uint8_t *uuid, uint64_t ctransid,
+		      void *arg);
+	int (*snapshot)(const char *path, const uint8_t *uuid, uint64_t ctransid,
+			const uint8_t *parent_uuid, uint64_t parent_ctransid,
+			void *arg);
+	int (*mkfile)(const char *path, void *arg);
+	int (*mkdir)(const char *path, void *arg);
+	int (*mknod)(const char *path, uint64_t mode, uint64_t rdev, void *arg);
+	int (*mkfifo)(const char *path, void *arg);
+	int (*mksock)(const char *path, void *arg);
+	int (*symlink)(const char *path, const char *target, void *arg);
+	int (*rename)(const char *from, const char *to, void *arg);
+	int (*link)(const char *path, const char *target, void *arg);
+	int (*unlink)(const char *path, void *arg);
+	int (*rmdir)(const char *path, void *arg);
+	int (*set_xattr)(const char *path, const char *name, const void *data,
+			 size_t len, void *arg);
+	int (*remove_xattr)(const char *path, const char *name, void *arg);
+	int (*write)(const char *path, uint64_t offset, const void *data,
+		     size_t len, void *arg);
+	int (*clone)(const char *path, uint64_t offset, uint64_t len,
+		     const uint8_t *clone_uuid, uint64_t clone_ctransid,
+		     const char *clone_path, uint64_t clone_offset, void *arg);
+	int (*truncate)(const char *path, uint64_t size, void *arg);
+	int (*chmod)(const char *path, uint64_t mode, void *arg);
+	int (*chown)(const char *path, uint64_t uid, uint64_t gid, void *arg);
+	int (*utimes)(const char *path, const struct timespec *atime,
+		      const struct timespec *mtime, const struct timespec *ctime,
+		      void *arg);
+	int (*update_extent)(const char *path, uint64_t offset, uint64_t len,
+			     void *arg);
+	int (*fallocate)(const char *path, uint32_t mode, uint64_t offset,
+			 uint64_t len, void *arg);
+	int (*fileattr)(const char *path, uint64_t attr, void *arg);
+	int (*encoded_write)(const char *path,
+			     const struct stream_encoded_write *ew, void *arg);
+	int (*enable_verity)(const char *path, uint8_t algorithm,
+			     uint32_t block_size, const void *salt,
+			     size_t salt_len, const void *sig, size_t sig_len,
+			     void *arg);
+	int (*end)(void *arg);
+};
+
+/* Read and check the stream header. Returns 0 or -errno with @e filled. */
+int stream_reader_init(struct stream_reader *r, int fd, const char *name,
+		       struct encio_error *e);
+void stream_reader_release(struct stream_reader *r);
+
+/*
+ * Read the next command into @cmd (pointing into the reader's buffer, valid
+ * until the next call). Returns 1, 0 at the end of the stream, or -errno
+ * with @e naming the command's offset.
+ */
+int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
+		    struct encio_error *e);
+
+/* Read every command and dispatch it to @ops. Returns 0 or -errno. */
+int stream_process(struct stream_reader *r, const struct stream_ops *ops,
+		   void *arg, struct encio_error *e);
+
+const char *stream_cmd_name(unsigned int cmd);
+
+/* Writer: commands are built in a buffer and written in large writes. */
+struct stream_writer {
+	int fd;
+	uint32_t version;
+	unsigned char *buf;
+	size_t len;	    /* bytes in buf */
+	size_t cap;
+	size_t cmd_start;   /* of the command being built */
+	uint64_t written;   /* bytes written to fd */
+	int err;	    /* first error, sticky */
+};
+
+int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
+int stream_writer_finish(struct stream_writer *w); /* flush; first error */
+void stream_writer_release(struct stream_writer *w);
+
+void stream_begin_cmd(struct stream_writer *w, uint16_t cmd);
+void stream_put_u32(struct stream_writer *w, uint16_t attr, uint32_t value);
+void stream_put_u64(struct stream_writer *w, uint16_t attr, uint64_t value);
+void stream_put_string(struct stream_writer *w, uint16_t attr, const char *s);
+void stream_put_uuid(struct stream_writer *w, uint16_t attr, const uint8_t *uuid);
+void stream_put_timespec(struct stream_writer *w, uint16_t attr,
+			 const struct timespec *ts);
+void stream_put_bytes(struct stream_writer *w, uint16_t attr, const void *data,
+		      size_t len);
+/* The DATA attribute; from version 2 it must come last in its command. */
+void stream_put_data(struct stream_writer *w, const void *data, size_t len);
+int stream_end_cmd(struct stream_writer *w);
+
+#endif
