@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,9 +176,20 @@ static int dump_rename(const char *from, const char *to, void *arg)
 {
 	struct dump_ctx *d = arg;
 	char full[FULL_PATH_MAX];
+	int width;
 
+	/* btrfs receive --dump escapes the destination of a rename too. */
+	join(full, d->subvol, from);
+	printf("%-16s", "rename");
+	width = print_escaped(full, strlen(full));
+	do {
+		putchar(' ');
+	} while (++width < 32);
 	join(full, d->subvol, to);
-	return print_line(d, "rename", from, "dest=%s", full);
+	printf("dest=");
+	print_escaped(full, strlen(full));
+	putchar('\n');
+	return ferror(stdout) ? -EIO : 0;
 }
 
 static int dump_link(const char *path, const char *target, void *arg)
@@ -195,6 +207,16 @@ static int dump_rmdir(const char *path, void *arg)
 	return print_line(arg, "rmdir", path, NULL);
 }
 
+static bool is_text(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!isprint(p[i]))
+			return false;
+	return true;
+}
+
 static int dump_set_xattr(const char *path, const char *name, const void *data,
 			  size_t len, void *arg)
 {
@@ -210,7 +232,11 @@ static int dump_set_xattr(const char *path, const char *name, const void *data,
 		putchar(' ');
 	} while (++width < 32);
 	printf("name=%s data=", name);
-	print_escaped(data, len);
+	/* Text as it is (as btrfs prints it), anything else escaped. */
+	if (is_text(data, len))
+		fwrite(data, 1, len, stdout);
+	else
+		print_escaped(data, len);
 	printf(" len=%zu\n", len);
 	return ferror(stdout) ? -EIO : 0;
 }
