@@ -403,6 +403,15 @@ static int probe_dest(struct receive_ctx *ctx)
 		return fail(ctx, ret, "write with the forced --io mode");
 	ctx->probed = true;
 	ctx->probed_dev = st.st_dev;
+	/*
+	 * Stream commands are applied one at a time, so a write is never
+	 * overlapped with another: at depth 1 the ring only adds latency
+	 * (design notes: 0.47 s against 0.28 s for the ioctl), whether or not
+	 * the probe saw the write punted to io-wq. Auto takes the ioctl.
+	 */
+	if (ctx->opts.io_mode == ENCIO_IO_AUTO &&
+	    ctx->probe.write_err[ENCIO_IO_IOCTL] == 0)
+		ctx->probe.write_mode = ENCIO_IO_IOCTL;
 	ctx->write_mode = ctx->probe.write_mode;
 	return 0;
 }
