@@ -10,7 +10,7 @@
  *   mkfile|mkdir|mkfifo|unlink|rmdir PATH
  *   symlink PATH TARGET     link PATH TARGET     rename FROM TO
  *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
- *   set_xattr PATH NAME VALUE
+ *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
  *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG good|garbage
  *   end
  */
@@ -137,6 +137,12 @@ static void command(char **a, int n, const char *line)
 				 strlen(a[3]));
 	} else if (!strcmp(c, "encoded")) {
 		encoded(a, n, line);
+	} else if (!strcmp(c, "enable_verity") && n == 2) {
+		uint8_t sha256 = 1;
+
+		one_path(BTRFS_SEND_C_ENABLE_VERITY, a);
+		stream_put_bytes(&w, BTRFS_SEND_A_VERITY_ALGORITHM, &sha256, 1);
+		stream_put_u32(&w, BTRFS_SEND_A_VERITY_BLOCK_SIZE, 4096);
 	} else if (!strcmp(c, "end") && n == 1) {
 		stream_begin_cmd(&w, BTRFS_SEND_C_END);
 	} else {

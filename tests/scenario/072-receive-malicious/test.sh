@@ -101,6 +101,27 @@ rm -rf "$DST/good2" 2>/dev/null
 btrfs -q subvolume delete "$DST/good2/vol" "$DST/good/vol" >/dev/null
 rmdir "$DST/good" "$DST/good2"
 
+_log "enable_verity: done where the kernel allows it, else a clear error"
+gen verity <<END
+version 3
+subvol vol
+mkfile f
+write f 0 verity-data
+enable_verity f
+end
+END
+mkdir "$DST/verity"
+if "$ENCIO" receive -f "$TEST_TMP/verity.stream" "$DST/verity" >"$TEST_TMP/out" 2>&1; then
+	lsattr "$DST/verity/vol/f" | grep -q '^[^ ]*V' || _fail "verity not enabled"
+	echo "verity enabled"
+else
+	cat "$TEST_TMP/out"
+	grep -q "apply enable_verity of 'f' (.*fs-verity.*) from .* at offset" "$TEST_TMP/out" ||
+		_fail "unclear verity error"
+fi
+btrfs -q subvolume delete "$DST/verity/vol" >/dev/null 2>&1
+rmdir "$DST/verity"
+
 gen absolute <<END
 subvol vol
 mkfile $OUT/x
