@@ -52,5 +52,6 @@ enum {
 extern const struct cmd_struct cmd_struct_list;
 extern const struct cmd_struct cmd_struct_copy;
 extern const struct cmd_struct cmd_struct_dump;
+extern const struct cmd_struct cmd_struct_receive;
 
 #endif

@@ -39,6 +39,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_copy,
 	&cmd_struct_dump,
 	&cmd_struct_list,
+	&cmd_struct_receive,
 	NULL
 };
 /* clang-format on */

@@ -6,7 +6,7 @@ PACKAGES=(
 	autoconf automake libtool pkg-config make gcc
 	liburing-dev libbtrfsutil-dev libzstd-dev zlib1g-dev liblzo2-dev
 	libcmocka-dev btrfs-progs btrfs-compsize
-	util-linux e2fsprogs openssl python3 man-db
+	util-linux e2fsprogs openssl python3 man-db attr
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

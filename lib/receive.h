@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Receive a send stream into subvolumes under a destination directory, as
+ * 'btrfs receive' does: every path confined beneath the subvolume being
+ * received, encoded writes through the engine (decoded where refused), and
+ * the subvolume marked received and read-only only once it synced cleanly.
+ */
+#ifndef ENCIO_RECEIVE_H
+#define ENCIO_RECEIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "error.h"
+
+struct receive_options {
+	enum encio_io_mode io_mode;
+	bool force_decompress; /* decode every encoded write */
+};
+
+struct receive_stats {
+	uint64_t subvols; /* received completely */
+	uint64_t commands;
+	uint64_t bytes_written; /* file data (logical) */
+	uint64_t encoded_bytes; /* written without decoding */
+	uint64_t extents_encoded; /* encoded writes that stayed encoded */
+	uint64_t extents_decoded; /* encoded writes decoded in user space */
+	uint64_t stream_bytes;
+};
+
+struct receive_ctx;
+
+/* Called after each data command; the callee throttles. */
+typedef void (*receive_progress_fn)(const struct receive_stats *stats,
+				    void *arg);
+
+/* Returns 0 or -errno with @e filled; *@ctx is NULL on failure. */
+int receive_ctx_new(struct receive_ctx **ctx,
+		    const struct receive_options *opts, struct encio_error *e);
+void receive_ctx_free(struct receive_ctx *ctx);
+
+void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
+			  void *arg);
+
+/*
+ * Apply the stream (one or several concatenated) read from @stream_fd
+ * (@stream_name for messages) beneath the directory @dest. Returns 0 or
+ * -errno with @e naming the command's offset in the stream; a subvolume
+ * not finished is left writable and not marked received.
+ */
+int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
+		const char *dest, struct encio_error *e);
+
+const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
+
+/* The probe of the destination (valid once a subvolume was created). */
+const struct encio_probe *receive_get_probe(const struct receive_ctx *ctx);
+
+#endif

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stream-gen: write a send stream described on standard input, one command
+ * per line, to standard output, with the library's writer (so every crc32c
+ * is right and only the content is hostile). For the receive tests.
+ *
+ *   version N                        (before any command; default 2)
+ *   subvol NAME [UUID_BYTE]
+ *   snapshot NAME UUID_BYTE PARENT_UUID_BYTE
+ *   mkfile|mkdir|mkfifo|unlink|rmdir PATH
+ *   symlink PATH TARGET     link PATH TARGET     rename FROM TO
+ *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
+ *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
+ *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG good|garbage
+ *   end
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/codec.h"
+#include "../../lib/stream.h"
+
+#define MAX_ARGS 8
+
+static struct stream_writer w;
+
+static void die(const char *msg, const char *line)
+{
+	fprintf(stderr, "stream-gen: %s: %s\n", msg, line);
+	exit(2);
+}
+
+static uint64_t num(const char *s)
+{
+	return strtoull(s, NULL, 0);
+}
+
+static void put_uuid_byte(uint16_t attr, const char *s)
+{
+	uint8_t uuid[16];
+
+	memset(uuid, (int)num(s), sizeof(uuid));
+	stream_put_uuid(&w, attr, uuid);
+}
+
+static void encoded(char **a, int n, const char *line)
+{
+	static unsigned char in[BTRFS_MAX_UNCOMPRESSED],
+		out[BTRFS_MAX_UNCOMPRESSED];
+	uint64_t ulen = num(a[4]);
+	struct codec *codec = codec_new();
+	ssize_t len;
+	size_t i;
+
+	if (n != 8 || ulen > sizeof(in))
+		die("bad encoded", line);
+	for (i = 0; i < ulen; i++)
+		in[i] = "encio stream-gen "[i % 17];
+	if (strcmp(a[7], "garbage") == 0) {
+		for (i = 0; i < 4096; i++)
+			out[i] = (unsigned char)(i * 37 + 11);
+		len = 4096;
+	} else {
+		len = codec_encode(codec, (int)num(a[6]), 0, in, ulen, out,
+				   sizeof(out));
+		if (len < 0)
+			die("encode failed", line);
+	}
+	codec_free(codec);
+	stream_begin_cmd(&w, BTRFS_SEND_C_ENCODED_WRITE);
+	stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
+	stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, num(a[2]));
+	stream_put_u64(&w, BTRFS_SEND_A_UNENCODED_FILE_LEN, num(a[3]));
+	stream_put_u64(&w, BTRFS_SEND_A_UNENCODED_LEN, ulen);
+	stream_put_u64(&w, BTRFS_SEND_A_UNENCODED_OFFSET, num(a[5]));
+	stream_put_u32(&w, BTRFS_SEND_A_COMPRESSION, (uint32_t)num(a[6]));
+	stream_put_data(&w, out, len);
+}
+
+static void one_path(uint16_t cmd, char **a)
+{
+	stream_begin_cmd(&w, cmd);
+	stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
+}
+
+static void command(char **a, int n, const char *line)
+{
+	const char *c = a[0];
+
+	if (!strcmp(c, "subvol") && n >= 2) {
+		stream_begin_cmd(&w, BTRFS_SEND_C_SUBVOL);
+		stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
+		put_uuid_byte(BTRFS_SEND_A_UUID, n > 2 ? a[2] : "0x42");
+		stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 7);
+	} else if (!strcmp(c, "snapshot") && n == 4) {
+		stream_begin_cmd(&w, BTRFS_SEND_C_SNAPSHOT);
+		stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
+		put_uuid_byte(BTRFS_SEND_A_UUID, a[2]);
+		stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 8);
+		put_uuid_byte(BTRFS_SEND_A_CLONE_UUID, a[3]);
+		stream_put_u64(&w, BTRFS_SEND_A_CLONE_CTRANSID, 7);
+	} else if (!strcmp(c, "mkfile") && n == 2) {
+		one_path(BTRFS_SEND_C_MKFILE, a);
+	} else if (!strcmp(c, "mkdir") && n == 2) {
+		one_path(BTRFS_SEND_C_MKDIR, a);
+	} else if (!strcmp(c, "mkfifo") && n == 2) {
+		one_path(BTRFS_SEND_C_MKFIFO, a);
+	} else if (!strcmp(c, "unlink") && n == 2) {
+		one_path(BTRFS_SEND_C_UNLINK, a);
+	} else if (!strcmp(c, "rmdir") && n == 2) {
+		one_path(BTRFS_SEND_C_RMDIR, a);
+	} else if (!strcmp(c, "symlink") && n == 3) {
+		one_path(BTRFS_SEND_C_SYMLINK, a);
+		stream_put_string(&w, BTRFS_SEND_A_PATH_LINK, a[2]);
+	} else if (!strcmp(c, "link") && n == 3) {
+		one_path(BTRFS_SEND_C_LINK, a);
+		stream_put_string(&w, BTRFS_SEND_A_PATH_LINK, a[2]);
+	} else if (!strcmp(c, "rename") && n == 3) {
+		one_path(BTRFS_SEND_C_RENAME, a);
+		stream_put_string(&w, BTRFS_SEND_A_PATH_TO, a[2]);
+	} else if (!strcmp(c, "write") && n == 4) {
+		one_path(BTRFS_SEND_C_WRITE, a);
+		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, num(a[2]));
+		stream_put_data(&w, a[3], strlen(a[3]));
+	} else if (!strcmp(c, "truncate") && n == 3) {
+		one_path(BTRFS_SEND_C_TRUNCATE, a);
+		stream_put_u64(&w, BTRFS_SEND_A_SIZE, num(a[2]));
+	} else if (!strcmp(c, "chmod") && n == 3) {
+		one_path(BTRFS_SEND_C_CHMOD, a);
+		stream_put_u64(&w, BTRFS_SEND_A_MODE, strtoull(a[2], NULL, 8));
+	} else if (!strcmp(c, "set_xattr") && n == 4) {
+		one_path(BTRFS_SEND_C_SET_XATTR, a);
+		stream_put_string(&w, BTRFS_SEND_A_XATTR_NAME, a[2]);
+		stream_put_bytes(&w, BTRFS_SEND_A_XATTR_DATA, a[3],
+				 strlen(a[3]));
+	} else if (!strcmp(c, "encoded")) {
+		encoded(a, n, line);
+	} else if (!strcmp(c, "enable_verity") && n == 2) {
+		uint8_t sha256 = 1;
+
+		one_path(BTRFS_SEND_C_ENABLE_VERITY, a);
+		stream_put_bytes(&w, BTRFS_SEND_A_VERITY_ALGORITHM, &sha256, 1);
+		stream_put_u32(&w, BTRFS_SEND_A_VERITY_BLOCK_SIZE, 4096);
+	} else if (!strcmp(c, "end") && n == 1) {
+		stream_begin_cmd(&w, BTRFS_SEND_C_END);
+	} else {
+		die("unknown command or wrong arguments", line);
+	}
+	if (stream_end_cmd(&w))
+		die("cannot build", line);
+}
+
+int main(void)
+{
+	char line[4096], copy[4096], *a[MAX_ARGS], *tok, *save;
+	bool started = false;
+	int n;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\n")] = '\0';
+		memcpy(copy, line, sizeof(copy));
+		n = 0;
+		for (tok = strtok_r(copy, " ", &save); tok && n < MAX_ARGS;
+		     tok = strtok_r(NULL, " ", &save))
+			a[n++] = tok;
+		if (!n || a[0][0] == '#')
+			continue;
+		if (!started && !strcmp(a[0], "version") && n == 2) {
+			if (stream_writer_init(&w, STDOUT_FILENO, num(a[1])))
+				die("no memory", line);
+			started = true;
+			continue;
+		}
+		if (!started && stream_writer_init(&w, STDOUT_FILENO, 2))
+			die("no memory", line);
+		started = true;
+		command(a, n, line);
+	}
+	if (!started || stream_writer_finish(&w))
+		die("cannot write", "stdout");
+	stream_writer_release(&w);
+	return 0;
+}
