@@ -33,8 +33,15 @@ static const char *const encio_usage[] = {
 static const struct cmd_struct cmd_struct_encio = { "encio", NULL,
 						    encio_usage };
 
-static const struct cmd_struct *const commands[] = { &cmd_struct_copy,
-						     &cmd_struct_list, NULL };
+static const struct cmd_struct *const commands[] = {
+	&cmd_struct_copy,
+	&cmd_struct_list,
+	&cmd_struct_features,
+	&cmd_struct_read,
+	&cmd_struct_write,
+	&cmd_struct_bench,
+	NULL,
+};
 
 static void print_commands(FILE *out)
 {

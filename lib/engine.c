@@ -69,9 +69,11 @@ static int engine_setup_ring(struct engine *engine)
 	if (!engine->ring)
 		return -ENOMEM;
 	memset(&params, 0, sizeof(params));
-	params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	if (engine->ring_setup == ENGINE_RING_DEFER_TASKRUN)
+		params.flags = IORING_SETUP_SINGLE_ISSUER |
+			       IORING_SETUP_DEFER_TASKRUN;
 	ret = io_uring_queue_init_params(engine->depth, engine->ring, &params);
-	if (ret == -EINVAL) {
+	if (ret == -EINVAL && params.flags) {
 		memset(&params, 0, sizeof(params));
 		ret = io_uring_queue_init_params(engine->depth, engine->ring,
 						 &params);
@@ -108,8 +110,11 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 
 	memset(engine, 0, sizeof(*engine));
 	engine->depth = config->depth ? config->depth : ENGINE_DEFAULT_DEPTH;
+	engine->ring_setup = config->ring_setup;
 	engine->done_tail = &engine->done;
-	ret = bufpool_init(&engine->pool, engine->depth, ENGINE_SLOT_SIZE,
+	ret = bufpool_init(&engine->pool, engine->depth,
+			   config->slot_size ? config->slot_size :
+					       ENGINE_SLOT_SIZE,
 			   config->force_backing);
 	if (ret)
 		return ret;
@@ -373,8 +378,7 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 	return req;
 }
 
-/* Wait for the one request in flight; probes run alone. */
-static ssize_t engine_wait_one(struct engine *engine, struct engine_req *req)
+ssize_t engine_wait(struct engine *engine, struct engine_req *req)
 {
 	struct engine_req *done;
 	int err;
@@ -405,7 +409,7 @@ static int engine_probe_read_mode(struct engine *engine, struct engine_req *req,
 	if (mode == ENCIO_IO_URING_FIXED && !engine->buffers_registered)
 		return ENOSYS;
 	engine_encoded_read(engine, req, mode, fd, 0);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	return res < 0 ? -res : 0;
 }
 
@@ -428,7 +432,7 @@ engine_probe_fixed_honoured(struct engine *engine, struct engine_req *req,
 	req->args.iovcnt = req_fill_iovecs(engine, req, engine->pool.slot_size);
 	engine_queue_uring_cmd(engine, req, BTRFS_IOC_ENCODED_READ, true,
 			       engine->pool.nr_slots + 7);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	if (res >= 0)
 		return ENCIO_FIXED_IGNORED;
 	if (res == -EFAULT || res == -EINVAL)
@@ -554,7 +558,7 @@ static int engine_probe_write_mode(struct engine *engine,
 	req->args.unencoded_len = sector;
 	req->args.compression = BTRFS_ENCODED_IO_COMPRESSION_ZSTD;
 	engine_encoded_write(engine, req, mode, fd, 0, payload_len);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	return res < 0 ? -res : 0;
 }
 
@@ -637,4 +641,33 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return -err;
+}
+
+int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err)
+{
+	struct engine_req *req;
+	struct statfs sfs;
+	ssize_t payload;
+	int fd;
+
+	*write_err = 0;
+	if (fstatfs(dirfd, &sfs))
+		return -errno;
+	fd = open_scratch(dirfd);
+	if (fd < 0)
+		return -errno;
+	req = engine_get_req(engine);
+	if (!req) {
+		close(fd);
+		return -EBUSY;
+	}
+	payload = probe_write_payload(engine_req_buf(engine, req),
+				      engine->pool.slot_size, sfs.f_bsize);
+	if (payload < 0)
+		*write_err = -payload;
+	else
+		*write_err = engine_probe_write_mode(
+			engine, req, fd, ENCIO_IO_IOCTL, payload, sfs.f_bsize);
+	engine_put_req(engine, req);
+	return fd;
 }
