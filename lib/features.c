@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -143,12 +142,14 @@ static void pick_compress(struct encio_features *f, char *superopts)
 	}
 }
 
-/* The mount of @path: same device, longest mount point above it. */
-static void read_mountinfo(struct encio_features *f, const char *path,
-			   dev_t dev)
+/*
+ * The mount of @path: the longest mount point above it (a later entry for
+ * the same point shadows an earlier one). Not by device: btrfs subvolumes
+ * have their own st_dev, mountinfo shows the superblock's.
+ */
+static void read_mountinfo(struct encio_features *f, const char *path)
 {
 	char *line = NULL, real[PATH_MAX], mnt[PATH_MAX], best_opts[1024] = "";
-	unsigned int maj, min;
 	size_t cap = 0, best = 0;
 	FILE *mi;
 
@@ -160,10 +161,7 @@ static void read_mountinfo(struct encio_features *f, const char *path,
 	while (getline(&line, &cap, mi) > 0) {
 		char *sep = strstr(line, " - "), opts[1024];
 
-		if (!sep || sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
-				   mnt) != 3)
-			continue;
-		if (makedev(maj, min) != dev)
+		if (!sep || sscanf(line, "%*u %*u %*s %*s %4095s", mnt) != 1)
 			continue;
 		unescape(mnt);
 		if (!path_under(real, mnt) || strlen(mnt) < best)
@@ -247,7 +245,7 @@ int features_probe(const char *path, struct encio_features *f)
 	f->fs_type = sfs.f_type;
 	f->btrfs = sfs.f_type == BTRFS_SUPER_MAGIC;
 	f->sector_size = sfs.f_bsize;
-	read_mountinfo(f, path, st.st_dev);
+	read_mountinfo(f, path);
 
 	/* A depth-1 engine with default buffers tells the ring and backing. */
 	ret = engine_init(&engine, &config);
