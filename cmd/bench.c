@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +65,8 @@ struct bench_row {
 	char note[96];
 	uint64_t *sums;
 	double *read_t, *write_t;
+	double *read_cpu,
+		*write_cpu; /* CPU seconds of the process, io-wq included */
 	int read_err, write_err;
 };
 
@@ -88,6 +91,17 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* User + system time of the whole process (io-wq workers are its threads). */
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 static void add_row(struct bench_cmd *b, const char *name,
@@ -149,7 +163,10 @@ static int init_row(struct bench_cmd *b, struct bench_row *r)
 	r->sums = calloc(b->target.nr ? b->target.nr : 1, sizeof(*r->sums));
 	r->read_t = calloc(b->rounds, sizeof(double));
 	r->write_t = calloc(b->rounds, sizeof(double));
-	if (!r->sums || !r->read_t || !r->write_t)
+	r->read_cpu = calloc(b->rounds, sizeof(double));
+	r->write_cpu = calloc(b->rounds, sizeof(double));
+	if (!r->sums || !r->read_t || !r->write_t || !r->read_cpu ||
+	    !r->write_cpu)
 		return -ENOMEM;
 	ret = engine_init(&r->engine, &config);
 	if (ret)
@@ -180,6 +197,8 @@ static void release_rows(struct bench_cmd *b)
 		free(r->sums);
 		free(r->read_t);
 		free(r->write_t);
+		free(r->read_cpu);
+		free(r->write_cpu);
 	}
 }
 
@@ -334,7 +353,7 @@ static void run_write(struct bench_cmd *b, struct bench_row *r,
 		      unsigned int round)
 {
 	struct bench_pass p = { 0 };
-	double t0;
+	double t0, c0;
 	int dst = open_scratch(b);
 
 	if (dst < 0) {
@@ -343,6 +362,7 @@ static void run_write(struct bench_cmd *b, struct bench_row *r,
 		return;
 	}
 	drop_caches(b);
+	c0 = cpu_now();
 	t0 = now();
 	if (bench_copy_pass(&r->engine, r->read_mode, r->write_mode, b->fd, dst,
 			    &b->target, &p)) {
@@ -350,6 +370,7 @@ static void run_write(struct bench_cmd *b, struct bench_row *r,
 		row_error(b, r, &p);
 	} else {
 		r->write_t[round] = now() - t0;
+		r->write_cpu[round] = cpu_now() - c0;
 		if (round == 0 && !verify_copy(b, r, dst))
 			b->write_verified = false;
 	}
@@ -360,7 +381,7 @@ static void run_rounds(struct bench_cmd *b)
 {
 	struct bench_pass p = { 0 };
 	unsigned int round, i;
-	double t0;
+	double t0, c0;
 
 	b->write_verified = b->write;
 	for (round = 0; round < b->rounds; round++) {
@@ -372,6 +393,7 @@ static void run_rounds(struct bench_cmd *b)
 			if (!r->ready || r->read_err)
 				continue;
 			drop_caches(b);
+			c0 = cpu_now();
 			t0 = now();
 			if (bench_read_pass(&r->engine, r->read_mode, b->fd,
 					    &b->target, &p)) {
@@ -380,6 +402,7 @@ static void run_rounds(struct bench_cmd *b)
 				continue;
 			}
 			r->read_t[round] = now() - t0;
+			r->read_cpu[round] = cpu_now() - c0;
 			if (b->write && !r->write_err)
 				run_write(b, r, round);
 		}
@@ -407,6 +430,14 @@ static struct row_stats stats_of(const double *t, unsigned int n)
 	s.min = v[0];
 	s.hi = v[n ? n - 1 : 0];
 	return s;
+}
+
+static double median_of(const double *t, unsigned int n)
+{
+	double v[n ? n : 1];
+
+	memcpy(v, t, n * sizeof(*t));
+	return bench_median(v, n);
 }
 
 static const char *row_buffers(const struct bench_row *r)
@@ -474,8 +505,9 @@ static void text_table(const struct bench_cmd *b, bool write)
 	       write ? "encoded copy into a scratch file (read + write + fsync)" :
 		       "encoded reads",
 	       b->rounds, b->rounds == 1 ? "" : "s");
-	printf("%-26s %-17s %-22s %9s %9s %11s %7s %7s\n", "mode", "io",
-	       "buffers", "min s", "median s", "extents/s", "GiB/s", "x ioctl");
+	printf("%-26s %-17s %-22s %9s %9s %7s %11s %7s %7s\n", "mode", "io",
+	       "buffers", "min s", "median s", "cpu s", "extents/s", "GiB/s",
+	       "x ioctl");
 	for (i = 0; i < b->nr_rows; i++) {
 		const struct bench_row *r = &b->rows[i];
 		struct row_stats s =
@@ -484,10 +516,13 @@ static void text_table(const struct bench_cmd *b, bool write)
 		printf("%-26s %-17s %-22s", r->name,
 		       row_io(r, write, io, sizeof(io)), row_buffers(r));
 		if (!s.valid) {
-			printf(" %9s %9s %11s %7s %7s", "-", "-", "-", "-",
-			       "-");
+			printf(" %9s %9s %7s %11s %7s %7s", "-", "-", "-", "-",
+			       "-", "-");
 		} else {
-			printf(" %9.4f %9.4f %11.0f %7.2f", s.min, s.median,
+			printf(" %9.4f %9.4f %7.3f %11.0f %7.2f", s.min,
+			       s.median,
+			       median_of(write ? r->write_cpu : r->read_cpu,
+					 b->rounds),
 			       b->ref.extents / s.median, gib / s.median);
 			if (bs.valid)
 				printf(" %7.2f", bs.median / s.median);
@@ -567,10 +602,13 @@ static void json_rows(const struct bench_cmd *b, bool write)
 		       row_buffers(r),
 		       r->ready && r->engine.defer_taskrun ? "true" : "false");
 		if (s.valid)
-			printf("\"min_s\": %.6f, \"median_s\": %.6f, \"extents_per_s\": %.1f, "
+			printf("\"min_s\": %.6f, \"median_s\": %.6f, \"cpu_s\": %.6f, "
+			       "\"extents_per_s\": %.1f, "
 			       "\"gib_per_s\": %.4f, \"ratio_to_ioctl\": %.3f, ",
-			       s.min, s.median, b->ref.extents / s.median,
-			       gib / s.median,
+			       s.min, s.median,
+			       median_of(write ? r->write_cpu : r->read_cpu,
+					 b->rounds),
+			       b->ref.extents / s.median, gib / s.median,
 			       bs.valid ? bs.median / s.median : 0);
 		printf("\"note\": \"%s\"}%s\n", r->note,
 		       i + 1 < b->nr_rows ? "," : "");
