@@ -678,3 +678,35 @@ int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err)
 	engine_put_req(engine, req);
 	return fd;
 }
+
+int engine_probe_one(struct engine *engine, int fd, enum encio_io_mode mode,
+		     bool write)
+{
+	struct engine_req *req;
+	struct statfs sfs;
+	ssize_t payload;
+	int err;
+
+	if (!write) {
+		req = engine_get_req(engine);
+		if (!req)
+			return EBUSY;
+		err = engine_probe_read_mode(engine, req, fd, mode);
+		engine_put_req(engine, req);
+		return err;
+	}
+	if (fstatfs(fd, &sfs))
+		return errno;
+	req = engine_get_req(engine);
+	if (!req)
+		return EBUSY;
+	payload = probe_write_payload(engine_req_buf(engine, req),
+				      engine->pool.slot_size, sfs.f_bsize);
+	if (payload < 0)
+		err = -payload;
+	else
+		err = engine_probe_write_mode(engine, req, fd, mode, payload,
+					      sfs.f_bsize);
+	engine_put_req(engine, req);
+	return err;
+}

@@ -158,6 +158,15 @@ int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want
  */
 int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err);
 
+/*
+ * One probe request through @mode alone: an encoded read at offset 0 of
+ * @fd, or (@write) an encoded write of one small zstd extent at offset 0 of
+ * @fd. Returns 0 or a positive errno. For reports that try every mode even
+ * where the ioctl already failed.
+ */
+int engine_probe_one(struct engine *engine, int fd, enum encio_io_mode mode,
+		     bool write);
+
 const char *encio_io_mode_name(enum encio_io_mode mode);
 int encio_io_mode_parse(const char *name, enum encio_io_mode *mode);
 const char *encio_fixed_state_desc(enum encio_fixed_state state);

@@ -178,11 +178,34 @@ static void read_mountinfo(struct encio_features *f, const char *path)
 		pick_compress(f, best_opts);
 }
 
+/*
+ * The engine's probe stops at the ioctl's error (EPERM, not btrfs); a report
+ * tries the ring modes too, each for real.
+ */
+static void probe_untried(struct engine *engine, int fd, int *errs, bool write)
+{
+	int m;
+
+	if (fd < 0)
+		return;
+	for (m = ENCIO_IO_URING_FIXED; m <= ENCIO_IO_URING; m++) {
+		if (errs[m] >= 0)
+			continue;
+		if (!engine->ring)
+			errs[m] = ENOSYS;
+		else if (m == ENCIO_IO_URING_FIXED &&
+			 !engine->buffers_registered)
+			errs[m] = ENOSYS;
+		else
+			errs[m] = engine_probe_one(engine, fd, m, write);
+	}
+}
+
 /* Reads on the file itself, or on a scratch file with one extent. */
 static void probe_io(struct encio_features *f, struct engine *engine, int fd,
 		     int dirfd)
 {
-	int read_fd = fd, write_err;
+	int read_fd = fd, write_fd, write_err;
 
 	if (!f->path_is_file) {
 		read_fd = engine_probe_scratch(engine, dirfd, &write_err);
@@ -194,9 +217,14 @@ static void probe_io(struct encio_features *f, struct engine *engine, int fd,
 	else
 		for (int m = 0; m < ENCIO_IO_NR_MODES; m++)
 			f->probe.read_err[m] = f->scratch_err;
+	probe_untried(engine, read_fd, f->probe.read_err, false);
 	if (read_fd >= 0 && read_fd != fd)
 		close(read_fd);
 	engine_probe_write(engine, dirfd, ENCIO_IO_AUTO, &f->probe);
+	write_fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	probe_untried(engine, write_fd, f->probe.write_err, true);
+	if (write_fd >= 0)
+		close(write_fd);
 }
 
 static int open_dir_of(const char *path, bool is_file)

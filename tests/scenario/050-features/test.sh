@@ -66,6 +66,9 @@ echo "$out"
 [ "$(field CAP_SYS_ADMIN)" = no ] || _fail "CAP_SYS_ADMIN not reported as missing"
 echo "$out" | grep -qE "^encoded read +ioctl +EPERM" || _fail "encoded read not EPERM"
 echo "$out" | grep -qE "^encoded write +ioctl +EPERM" || _fail "encoded write not EPERM"
+# Every mode is tried for real, not only the ioctl.
+[ "$(echo "$out" | grep -cE "^encoded (read|write) +(ioctl|uring|uring-fixed) +EPERM")" = 6 ] ||
+	_fail "not every mode reports EPERM"
 [ "$(field 'auto chooses')" = "read none, write none" ] || _fail "auto choice without capability"
 json=$(setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin \
 	timeout 60 "$ENCIO" features --format=json "$SRC/file") || _fail "json without CAP_SYS_ADMIN"
