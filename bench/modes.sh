@@ -60,8 +60,12 @@ echo
 echo "== encio bench --write -r $rounds"
 out=$(timeout 1800 "$ENCIO" bench -r "$rounds" --write "$SRC") || { echo "$out"; echo "encio bench failed" >&2; exit 1; }
 echo "$out"
-best=$(echo "$out" | awk '/^encoded reads/ {t = 1; next} /^$/ {t = 0} t && $NF ~ /^[0-9.]+$/ && $1 != "mode" {print $NF}' | sort -g | tail -1)
-bestrow=$(echo "$out" | awk -v b="$best" '/^encoded reads/ {t = 1; next} /^$/ {t = 0} t && $NF == b {print substr($0, 1, 26); exit}' | sed "s/ *$//")
+# The read table's "x ioctl" column, by its position under the header.
+ratios=$(echo "$out" | awk '/^encoded reads/ {t = 1; next} /^$/ {t = 0}
+	t && /^mode/ {p = index($0, "x ioctl"); next}
+	t && p {v = substr($0, p - 1, 8); gsub(/ /, "", v); print v "\t" substr($0, 1, 26)}')
+best=$(echo "$ratios" | grep -v '^-' | sort -g | tail -1 | cut -f1)
+bestrow=$(echo "$ratios" | grep -v '^-' | sort -g | tail -1 | cut -f2 | sed 's/ *$//')
 
 echo
 echo "== encio copy vs encio --io=ioctl copy (1 GiB, caches dropped, fsync included, median of $rounds)"
