@@ -50,7 +50,7 @@ static const char *const bench_usage[] = {
 
 enum { OPT_IO = OPT_HELP + 1, OPT_WRITE, OPT_HUGEPAGES, OPT_NO_DROP };
 
-#define MAX_ROWS 8
+#define MAX_ROWS 10
 
 struct bench_row {
 	char name[40];
@@ -59,6 +59,7 @@ struct bench_row {
 	unsigned int depth;
 	int backing;
 	enum engine_ring_setup ring_setup;
+	unsigned int iowq_workers;
 	bool is_auto;
 	struct engine engine;
 	bool ready;
@@ -104,27 +105,30 @@ static double cpu_now(void)
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-static void add_row(struct bench_cmd *b, const char *name,
-		    enum encio_io_mode mode, unsigned int depth, int backing,
-		    enum engine_ring_setup ring)
+/* A row, or NULL where --io leaves it out. */
+static struct bench_row *add_row(struct bench_cmd *b, const char *name,
+				 enum encio_io_mode mode, unsigned int depth,
+				 int backing, enum engine_ring_setup ring)
 {
 	struct bench_row *r = &b->rows[b->nr_rows];
 
 	if (b->only != ENCIO_IO_AUTO && mode != ENCIO_IO_IOCTL &&
 	    mode != b->only)
-		return;
+		return NULL;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->read_mode = r->write_mode = mode;
 	r->depth = depth;
 	r->backing = backing;
 	r->ring_setup = ring;
 	b->nr_rows++;
+	return r;
 }
 
 static void define_rows(struct bench_cmd *b)
 {
 	char name[40];
 	unsigned int n = b->depth;
+	struct bench_row *r;
 
 	add_row(b, "ioctl", ENCIO_IO_IOCTL, 1, BUFPOOL_NORMAL,
 		ENGINE_RING_DEFER_TASKRUN);
@@ -141,13 +145,18 @@ static void define_rows(struct bench_cmd *b)
 	snprintf(name, sizeof(name), "uring-fixed d%u huge", n);
 	add_row(b, name, ENCIO_IO_URING_FIXED, n, BUFPOOL_HUGETLB,
 		ENGINE_RING_DEFER_TASKRUN);
-	if (b->only == ENCIO_IO_AUTO) {
-		snprintf(name, sizeof(name), "auto d%u", n);
-		add_row(b, name, ENCIO_IO_AUTO, n, -1,
-			ENGINE_RING_DEFER_TASKRUN);
-		b->rows[b->nr_rows - 1].is_auto = true;
-		b->rows[b->nr_rows - 1].read_mode = b->probe.read_mode;
-		b->rows[b->nr_rows - 1].write_mode = b->probe.write_mode;
+	/* Encoded writes punted to io-wq: one worker writes while we read. */
+	snprintf(name, sizeof(name), "uring d%u 1 io-wq worker", n);
+	r = add_row(b, name, ENCIO_IO_URING, n, BUFPOOL_NORMAL,
+		    ENGINE_RING_DEFER_TASKRUN);
+	if (r)
+		r->iowq_workers = 1;
+	snprintf(name, sizeof(name), "auto d%u", n);
+	r = add_row(b, name, ENCIO_IO_AUTO, n, -1, ENGINE_RING_DEFER_TASKRUN);
+	if (r) {
+		r->is_auto = true;
+		r->read_mode = b->probe.read_mode;
+		r->write_mode = b->probe.write_mode;
 	}
 }
 
@@ -157,6 +166,7 @@ static int init_row(struct bench_cmd *b, struct bench_row *r)
 		.depth = r->depth,
 		.force_backing = r->backing,
 		.ring_setup = r->ring_setup,
+		.iowq_workers = r->iowq_workers,
 	};
 	int ret;
 
@@ -178,6 +188,9 @@ static int init_row(struct bench_cmd *b, struct bench_row *r)
 		 r->engine.pool.backing != BUFPOOL_HUGETLB)
 		snprintf(r->note, sizeof(r->note), "hugetlb unavailable: on %s",
 			 bufpool_backing_name(r->engine.pool.backing));
+	else if (r->iowq_workers && !r->engine.iowq_workers)
+		snprintf(r->note, sizeof(r->note),
+			 "io-wq worker limit refused by the kernel");
 	else if (r->ring_setup == ENGINE_RING_DEFER_TASKRUN && r->engine.ring &&
 		 !r->engine.defer_taskrun)
 		snprintf(r->note, sizeof(r->note),
@@ -484,7 +497,7 @@ static const struct bench_row *find_row(const struct bench_cmd *b,
 	for (i = 0; i < b->nr_rows; i++) {
 		const struct bench_row *r = &b->rows[i];
 
-		if (!r->is_auto && r->read_mode == mode &&
+		if (!r->is_auto && !r->iowq_workers && r->read_mode == mode &&
 		    r->backing == backing && r->ring_setup == ring &&
 		    r->depth == depth)
 			return r;
@@ -596,11 +609,13 @@ static void json_rows(const struct bench_cmd *b, bool write)
 			stats_of(write ? r->write_t : r->read_t, b->rounds);
 
 		printf("    {\"mode\": \"%s\", \"read_io\": \"%s\", \"write_io\": \"%s\", "
-		       "\"depth\": %u, \"buffers\": \"%s\", \"defer_taskrun\": %s, ",
+		       "\"depth\": %u, \"buffers\": \"%s\", \"defer_taskrun\": %s, "
+		       "\"iowq_workers\": %u, ",
 		       r->name, encio_io_mode_name(r->read_mode),
 		       write ? encio_io_mode_name(r->write_mode) : "", r->depth,
 		       row_buffers(r),
-		       r->ready && r->engine.defer_taskrun ? "true" : "false");
+		       r->ready && r->engine.defer_taskrun ? "true" : "false",
+		       r->ready ? r->engine.iowq_workers : 0);
 		if (s.valid)
 			printf("\"min_s\": %.6f, \"median_s\": %.6f, \"cpu_s\": %.6f, "
 			       "\"extents_per_s\": %.1f, "

@@ -85,6 +85,13 @@ static int engine_setup_ring(struct engine *engine)
 	}
 	engine->ring_flags = params.flags;
 	engine->defer_taskrun = params.flags & IORING_SETUP_DEFER_TASKRUN;
+	if (engine->iowq_workers) {
+		/* [0] bounded (regular files), [1] unbounded; 0 leaves as is */
+		unsigned int workers[2] = { engine->iowq_workers, 0 };
+
+		if (io_uring_register_iowq_max_workers(engine->ring, workers))
+			engine->iowq_workers = 0;
+	}
 	return 0;
 }
 
@@ -111,6 +118,7 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 	memset(engine, 0, sizeof(*engine));
 	engine->depth = config->depth ? config->depth : ENGINE_DEFAULT_DEPTH;
 	engine->ring_setup = config->ring_setup;
+	engine->iowq_workers = config->iowq_workers;
 	engine->done_tail = &engine->done;
 	ret = bufpool_init(&engine->pool, engine->depth,
 			   config->slot_size ? config->slot_size :

@@ -69,6 +69,9 @@ struct engine_config {
 	int force_backing; /* -1, or BUFPOOL_HUGETLB / BUFPOOL_THP / BUFPOOL_NORMAL */
 	size_t slot_size; /* 0: ENGINE_SLOT_SIZE; smaller ones provoke ENOBUFS */
 	enum engine_ring_setup ring_setup;
+	/* bounded io-wq workers for punted requests (encoded writes); 0: the
+	 * kernel's default (as many as there is work for) */
+	unsigned int iowq_workers;
 };
 
 struct engine {
@@ -78,6 +81,7 @@ struct engine {
 	unsigned int ring_flags; /* IORING_SETUP_* the ring got */
 	bool defer_taskrun;	 /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
 	enum engine_ring_setup ring_setup; /* as configured */
+	unsigned int iowq_workers;	   /* as configured, 0 default */
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;

@@ -18,7 +18,7 @@ out=$(timeout 120 "$ENCIO" bench -r 1 -d 8 --write "$SRC/file") || _fail "bench 
 echo "$out"
 echo "$out" | grep -q "cross-mode check: every mode read the same bytes" || _fail "cross-mode check"
 echo "$out" | grep -q "scratch copies read back: identical" || _fail "write check"
-for row in "ioctl" "uring d1" "uring d8" "uring d8 no-defer" "uring-fixed d8 normal" "uring-fixed d8 huge" "auto d8"; do
+for row in "ioctl" "uring d1" "uring d8" "uring d8 no-defer" "uring-fixed d8 normal" "uring-fixed d8 huge" "uring d8 1 io-wq worker" "auto d8"; do
 	[ "$(echo "$out" | grep -c "^$row  ")" = 2 ] || _fail "row '$row' missing from a table"
 done
 echo "$out" | grep -E "^(uring|auto|ioctl)" | grep -q -- " - " && _fail "a mode has no time"
@@ -34,7 +34,7 @@ echo "$json" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d["verified"] is True and d["extents"] > 0 and not d["failed"], d
-assert len(d["read"]) == 7, d
+assert len(d["read"]) == 8, d
 assert all(r["median_s"] > 0 for r in d["read"]), d
 assert d["fixed"] in ("honoured", "ignored"), d
 ' || _fail "JSON content"
