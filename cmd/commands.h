@@ -3,6 +3,8 @@
 #define ENCIO_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "../lib/engine.h"
 #include "../lib/error.h"
@@ -43,6 +45,25 @@ void print_encio_error(const struct encio_error *e);
 /* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
 int parse_format(const char *arg);
 
+/* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */
+int parse_size(const char *arg, uint64_t *out);
+
+/* A JSON string; bytes that are not UTF-8 become U+0080..U+00FF. */
+void json_fprint_string(FILE *out, const char *str);
+void json_print_string(const char *str);
+
+/* "EINVAL" for EINVAL (either sign); "E<n>" for numbers not in the table. */
+const char *errno_name(int err);
+
+/* encio read / write: the parameter line, and a kernel error verbatim. */
+void print_encoded_params(FILE *out, bool json, uint64_t offset,
+			  const struct btrfs_ioctl_encoded_io_args *a,
+			  uint64_t bytes, enum encio_io_mode mode);
+void print_kernel_error(const char *op, const char *path, uint64_t offset,
+			enum encio_io_mode mode, int err);
+/* The --io mode for one raw request, given what the probe chose. */
+enum encio_io_mode rawio_choose(enum encio_io_mode chosen);
+
 /* Common option ids for getopt_long beyond the ASCII range. */
 enum {
 	OPT_FORMAT = 256,
@@ -53,5 +74,9 @@ extern const struct cmd_struct cmd_struct_list;
 extern const struct cmd_struct cmd_struct_copy;
 extern const struct cmd_struct cmd_struct_dump;
 extern const struct cmd_struct cmd_struct_receive;
+extern const struct cmd_struct cmd_struct_features;
+extern const struct cmd_struct cmd_struct_read;
+extern const struct cmd_struct cmd_struct_write;
+extern const struct cmd_struct cmd_struct_bench;
 
 #endif

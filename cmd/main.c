@@ -37,9 +37,13 @@ static const struct cmd_struct cmd_struct_encio = { "encio", NULL,
 /* clang-format off */
 static const struct cmd_struct *const commands[] = {
 	&cmd_struct_copy,
-	&cmd_struct_dump,
 	&cmd_struct_list,
+	&cmd_struct_dump,
 	&cmd_struct_receive,
+	&cmd_struct_features,
+	&cmd_struct_read,
+	&cmd_struct_write,
+	&cmd_struct_bench,
 	NULL
 };
 /* clang-format on */

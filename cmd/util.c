@@ -2,7 +2,10 @@
 /*
  * Messages, usage and formatting shared by the commands.
  */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,4 +113,40 @@ void print_encio_error(const struct encio_error *e)
 		      (unsigned long long)e->offset, strerror(e->err));
 	else
 		error("cannot %s '%s': %s", e->op, e->path, strerror(e->err));
+}
+
+int parse_size(const char *arg, uint64_t *out)
+{
+	unsigned long long value;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!arg[0] || arg[0] == '-')
+		return -1;
+	errno = 0;
+	value = strtoull(arg, &end, 0);
+	if (errno || end == arg)
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case '\0':
+		break;
+	default:
+		return -1;
+	}
+	if (shift && (*++end || value > UINT64_MAX >> shift))
+		return -1;
+	*out = value << shift;
+	return 0;
 }

@@ -69,9 +69,11 @@ static int engine_setup_ring(struct engine *engine)
 	if (!engine->ring)
 		return -ENOMEM;
 	memset(&params, 0, sizeof(params));
-	params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+	if (engine->ring_setup == ENGINE_RING_DEFER_TASKRUN)
+		params.flags = IORING_SETUP_SINGLE_ISSUER |
+			       IORING_SETUP_DEFER_TASKRUN;
 	ret = io_uring_queue_init_params(engine->depth, engine->ring, &params);
-	if (ret == -EINVAL) {
+	if (ret == -EINVAL && params.flags) {
 		memset(&params, 0, sizeof(params));
 		ret = io_uring_queue_init_params(engine->depth, engine->ring,
 						 &params);
@@ -83,6 +85,13 @@ static int engine_setup_ring(struct engine *engine)
 	}
 	engine->ring_flags = params.flags;
 	engine->defer_taskrun = params.flags & IORING_SETUP_DEFER_TASKRUN;
+	if (engine->iowq_workers) {
+		/* [0] bounded (regular files), [1] unbounded; 0 leaves as is */
+		unsigned int workers[2] = { engine->iowq_workers, 0 };
+
+		if (io_uring_register_iowq_max_workers(engine->ring, workers))
+			engine->iowq_workers = 0;
+	}
 	return 0;
 }
 
@@ -108,8 +117,12 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 
 	memset(engine, 0, sizeof(*engine));
 	engine->depth = config->depth ? config->depth : ENGINE_DEFAULT_DEPTH;
+	engine->ring_setup = config->ring_setup;
+	engine->iowq_workers = config->iowq_workers;
 	engine->done_tail = &engine->done;
-	ret = bufpool_init(&engine->pool, engine->depth, ENGINE_SLOT_SIZE,
+	ret = bufpool_init(&engine->pool, engine->depth,
+			   config->slot_size ? config->slot_size :
+					       ENGINE_SLOT_SIZE,
 			   config->force_backing);
 	if (ret)
 		return ret;
@@ -349,6 +362,12 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 		return req;
 	if (!engine->ring || !engine->in_ring)
 		return NULL;
+	/*
+	 * Completions already posted are taken without a syscall; the SQEs
+	 * prepared meanwhile go in one batch once the ring runs dry.
+	 */
+	if (io_uring_peek_cqe(engine->ring, &cqe) == 0 && cqe)
+		goto got;
 	if (wait)
 		ret = io_uring_submit_and_wait(engine->ring, 1);
 	else
@@ -366,6 +385,7 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 			*err = ret;
 		return NULL;
 	}
+got:
 	req = io_uring_cqe_get_data(cqe);
 	req->res = cqe->res;
 	io_uring_cqe_seen(engine->ring, cqe);
@@ -373,8 +393,7 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 	return req;
 }
 
-/* Wait for the one request in flight; probes run alone. */
-static ssize_t engine_wait_one(struct engine *engine, struct engine_req *req)
+ssize_t engine_wait(struct engine *engine, struct engine_req *req)
 {
 	struct engine_req *done;
 	int err;
@@ -405,7 +424,7 @@ static int engine_probe_read_mode(struct engine *engine, struct engine_req *req,
 	if (mode == ENCIO_IO_URING_FIXED && !engine->buffers_registered)
 		return ENOSYS;
 	engine_encoded_read(engine, req, mode, fd, 0);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	return res < 0 ? -res : 0;
 }
 
@@ -428,7 +447,7 @@ engine_probe_fixed_honoured(struct engine *engine, struct engine_req *req,
 	req->args.iovcnt = req_fill_iovecs(engine, req, engine->pool.slot_size);
 	engine_queue_uring_cmd(engine, req, BTRFS_IOC_ENCODED_READ, true,
 			       engine->pool.nr_slots + 7);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	if (res >= 0)
 		return ENCIO_FIXED_IGNORED;
 	if (res == -EFAULT || res == -EINVAL)
@@ -554,7 +573,7 @@ static int engine_probe_write_mode(struct engine *engine,
 	req->args.unencoded_len = sector;
 	req->args.compression = BTRFS_ENCODED_IO_COMPRESSION_ZSTD;
 	engine_encoded_write(engine, req, mode, fd, 0, payload_len);
-	res = engine_wait_one(engine, req);
+	res = engine_wait(engine, req);
 	return res < 0 ? -res : 0;
 }
 
@@ -637,4 +656,65 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return -err;
+}
+
+int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err)
+{
+	struct engine_req *req;
+	struct statfs sfs;
+	ssize_t payload;
+	int fd;
+
+	*write_err = 0;
+	if (fstatfs(dirfd, &sfs))
+		return -errno;
+	fd = open_scratch(dirfd);
+	if (fd < 0)
+		return -errno;
+	req = engine_get_req(engine);
+	if (!req) {
+		close(fd);
+		return -EBUSY;
+	}
+	payload = probe_write_payload(engine_req_buf(engine, req),
+				      engine->pool.slot_size, sfs.f_bsize);
+	if (payload < 0)
+		*write_err = -payload;
+	else
+		*write_err = engine_probe_write_mode(
+			engine, req, fd, ENCIO_IO_IOCTL, payload, sfs.f_bsize);
+	engine_put_req(engine, req);
+	return fd;
+}
+
+int engine_probe_one(struct engine *engine, int fd, enum encio_io_mode mode,
+		     bool write)
+{
+	struct engine_req *req;
+	struct statfs sfs;
+	ssize_t payload;
+	int err;
+
+	if (!write) {
+		req = engine_get_req(engine);
+		if (!req)
+			return EBUSY;
+		err = engine_probe_read_mode(engine, req, fd, mode);
+		engine_put_req(engine, req);
+		return err;
+	}
+	if (fstatfs(fd, &sfs))
+		return errno;
+	req = engine_get_req(engine);
+	if (!req)
+		return EBUSY;
+	payload = probe_write_payload(engine_req_buf(engine, req),
+				      engine->pool.slot_size, sfs.f_bsize);
+	if (payload < 0)
+		err = -payload;
+	else
+		err = engine_probe_write_mode(engine, req, fd, mode, payload,
+					      sfs.f_bsize);
+	engine_put_req(engine, req);
+	return err;
 }

@@ -56,9 +56,22 @@ struct engine_req {
 	struct engine_req *next;
 };
 
+/* How the ring is set up (0 is the default). */
+enum engine_ring_setup {
+	/* SINGLE_ISSUER|DEFER_TASKRUN where the kernel accepts them */
+	ENGINE_RING_DEFER_TASKRUN,
+	/* no setup flags: completions run as task work at any transition */
+	ENGINE_RING_PLAIN,
+};
+
 struct engine_config {
 	unsigned int depth;
-	int force_backing; /* -1, or BUFPOOL_THP / BUFPOOL_NORMAL */
+	int force_backing; /* -1, or BUFPOOL_HUGETLB / BUFPOOL_THP / BUFPOOL_NORMAL */
+	size_t slot_size; /* 0: ENGINE_SLOT_SIZE; smaller ones provoke ENOBUFS */
+	enum engine_ring_setup ring_setup;
+	/* bounded io-wq workers for punted requests (encoded writes); 0: the
+	 * kernel's default (as many as there is work for) */
+	unsigned int iowq_workers;
 };
 
 struct engine {
@@ -67,6 +80,8 @@ struct engine {
 	struct io_uring *ring;	 /* NULL when io_uring is unavailable */
 	unsigned int ring_flags; /* IORING_SETUP_* the ring got */
 	bool defer_taskrun;	 /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
+	enum engine_ring_setup ring_setup; /* as configured */
+	unsigned int iowq_workers;	   /* as configured, 0 default */
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;
@@ -123,6 +138,12 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err);
 unsigned int engine_inflight(const struct engine *engine);
 
 /*
+ * Wait until @req, the only request in flight, completes; returns its
+ * result (bytes or -errno). For one-off requests and probes.
+ */
+ssize_t engine_wait(struct engine *engine, struct engine_req *req);
+
+/*
  * Probe encoded reads on the open file @fd and encoded writes into the
  * directory @dirfd (a scratch O_TMPFILE, never a visible name), then choose
  * the mode per direction for @want (ENCIO_IO_AUTO or a forced mode). Returns
@@ -132,6 +153,23 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		      struct encio_probe *probe);
 int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want,
 		       struct encio_probe *probe);
+
+/*
+ * A scratch O_TMPFILE in the directory @dirfd holding one small zstd extent
+ * written by the encoded write ioctl, for probing reads where there is no
+ * file to read. Returns the open file, or -errno; *@write_err gets the
+ * write's errno (0 when it worked, then the file holds the extent).
+ */
+int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err);
+
+/*
+ * One probe request through @mode alone: an encoded read at offset 0 of
+ * @fd, or (@write) an encoded write of one small zstd extent at offset 0 of
+ * @fd. Returns 0 or a positive errno. For reports that try every mode even
+ * where the ioctl already failed.
+ */
+int engine_probe_one(struct engine *engine, int fd, enum encio_io_mode mode,
+		     bool write);
 
 const char *encio_io_mode_name(enum encio_io_mode mode);
 int encio_io_mode_parse(const char *name, enum encio_io_mode *mode);

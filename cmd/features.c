@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio features: what this kernel, a filesystem and this machine allow.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/features.h"
+#include "commands.h"
+
+static const char *const features_usage[] = {
+	"encio features [--format=text|json] [PATH]",
+	"Show what the kernel, the filesystem of PATH and this machine allow.",
+	"",
+	"Kernel release; whether PATH (default: the current directory) is on",
+	"btrfs, its sector size and compression mount option; whether encoded",
+	"reads and writes work as ioctl, as io_uring command and as io_uring",
+	"command on fixed buffers, probed for real on a scratch O_TMPFILE in the",
+	"directory (reads on PATH itself when it is a file), and whether the",
+	"kernel honours or ignores the fixed flag; whether uring encoded writes",
+	"run on io-wq workers; hugetlb pages, THP mode and the backing the buffer",
+	"pool gets; CAP_SYS_ADMIN; the send stream version; whether the ring",
+	"accepts SINGLE_ISSUER|DEFER_TASKRUN. A filesystem that is not btrfs is",
+	"reported as such (exit 0).",
+	"",
+	"--format=FORMAT    text (default) or json",
+	"-h|--help          print this help",
+	NULL
+};
+
+static const char *mode_result(int err)
+{
+	if (err < 0)
+		return "not tried";
+	return err ? errno_name(err) : "works";
+}
+
+static void text_io(const struct encio_features *f)
+{
+	const struct encio_probe *p = &f->probe;
+	int m;
+
+	for (m = ENCIO_IO_IOCTL; m >= ENCIO_IO_URING_FIXED; m--) {
+		printf("%-24s %s", "encoded read", encio_io_mode_name(m));
+		printf("%*s%s", (int)(12 - strlen(encio_io_mode_name(m))), "",
+		       mode_result(p->read_err[m]));
+		if (p->read_err[m] > 0)
+			printf(" (%s)", strerror(p->read_err[m]));
+		printf("\n");
+	}
+	for (m = ENCIO_IO_IOCTL; m >= ENCIO_IO_URING_FIXED; m--) {
+		printf("%-24s %s", "encoded write", encio_io_mode_name(m));
+		printf("%*s%s", (int)(12 - strlen(encio_io_mode_name(m))), "",
+		       mode_result(p->write_err[m]));
+		if (p->write_err[m] > 0)
+			printf(" (%s)", strerror(p->write_err[m]));
+		printf("\n");
+	}
+	printf("%-24s %s\n", "fixed buffer flag:",
+	       p->fixed == ENCIO_FIXED_HONOURED ? "honoured" :
+	       p->fixed == ENCIO_FIXED_IGNORED	? "ignored" :
+						  "unknown");
+	printf("%-24s %s\n", "uring writes on io-wq:",
+	       p->write_err[ENCIO_IO_URING] != 0 ? "unknown" :
+	       p->write_punted			 ? "yes" :
+						   "no");
+	printf("%-24s read %s, write %s\n",
+	       "auto chooses:", encio_io_mode_name(p->read_mode),
+	       encio_io_mode_name(p->write_mode));
+}
+
+static void print_text(const char *path, const struct encio_features *f)
+{
+	printf("%-24s %s\n", "kernel:", f->kernel);
+	printf("%-24s %s\n", "path:", path);
+	if (!f->btrfs) {
+		printf("%-24s not btrfs (f_type 0x%lx): no encoded I/O\n",
+		       "filesystem:", f->fs_type);
+	} else {
+		printf("%-24s btrfs, mounted on %s\n",
+		       "filesystem:", f->mount_point[0] ? f->mount_point : "?");
+		printf("%-24s %u\n", "sector size:", f->sector_size);
+		printf("%-24s %s\n", "compression:",
+		       f->compress_opt[0] ? f->compress_opt : "unknown");
+	}
+	printf("%-24s %s\n", "CAP_SYS_ADMIN:", f->cap_sys_admin ? "yes" : "no");
+	if (f->btrfs) {
+		if (f->scratch_err)
+			printf("%-24s cannot make a scratch file: %s (%s)\n",
+			       "probe:", errno_name(f->scratch_err),
+			       strerror(f->scratch_err));
+		text_io(f);
+	}
+	printf("%-24s %s\n",
+	       "io_uring:", f->ring ? "available" : "unavailable");
+	printf("%-24s %s\n", "defer taskrun:",
+	       f->defer_taskrun ? "SINGLE_ISSUER|DEFER_TASKRUN accepted" :
+				  "not accepted");
+	printf("%-24s %llu free of %llu (%llu KiB each)\n",
+	       "hugetlb pages:", (unsigned long long)f->hugepages_free,
+	       (unsigned long long)f->hugepages_total,
+	       (unsigned long long)f->hugepage_kib);
+	printf("%-24s %s\n", "THP:", f->thp_mode[0] ? f->thp_mode : "unknown");
+	printf("%-24s %s\n",
+	       "buffer backing:", bufpool_backing_name(f->backing));
+	if (f->send_stream_version)
+		printf("%-24s %d\n",
+		       "send stream version:", f->send_stream_version);
+	else
+		printf("%-24s unknown\n", "send stream version:");
+}
+
+static void json_errs(const char *name, const int *errs, bool last)
+{
+	int m;
+
+	printf("  \"%s\": {", name);
+	for (m = ENCIO_IO_IOCTL; m >= ENCIO_IO_URING_FIXED; m--)
+		printf("\"%s\": \"%s\"%s", encio_io_mode_name(m),
+		       mode_result(errs[m]),
+		       m == ENCIO_IO_URING_FIXED ? "" : ", ");
+	printf("}%s\n", last ? "" : ",");
+}
+
+static void print_json(const char *path, const struct encio_features *f)
+{
+	const struct encio_probe *p = &f->probe;
+
+	printf("{\n  \"kernel\": ");
+	json_print_string(f->kernel);
+	printf(",\n  \"path\": ");
+	json_print_string(path);
+	printf(",\n  \"btrfs\": %s,\n  \"fs_type\": %lu,\n",
+	       f->btrfs ? "true" : "false", f->fs_type);
+	printf("  \"cap_sys_admin\": %s,\n",
+	       f->cap_sys_admin ? "true" : "false");
+	printf("  \"io_uring\": %s,\n  \"defer_taskrun\": %s,\n",
+	       f->ring ? "true" : "false", f->defer_taskrun ? "true" : "false");
+	printf("  \"hugepages_total\": %llu,\n  \"hugepages_free\": %llu,\n",
+	       (unsigned long long)f->hugepages_total,
+	       (unsigned long long)f->hugepages_free);
+	printf("  \"hugepage_kib\": %llu,\n  \"thp\": \"%s\",\n",
+	       (unsigned long long)f->hugepage_kib, f->thp_mode);
+	printf("  \"buffer_backing\": \"%s\",\n",
+	       bufpool_backing_name(f->backing));
+	printf("  \"send_stream_version\": %d", f->send_stream_version);
+	if (!f->btrfs) {
+		printf("\n}\n");
+		return;
+	}
+	printf(",\n  \"mount_point\": ");
+	json_print_string(f->mount_point);
+	printf(",\n  \"sector_size\": %u,\n  \"compression\": ",
+	       f->sector_size);
+	json_print_string(f->compress_opt);
+	printf(",\n  \"scratch_error\": \"%s\",\n",
+	       f->scratch_err ? errno_name(f->scratch_err) : "");
+	json_errs("encoded_read", p->read_err, false);
+	json_errs("encoded_write", p->write_err, false);
+	printf("  \"fixed\": \"%s\",\n",
+	       p->fixed == ENCIO_FIXED_HONOURED ? "honoured" :
+	       p->fixed == ENCIO_FIXED_IGNORED	? "ignored" :
+						  "unknown");
+	printf("  \"uring_write_punted\": %s,\n",
+	       p->write_punted ? "true" : "false");
+	printf("  \"auto_read\": \"%s\",\n  \"auto_write\": \"%s\"\n}\n",
+	       encio_io_mode_name(p->read_mode),
+	       encio_io_mode_name(p->write_mode));
+}
+
+static int cmd_features(const struct cmd_struct *cmd, int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct encio_features f;
+	const char *path = ".";
+	int c, json = 0, ret;
+
+	while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_FORMAT:
+			json = parse_format(optarg);
+			if (json < 0)
+				return usage_error(cmd, "unknown format '%s'",
+						   optarg);
+			break;
+		case 'h':
+			usage_print(cmd, true, 0);
+			return 0;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1)
+		return usage_error(cmd, "only one PATH");
+	if (optind < argc)
+		path = argv[optind];
+	ret = features_probe(path, &f);
+	if (ret) {
+		error("cannot probe '%s': %s", path, strerror(-ret));
+		return 1;
+	}
+	if (json)
+		print_json(path, &f);
+	else
+		print_text(path, &f);
+	return 0;
+}
+
+const struct cmd_struct cmd_struct_features = { "features", cmd_features,
+						features_usage };
