@@ -594,7 +594,6 @@ int engine_probe_write(struct engine *engine, int dirfd,
 	struct engine_req *req = NULL;
 	struct statfs sfs;
 	ssize_t payload;
-	unsigned int workers;
 	size_t sector;
 	int fd = -1, err;
 
@@ -626,14 +625,20 @@ int engine_probe_write(struct engine *engine, int dirfd,
 	probe->write_err[ENCIO_IO_IOCTL] = engine_probe_write_mode(
 		engine, req, fd, ENCIO_IO_IOCTL, payload, sector);
 	if (probe->write_err[ENCIO_IO_IOCTL] == 0) {
-		workers = count_iowq_workers();
+		/*
+		 * Only punted work starts io-wq workers in this process (our
+		 * reads complete asynchronously in btrfs), so a worker present
+		 * after a ring write, new or left from an earlier probe, means
+		 * encoded writes are punted here.
+		 */
 		probe->write_err[ENCIO_IO_URING] = engine_probe_write_mode(
 			engine, req, fd, ENCIO_IO_URING, payload, sector);
-		probe->write_punted = count_iowq_workers() > workers;
+		probe->write_punted = count_iowq_workers() > 0;
 		probe->write_err[ENCIO_IO_URING_FIXED] =
 			engine_probe_write_mode(engine, req, fd,
 						ENCIO_IO_URING_FIXED, payload,
 						sector);
+		probe->write_punted |= count_iowq_workers() > 0;
 	}
 choose:
 	/*
