@@ -32,6 +32,7 @@ static const char *const copy_usage[] = {
 	"",
 	"-r|--recursive       copy directories and their contents",
 	"-j|--jobs N          files in flight with -r (default 64)",
+	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
 	"-d|--queue-depth QD  requests in flight (default 32)",
 	"--progress           show progress even when stderr is not a terminal",
 	"-q|--quiet           no progress, no summary",
@@ -46,6 +47,7 @@ struct copy_cmd {
 	double seconds;
 	int failed;
 	bool recursive;
+	bool no_target_dir;
 	bool progress;
 	unsigned int jobs;
 	struct tree_stats tree;
@@ -249,6 +251,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 {
 	static const struct option long_options[] = {
 		{ "recursive", no_argument, NULL, 'r' },
+		{ "no-target-directory", no_argument, NULL, 'T' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -260,11 +263,14 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "rj:qd:h", long_options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "rTj:qd:h", long_options,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			c->recursive = true;
+			break;
+		case 'T':
+			c->no_target_dir = true;
 			break;
 		case 'j':
 			c->jobs = strtoul(optarg, &end, 10);
@@ -359,6 +365,7 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	struct tree_options topts = {
 		.max_files = c->jobs,
 		.count_first = c->progress,
+		.no_target_dir = c->no_target_dir,
 		.stop = &stop_signal,
 		.report = tree_report,
 		.probed = tree_probed,

@@ -1267,7 +1267,8 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	t->xattr_value = malloc(XATTR_VALUE_BYTES);
 	if (!t->active || !t->xattr_list || !t->xattr_value)
 		return encio_set_error(e, ENOMEM, "copy to", t->dest, false, 0);
-	t->dest_is_dir = stat(t->dest, &st) == 0 && S_ISDIR(st.st_mode);
+	t->dest_is_dir = !t->opts->no_target_dir && stat(t->dest, &st) == 0 &&
+			 S_ISDIR(st.st_mode);
 	if (!t->dest_is_dir && t->nr_srcs > 1)
 		return encio_set_error(e, ENOTDIR, "copy several trees to",
 				       t->dest, false, 0);
