@@ -19,6 +19,17 @@
  * their first name is in place, and directories get their mode, xattrs and
  * times last, after everything inside them is written.
  *
+ * Two threads. The calling thread owns the ring and only does I/O on open
+ * files and on DEST; a walker thread does every path operation on SRC
+ * (readdir, stat, open, readlink, xattrs by path) and makes directories,
+ * symlinks and device nodes, and hands opened files over through a queue.
+ * An encoded read in flight holds its inode's lock until task work that
+ * only the ring thread runs (in io_uring_enter) releases it; were the ring
+ * thread to block in a path lookup on SRC, an unlink by another process
+ * waiting for that inode lock while holding the directory lock would hang
+ * both forever. So the ring thread never waits for anything but the ring
+ * while requests are in flight, and waits on the queue only when idle.
+ *
  * Plain reads of a file never overlap our own encoded reads of that file
  * (see job_issue() in copy.c); a probe runs only while the engine is idle.
  */
@@ -26,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +94,11 @@ struct tree_dir {
 	struct stat st;
 };
 
+struct xattr_buf {
+	char *list;
+	char *value;
+};
+
 struct inode_slot {
 	dev_t dev;
 	ino_t ino;
@@ -111,8 +128,15 @@ struct tree {
 	dev_t dst_dev;
 
 	struct walker walk;
-	bool walk_done;
-	bool have_entry;
+	bool walk_done; /* under lock */
+
+	pthread_t walker;
+	pthread_mutex_t lock; /* stats, queue, reports, fatal */
+	pthread_cond_t cond;
+	struct tree_file **queue; /* opened by the walker, for the ring */
+	unsigned int q_head;
+	unsigned int nr_queued;
+	unsigned int outstanding; /* queued + active, <= max_files */
 
 	struct tree_file **active;
 	unsigned int nr_active;
@@ -132,8 +156,8 @@ struct tree {
 	size_t nr_inodes;
 	size_t cap_inodes; /* power of two */
 
-	char *xattr_list;
-	char *xattr_value;
+	struct xattr_buf ring_xattr; /* one per thread */
+	struct xattr_buf walk_xattr;
 	char link_buf[PATH_MAX];
 };
 
@@ -276,26 +300,42 @@ static int walk_descend(struct walker *w)
 
 /* ----- errors, progress ----- */
 
-static void tree_stop(struct tree *t, const struct encio_error *e)
+static void stop_locked(struct tree *t, const struct encio_error *e)
 {
 	if (!t->fatal) {
 		t->fatal = -e->err;
 		*t->e = *e;
 	}
-	t->stopping = true;
+	__atomic_store_n(&t->stopping, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&t->cond);
+}
+
+static void tree_stop(struct tree *t, const struct encio_error *e)
+{
+	pthread_mutex_lock(&t->lock);
+	stop_locked(t, e);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Counters shared by both threads. */
+static void stat_add(struct tree *t, uint64_t *counter, uint64_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	*counter += n;
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* One entry failed: report it and go on; ENOSPC stops the copy. */
 static void tree_report(struct tree *t, const struct encio_error *e)
 {
+	pthread_mutex_lock(&t->lock);
 	t->stats->failed++;
 	t->stats->entries_done++;
-	if (e->err == ENOSPC) {
-		tree_stop(t, e);
-		return;
-	}
-	if (t->opts->report && !(t->fatal && t->stopping))
+	if (e->err == ENOSPC)
+		stop_locked(t, e);
+	else if (t->opts->report && !t->fatal)
 		t->opts->report(t->opts->arg, e);
+	pthread_mutex_unlock(&t->lock);
 }
 
 static void entry_error(struct tree *t, int err, const char *op,
@@ -309,22 +349,25 @@ static void entry_error(struct tree *t, int err, const char *op,
 
 static void tree_progress(struct tree *t)
 {
-	if (t->opts->progress)
-		t->opts->progress(t->opts->arg, t->stats, &t->ctx->stats);
+	if (!t->opts->progress)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->opts->progress(t->opts->arg, t->stats, &t->ctx->stats);
+	pthread_mutex_unlock(&t->lock);
 }
 
 static bool stop_requested(struct tree *t)
 {
 	struct encio_error e;
 
-	if (t->stopping)
+	if (__atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE))
 		return true;
 	if (t->opts->stop && *t->opts->stop) {
 		encio_set_error(&e, EINTR, "finish (interrupted)", t->dest,
 				false, 0);
 		tree_stop(t, &e);
 	}
-	return t->stopping;
+	return __atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE);
 }
 
 /* ----- metadata ----- */
@@ -341,35 +384,32 @@ static bool xattr_wanted(const char *name)
  * Copy the wanted xattrs raw, by fd where there is one, else by path
  * without following a symlink. Returns 0 or -errno with *op set.
  */
-static int copy_xattrs(struct tree *t, int src_fd, const char *src, int dst_fd,
-		       const char *dst, const char **op)
+static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
+		       int dst_fd, const char *dst, const char **op)
 {
 	ssize_t len, vlen;
 	char *name;
 
 	*op = "list xattrs of";
-	len = src_fd >= 0 ?
-		      flistxattr(src_fd, t->xattr_list, XATTR_LIST_BYTES) :
-		      llistxattr(src, t->xattr_list, XATTR_LIST_BYTES);
+	len = src_fd >= 0 ? flistxattr(src_fd, b->list, XATTR_LIST_BYTES) :
+			    llistxattr(src, b->list, XATTR_LIST_BYTES);
 	if (len < 0)
 		return errno == ENOTSUP ? 0 : -errno;
-	for (name = t->xattr_list; name < t->xattr_list + len;
-	     name += strlen(name) + 1) {
+	for (name = b->list; name < b->list + len; name += strlen(name) + 1) {
 		if (!xattr_wanted(name))
 			continue;
 		*op = "read xattrs of";
-		vlen = src_fd >= 0 ? fgetxattr(src_fd, name, t->xattr_value,
+		vlen = src_fd >= 0 ? fgetxattr(src_fd, name, b->value,
 					       XATTR_VALUE_BYTES) :
-				     lgetxattr(src, name, t->xattr_value,
+				     lgetxattr(src, name, b->value,
 					       XATTR_VALUE_BYTES);
 		if (vlen < 0 && errno == ENODATA)
 			continue;
 		if (vlen < 0)
 			return -errno;
 		*op = "set xattrs of";
-		if (dst_fd >= 0 ?
-			    fsetxattr(dst_fd, name, t->xattr_value, vlen, 0) :
-			    lsetxattr(dst, name, t->xattr_value, vlen, 0))
+		if (dst_fd >= 0 ? fsetxattr(dst_fd, name, b->value, vlen, 0) :
+				  lsetxattr(dst, name, b->value, vlen, 0))
 			return -errno;
 	}
 	return 0;
@@ -384,7 +424,8 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	*op = "set owner of";
 	if (fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(t, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
+	ret = copy_xattrs(&t->ring_xattr, f->job.src_fd, f->src, f->job.dst_fd,
+			  f->dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
@@ -406,7 +447,7 @@ static int path_metadata(struct tree *t, const char *src, const char *dst,
 	*op = "set owner of";
 	if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(t, -1, src, -1, dst, op);
+	ret = copy_xattrs(&t->walk_xattr, -1, src, -1, dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
@@ -430,7 +471,9 @@ static int make_temp(const char *dst, char *tmp,
 
 	for (tries = 0; tries < 100; tries++) {
 		if (snprintf(tmp, PATH_MAX, "%.*s.%.200s.encio-%d-%u", dir_len,
-			     dst, name, (int)getpid(), counter++) >= PATH_MAX)
+			     dst, name, (int)getpid(),
+			     __atomic_fetch_add(&counter, 1,
+						__ATOMIC_RELAXED)) >= PATH_MAX)
 			return -ENAMETOOLONG;
 		ret = make(arg, tmp);
 		if (ret != -EEXIST)
@@ -672,6 +715,15 @@ static void tree_remove_active(struct tree *t, struct tree_file *f)
 	}
 }
 
+/* A file handed over by the walker is finished: room for another. */
+static void file_done(struct tree *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->outstanding--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* The job's last request completed: metadata, then into the batch. */
 static void tree_file_finish(struct tree *t, struct tree_file *f)
 {
@@ -697,6 +749,7 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		t->ctx->stats.bytes_done += f->st.st_size - f->job.done;
 		tree_report(t, &f->e);
 		tree_file_free(f);
+		file_done(t);
 		return;
 	}
 	t->batch = d;
@@ -705,8 +758,12 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 	d->dst = f->dst;
 	f->tmp = f->dst = NULL;
 	t->batch_bytes += f->st.st_size;
+	pthread_mutex_lock(&t->lock);
 	t->stats->files++;
 	t->stats->entries_done++;
+	t->outstanding--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
 	if (t->nr_batch >= CHECKPOINT_FILES ||
 	    t->batch_bytes >= CHECKPOINT_BYTES)
 		t->checkpoint_due = true;
@@ -749,32 +806,64 @@ static int open_src(const char *src)
 	return fd < 0 ? -errno : fd;
 }
 
-/*
- * Open a regular file and make it a job. Returns 1 when a job started, 0
- * when the entry was handled otherwise, -EBUSY to be called again once the
- * engine is idle (a probe is due).
- */
-static int tree_file_start(struct tree *t, const char *src, const char *dst)
+/* Hand an opened file to the ring thread; waits while max_files are out. */
+static void queue_push(struct tree *t, struct tree_file *f)
 {
-	struct copy_ctx *ctx = t->ctx;
+	pthread_mutex_lock(&t->lock);
+	while (t->outstanding >= t->max_files && !t->stopping)
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (t->stopping) {
+		pthread_mutex_unlock(&t->lock);
+		unlink(f->tmp);
+		tree_file_free(f);
+		return;
+	}
+	t->queue[(t->q_head + t->nr_queued) % t->max_files] = f;
+	t->nr_queued++;
+	t->outstanding++;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The next opened file, or NULL; @wait only with nothing in flight. */
+static struct tree_file *queue_pop(struct tree *t, bool wait)
+{
+	struct tree_file *f = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	while (wait && !t->nr_queued && !t->walk_done && !t->stopping)
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (t->nr_queued) {
+		f = t->queue[t->q_head];
+		t->q_head = (t->q_head + 1) % t->max_files;
+		t->nr_queued--;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return f;
+}
+
+/*
+ * Walker: open a regular file, skip it if DEST has it complete, create its
+ * temporary and queue it for the ring thread.
+ */
+static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
+{
 	struct tree_file *f;
 	char tmp[PATH_MAX];
 	int ret;
 
-	if (probe_needed(t, &t->walk.st) && engine_inflight(&ctx->engine))
-		return -EBUSY;
 	if (link_seen(t, &t->walk.st, dst))
-		return 0;
+		return;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		entry_error(t, ENOMEM, "copy", src);
-		return 0;
+		return;
 	}
 	f->job.src_fd = f->job.dst_fd = -1;
 	f->src = strdup(src);
 	f->dst = strdup(dst);
 	if (!f->src || !f->dst) {
-		ret = encio_set_error(&f->e, ENOMEM, "copy", src, false, 0);
+		encio_set_error(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
 	ret = open_src(src);
@@ -787,18 +876,14 @@ static int tree_file_start(struct tree *t, const char *src, const char *dst)
 		encio_set_error(&f->e, errno, "stat", src, false, 0);
 		goto fail;
 	}
-	ret = tree_probe(t, f);
-	if (ret) {
-		tree_stop(t, &f->e);
-		tree_file_free(f);
-		return 0;
-	}
 	if (file_complete(f->job.src_fd, &f->st, dst)) {
+		pthread_mutex_lock(&t->lock);
 		t->stats->skipped++;
 		t->stats->entries_done++;
-		ctx->stats.bytes_done += f->st.st_size;
+		t->stats->bytes_skipped += f->st.st_size;
+		pthread_mutex_unlock(&t->lock);
 		tree_file_free(f);
-		return 0;
+		return;
 	}
 	ret = make_temp(dst, tmp, make_file, &f->job.dst_fd);
 	if (ret) {
@@ -810,6 +895,30 @@ static int tree_file_start(struct tree *t, const char *src, const char *dst)
 		unlink(tmp);
 		encio_set_error(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
+	}
+	queue_push(t, f);
+	return;
+fail:
+	tree_report(t, &f->e);
+	tree_file_free(f);
+}
+
+static void tree_drain(struct tree *t);
+
+/* Ring thread: make a queued file a job (probing first if due). */
+static void tree_file_begin(struct tree *t, struct tree_file *f)
+{
+	struct copy_ctx *ctx = t->ctx;
+
+	if (probe_needed(t, &f->st)) {
+		tree_drain(t);
+		if (tree_probe(t, f)) {
+			tree_stop(t, &f->e);
+			unlink(f->tmp);
+			tree_file_free(f);
+			file_done(t);
+			return;
+		}
 	}
 	f->job.ctx = ctx;
 	f->job.src_path = f->src;
@@ -824,11 +933,6 @@ static int tree_file_start(struct tree *t, const char *src, const char *dst)
 	if (t->nr_active > t->stats->peak_files)
 		t->stats->peak_files = t->nr_active;
 	copy_job_start(&f->job, &f->st);
-	return 1;
-fail:
-	tree_report(t, &f->e);
-	tree_file_free(f);
-	return 0;
 }
 
 /* ----- other entries ----- */
@@ -894,8 +998,8 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 			t->walk.st = st;
 	}
 	if (special_complete(&t->walk.st, arg.target, dst, cur)) {
-		t->stats->skipped++;
-		t->stats->entries_done++;
+		stat_add(t, &t->stats->skipped, 1);
+		stat_add(t, &t->stats->entries_done, 1);
 		return;
 	}
 	ret = make_temp(dst, tmp, make_special, &arg);
@@ -913,11 +1017,11 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 		entry_error(t, ret, op, dst);
 		return;
 	}
-	if (S_ISLNK(t->walk.st.st_mode))
-		t->stats->symlinks++;
-	else
-		t->stats->specials++;
-	t->stats->entries_done++;
+	stat_add(t,
+		 S_ISLNK(t->walk.st.st_mode) ? &t->stats->symlinks :
+					       &t->stats->specials,
+		 1);
+	stat_add(t, &t->stats->entries_done, 1);
 }
 
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
@@ -968,7 +1072,7 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 		return;
 	}
 	t->nr_dirs++;
-	t->stats->dirs++;
+	stat_add(t, &t->stats->dirs, 1);
 	ret = walk_descend(&t->walk);
 	if (ret)
 		entry_error(t, ret, "read directory", src);
@@ -992,11 +1096,8 @@ static void tree_dirs_finish(struct tree *t)
 
 /* ----- the pipeline ----- */
 
-/*
- * Handle the walk's current entry: 1 when a file job started, 0 when the
- * entry was handled, -EBUSY to retry once the engine is idle.
- */
-static int tree_entry(struct tree *t)
+/* Walker: handle the walk's current entry. */
+static void tree_entry(struct tree *t)
 {
 	char src[PATH_MAX], dst[PATH_MAX];
 	mode_t type = t->walk.st.st_mode & S_IFMT;
@@ -1004,17 +1105,18 @@ static int tree_entry(struct tree *t)
 	if (join_path(src, t->walk.src_root, t->walk.rel) ||
 	    join_path(dst, t->dst_root, t->walk.rel)) {
 		entry_error(t, ENAMETOOLONG, "copy", t->walk.rel);
-		return 0;
+		return;
 	}
 	switch (type) {
 	case S_IFDIR:
 		tree_dir(t, src, dst);
-		return 0;
+		break;
 	case S_IFREG:
-		return tree_file_start(t, src, dst);
+		tree_file_prepare(t, src, dst);
+		break;
 	default:
 		tree_special(t, src, dst);
-		return 0;
+		break;
 	}
 }
 
@@ -1037,46 +1139,37 @@ static int tree_root_begin(struct tree *t)
 	return 0;
 }
 
-/* Walk on until a file job starts; false at the end or when waiting. */
-static bool tree_advance(struct tree *t)
+/* The walker thread: every source tree, entry by entry. */
+static void *tree_walker(void *arg)
 {
+	struct tree *t = arg;
+	char path[PATH_MAX];
 	int ret;
 
-	while (!stop_requested(t)) {
-		if (!t->have_entry) {
-			ret = t->walk_done ? 0 : walk_next(&t->walk);
-			if (ret < 0) {
-				char path[PATH_MAX];
-
-				if (join_path(path, t->walk.src_root,
-					      t->walk.rel))
-					snprintf(path, sizeof(path), "%s",
-						 t->walk.rel);
-				entry_error(t, ret, "read", path);
-				continue;
-			}
-			if (ret == 0) {
-				if (t->walk_done || ++t->root >= t->nr_srcs) {
-					t->walk_done = true;
-					return false;
-				}
-				ret = tree_root_begin(t);
-				if (ret)
-					entry_error(t, ret, "copy",
-						    t->srcs[t->root]);
-				continue;
-			}
-			t->have_entry = true;
+	for (t->root = 0; t->root < t->nr_srcs; t->root++) {
+		ret = tree_root_begin(t);
+		if (ret) {
+			entry_error(t, ret, "copy", t->srcs[t->root]);
+			continue;
 		}
-		ret = tree_entry(t);
-		if (ret == -EBUSY)
-			return false;
-		t->have_entry = false;
-		tree_progress(t);
-		if (ret == 1)
-			return true;
+		while (!stop_requested(t)) {
+			ret = walk_next(&t->walk);
+			if (ret == 0)
+				break;
+			if (ret > 0) {
+				tree_entry(t);
+				continue;
+			}
+			if (join_path(path, t->walk.src_root, t->walk.rel))
+				snprintf(path, sizeof(path), "%s", t->walk.rel);
+			entry_error(t, ret, "read", path);
+		}
 	}
-	return false;
+	pthread_mutex_lock(&t->lock);
+	t->walk_done = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
 }
 
 /* The oldest job with work to issue; finished idle jobs are finished. */
@@ -1098,12 +1191,13 @@ static struct copy_job *tree_pick(struct tree *t)
 	return NULL;
 }
 
-/* Give every free slot work, opening files as needed. */
+/* Give every free slot work, taking opened files from the walker. */
 static void tree_fill(struct tree *t)
 {
 	struct engine *engine = &t->ctx->engine;
 	struct engine_req *req;
 	struct copy_job *job;
+	struct tree_file *f;
 
 	while (!stop_requested(t) && !t->checkpoint_due) {
 		job = tree_pick(t);
@@ -1115,9 +1209,12 @@ static void tree_fill(struct tree *t)
 				engine_put_req(engine, req);
 			continue;
 		}
-		if (t->nr_active >= t->max_files || !engine->pool.nr_free ||
-		    !tree_advance(t))
+		if (t->nr_active >= t->max_files || !engine->pool.nr_free)
 			return;
+		f = queue_pop(t, false);
+		if (!f)
+			return;
+		tree_file_begin(t, f);
 	}
 }
 
@@ -1177,13 +1274,15 @@ static void tree_checkpoint(struct tree *t)
 
 		if (err) {
 			unlink(d->tmp);
-			t->stats->files--;
-			t->stats->failed++;
+			stat_add(t, &t->stats->files, -1);
+			stat_add(t, &t->stats->failed, 1);
 		} else if (rename(d->tmp, d->dst)) {
-			t->stats->files--;
-			t->stats->entries_done--;
-			entry_error(t, errno, "rename into place", d->dst);
+			err = errno;
+			stat_add(t, &t->stats->files, -1);
+			stat_add(t, &t->stats->entries_done, -1);
+			entry_error(t, err, "rename into place", d->dst);
 			unlink(d->tmp);
+			err = 0;
 		}
 		free(d->tmp);
 		free(d->dst);
@@ -1193,21 +1292,40 @@ static void tree_checkpoint(struct tree *t)
 	t->stats->checkpoints++;
 }
 
-/* Stopped: the files still in flight lose their temporaries. */
+/* Stopped: the files in flight or queued lose their temporaries. */
 static void tree_abort_active(struct tree *t)
 {
+	struct tree_file *f;
+
 	tree_drain(t);
 	while (t->nr_active) {
-		struct tree_file *f = t->active[--t->nr_active];
-
+		f = t->active[--t->nr_active];
 		unlink(f->tmp);
 		tree_file_free(f);
+		file_done(t);
+	}
+	while ((f = queue_pop(t, false))) {
+		unlink(f->tmp);
+		tree_file_free(f);
+		file_done(t);
 	}
 }
 
+static bool walk_finished(struct tree *t)
+{
+	bool done;
+
+	pthread_mutex_lock(&t->lock);
+	done = t->walk_done && !t->nr_queued;
+	pthread_mutex_unlock(&t->lock);
+	return done;
+}
+
+/* The ring thread's loop; it blocks on the walker only when idle. */
 static void tree_run(struct tree *t)
 {
 	struct engine *engine = &t->ctx->engine;
+	struct tree_file *f;
 
 	while (!stop_requested(t)) {
 		tree_fill(t);
@@ -1215,13 +1333,18 @@ static void tree_run(struct tree *t)
 			tree_checkpoint(t);
 			continue;
 		}
-		if (!engine_inflight(engine)) {
-			if (t->walk_done && !t->nr_active)
-				break;
+		if (engine_inflight(engine)) {
+			tree_reap(t);
+			tree_progress(t);
 			continue;
 		}
-		tree_reap(t);
-		tree_progress(t);
+		if (t->nr_active)
+			continue;
+		f = queue_pop(t, true);
+		if (f)
+			tree_file_begin(t, f);
+		else if (walk_finished(t))
+			break;
 	}
 	tree_abort_active(t);
 	tree_checkpoint(t);
@@ -1263,9 +1386,13 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	if (t->max_files > TREE_MAX_FILES)
 		t->max_files = TREE_MAX_FILES;
 	t->active = calloc(t->max_files, sizeof(*t->active));
-	t->xattr_list = malloc(XATTR_LIST_BYTES);
-	t->xattr_value = malloc(XATTR_VALUE_BYTES);
-	if (!t->active || !t->xattr_list || !t->xattr_value)
+	t->queue = calloc(t->max_files, sizeof(*t->queue));
+	t->ring_xattr.list = malloc(XATTR_LIST_BYTES);
+	t->ring_xattr.value = malloc(XATTR_VALUE_BYTES);
+	t->walk_xattr.list = malloc(XATTR_LIST_BYTES);
+	t->walk_xattr.value = malloc(XATTR_VALUE_BYTES);
+	if (!t->active || !t->queue || !t->ring_xattr.list ||
+	    !t->ring_xattr.value || !t->walk_xattr.list || !t->walk_xattr.value)
 		return encio_set_error(e, ENOMEM, "copy to", t->dest, false, 0);
 	t->dest_is_dir = !t->opts->no_target_dir && stat(t->dest, &st) == 0 &&
 			 S_ISDIR(st.st_mode);
@@ -1303,10 +1430,28 @@ static void tree_release(struct tree *t)
 	free(t->dirs);
 	free(t->batch);
 	free(t->active);
-	free(t->xattr_list);
-	free(t->xattr_value);
+	free(t->queue);
+	free(t->ring_xattr.list);
+	free(t->ring_xattr.value);
+	free(t->walk_xattr.list);
+	free(t->walk_xattr.value);
 	if (t->sync_fd >= 0)
 		close(t->sync_fd);
+}
+
+/* Signals go to the ring thread: its waits return EINTR. */
+static int tree_start_walker(struct tree *t)
+{
+	sigset_t block, old;
+	int ret;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	ret = pthread_create(&t->walker, NULL, tree_walker, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -ret;
 }
 
 int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
@@ -1327,6 +1472,8 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	int i, ret;
 
 	memset(stats, 0, sizeof(*stats));
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
 	ret = tree_setup(&t, e);
 	if (ret)
 		goto out;
@@ -1334,12 +1481,15 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 		for (i = 0; i < nr_srcs && !stop_requested(&t); i++)
 			count_tree(&t, srcs[i]);
 	}
-	ret = tree_root_begin(&t);
+	ret = tree_start_walker(&t);
 	if (ret) {
-		encio_set_error(e, ret, "copy", srcs[0], false, 0);
+		encio_set_error(e, ret, "start the walker for", srcs[0], false,
+				0);
 		goto out;
 	}
 	tree_run(&t);
+	pthread_join(t.walker, NULL);
+	tree_abort_active(&t); /* anything queued after a stop */
 	tree_make_links(&t);
 	tree_dirs_finish(&t);
 	/* The renames, links and directory metadata, durable too. */
@@ -1351,5 +1501,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	ret = t.fatal;
 out:
 	tree_release(&t);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.lock);
 	return ret;
 }

@@ -26,6 +26,7 @@ struct tree_stats {
 	uint64_t failed; /* entries not copied, each reported */
 	uint64_t entries_done;
 	uint64_t checkpoints; /* syncfs + renames */
+	uint64_t bytes_skipped; /* sizes of the files skipped */
 	unsigned int peak_files; /* most files in flight at once */
 	/* from the counting walk (tree_options.count_first), else 0 */
 	uint64_t total_entries;
