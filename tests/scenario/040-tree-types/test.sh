@@ -105,6 +105,16 @@ echo "$out"
 echo "$out" | grep -q "6 directories" || _fail "summary lacks directories"
 check_tree "$T" "$DST/copy2"
 
+_log "--progress forces progress on stderr, -q silences it"
+timeout 120 "$ENCIO" copy -r --progress "$T" "$DST/prog" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || _fail "copy with --progress"
+tr '\r' '\n' <"$TEST_TMP/err" | tail -3
+grep -q "entries.*ETA" "$TEST_TMP/err" || _fail "no progress line"
+check_tree "$T" "$DST/prog"
+timeout 120 "$ENCIO" copy -r -q --progress "$T" "$DST/quiet" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || _fail "copy -q"
+[ ! -s "$TEST_TMP/err" ] && [ ! -s "$TEST_TMP/out" ] || _fail "-q printed something"
+timeout 120 "$ENCIO" copy -r "$T" "$DST/noprog" 2>"$TEST_TMP/err" >/dev/null || _fail "copy"
+[ ! -s "$TEST_TMP/err" ] || _fail "progress shown though stderr is not a terminal"
+
 _log "a directory into itself is refused, the rest copied"
 run_mustfail "into itself" timeout 120 "$ENCIO" -q copy -r "$T/a" "$T/a/b"
 echo "$ERR_OUT" | grep -q "into itself" || _fail "no 'into itself' error"
