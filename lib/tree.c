@@ -73,6 +73,7 @@ struct tree_file {
 	struct copy_job job;
 	struct encio_error e;
 	struct stat st;
+	bool redo_metadata; /* writes clear set-id bits and capabilities */
 	char *src;
 	char *dst;
 	char *tmp;
@@ -415,22 +416,40 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	return 0;
 }
 
-/* Owner first (chown clears set-id bits), xattrs, mode, times last. */
-static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
+/* Owner first (chown clears set-id bits), xattrs, mode; by fd. */
+static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
+			   const char **op)
 {
-	struct timespec times[2] = { f->st.st_atim, f->st.st_mtim };
 	int ret;
 
 	*op = "set owner of";
 	if (fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(&t->ring_xattr, f->job.src_fd, f->src, f->job.dst_fd,
-			  f->dst, op);
+	ret = copy_xattrs(b, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
 	if (fchmod(f->job.dst_fd, f->st.st_mode & 07777))
 		return -errno;
+	return 0;
+}
+
+/*
+ * After the data: the times (writes set the mtime), and owner, xattrs and
+ * mode again only where the writes cleared something (set-id bits, file
+ * capabilities); the walker set them when it made the file, off the data
+ * path.
+ */
+static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
+{
+	struct timespec times[2] = { f->st.st_atim, f->st.st_mtim };
+	int ret;
+
+	if (f->redo_metadata) {
+		ret = file_owner_mode(&t->ring_xattr, f, op);
+		if (ret)
+			return ret;
+	}
 	*op = "set times of";
 	if (futimens(f->job.dst_fd, times))
 		return -errno;
@@ -464,6 +483,7 @@ static int make_temp(const char *dst, char *tmp,
 		     int (*make)(void *arg, const char *tmp), void *arg)
 {
 	static unsigned int counter;
+	static int pid;
 	const char *slash = strrchr(dst, '/');
 	int dir_len = slash ? (int)(slash - dst + 1) : 0;
 	const char *name = dst + dir_len;
@@ -471,7 +491,7 @@ static int make_temp(const char *dst, char *tmp,
 
 	for (tries = 0; tries < 100; tries++) {
 		if (snprintf(tmp, PATH_MAX, "%.*s.%.200s.encio-%d-%u", dir_len,
-			     dst, name, (int)getpid(),
+			     dst, name, pid ? pid : (pid = getpid()),
 			     __atomic_fetch_add(&counter, 1,
 						__ATOMIC_RELAXED)) >= PATH_MAX)
 			return -ENAMETOOLONG;
@@ -850,6 +870,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 {
 	struct tree_file *f;
 	char tmp[PATH_MAX];
+	const char *op;
 	int ret;
 
 	if (link_seen(t, &t->walk.st, dst))
@@ -896,8 +917,24 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		encio_set_error(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
+	/* Map, size and metadata here, off the ring thread's path. */
+	f->job.src_path = f->src;
+	f->job.dst_path = f->dst;
+	f->job.e = &f->e;
+	if (copy_job_start(&f->job, &f->st))
+		goto fail_tmp;
+	ret = file_owner_mode(&t->walk_xattr, f, &op);
+	if (ret) {
+		encio_set_error(&f->e, ret, op, dst, false, 0);
+		goto fail_tmp;
+	}
+	f->redo_metadata =
+		(f->st.st_mode & (S_ISUID | S_ISGID)) ||
+		fgetxattr(f->job.src_fd, "security.capability", NULL, 0) >= 0;
 	queue_push(t, f);
 	return;
+fail_tmp:
+	unlink(f->tmp);
 fail:
 	tree_report(t, &f->e);
 	tree_file_free(f);
@@ -932,7 +969,6 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 	t->active[t->nr_active++] = f;
 	if (t->nr_active > t->stats->peak_files)
 		t->stats->peak_files = t->nr_active;
-	copy_job_start(&f->job, &f->st);
 }
 
 /* ----- other entries ----- */
