@@ -56,6 +56,7 @@
 struct walk_level {
 	DIR *dir;
 	size_t prefix; /* length of rel before a child's name */
+	bool fresh; /* its copy was made by this run: nothing to resume */
 };
 
 struct walker {
@@ -146,6 +147,15 @@ struct tree {
 	struct tree_done *batch;
 	size_t nr_batch;
 	size_t cap_batch;
+	/* the renamer thread's batch: synced, to rename into place */
+	pthread_t renamer;
+	bool renamer_started;
+	pthread_cond_t r_cond;
+	struct tree_done *r_batch;
+	size_t r_nr;
+	size_t r_cap;
+	bool r_busy;
+	bool r_quit;
 	uint64_t batch_bytes;
 	struct tree_link *links;
 	size_t nr_links;
@@ -295,6 +305,7 @@ static int walk_descend(struct walker *w)
 		len++;
 	}
 	lvl->prefix = len;
+	lvl->fresh = false;
 	w->depth++;
 	return 0;
 }
@@ -642,6 +653,12 @@ static void tree_make_links(struct tree *t)
 
 /* ----- resume: is DEST's entry already complete? ----- */
 
+/* The current entry's directory was made by this run: DEST has nothing. */
+static bool parent_fresh(const struct tree *t)
+{
+	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
+}
+
 /* The next run of equal (kind, compression) at or after *i. */
 static bool next_run(const struct extent_map *m, size_t *i,
 		     struct file_extent *run)
@@ -897,7 +914,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		encio_set_error(&f->e, errno, "stat", src, false, 0);
 		goto fail;
 	}
-	if (file_complete(f->job.src_fd, &f->st, dst)) {
+	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, dst)) {
 		pthread_mutex_lock(&t->lock);
 		t->stats->skipped++;
 		t->stats->entries_done++;
@@ -1033,7 +1050,8 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 		if (!lstat(src, &st) && st.st_ino == t->walk.st.st_ino)
 			t->walk.st = st;
 	}
-	if (special_complete(&t->walk.st, arg.target, dst, cur)) {
+	if (!parent_fresh(t) &&
+	    special_complete(&t->walk.st, arg.target, dst, cur)) {
 		stat_add(t, &t->stats->skipped, 1);
 		stat_add(t, &t->stats->entries_done, 1);
 		return;
@@ -1066,6 +1084,7 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 	const struct stat *st = &t->walk.st;
 	struct tree_dir *d;
 	struct stat cur;
+	bool fresh = false;
 	int ret;
 
 	if (t->have_root_id && st->st_dev == t->root_dev &&
@@ -1073,11 +1092,13 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 		entry_error(t, EINVAL, "copy a directory into itself", src);
 		return;
 	}
-	if (lstat(dst, &cur)) {
-		if (errno != ENOENT || mkdir(dst, 0700) || lstat(dst, &cur)) {
+	if (parent_fresh(t) || lstat(dst, &cur)) {
+		if ((!parent_fresh(t) && errno != ENOENT) || mkdir(dst, 0700) ||
+		    (!t->walk.rel[0] && lstat(dst, &cur))) {
 			entry_error(t, errno, "make directory", dst);
 			return;
 		}
+		fresh = true;
 		if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM) {
 			entry_error(t, errno, "set owner of", dst);
 			return;
@@ -1112,6 +1133,8 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 	ret = walk_descend(&t->walk);
 	if (ret)
 		entry_error(t, ret, "read directory", src);
+	else
+		t->walk.levels[t->walk.depth - 1].fresh = fresh;
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
@@ -1289,40 +1312,87 @@ static void tree_drain(struct tree *t)
 	}
 }
 
-/* Sync the destination, then rename the batch into place. */
+/* The renamer thread: renames synced batches while the ring goes on. */
+static void *tree_renamer(void *arg)
+{
+	struct tree *t = arg;
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		while (!t->r_busy && !t->r_quit)
+			pthread_cond_wait(&t->r_cond, &t->lock);
+		if (!t->r_busy)
+			break;
+		pthread_mutex_unlock(&t->lock);
+		for (i = 0; i < t->r_nr; i++) {
+			struct tree_done *d = &t->r_batch[i];
+
+			if (rename(d->tmp, d->dst)) {
+				err = errno;
+				stat_add(t, &t->stats->files, -1);
+				stat_add(t, &t->stats->entries_done, -1);
+				entry_error(t, err, "rename into place",
+					    d->dst);
+				unlink(d->tmp);
+			}
+			free(d->tmp);
+			free(d->dst);
+		}
+		pthread_mutex_lock(&t->lock);
+		t->r_nr = 0;
+		t->r_busy = false;
+		pthread_cond_broadcast(&t->r_cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/*
+ * Sync the destination, then have the batch renamed into place (by the
+ * renamer thread: renames are the slowest part of small files, and need
+ * not stall the ring).
+ */
 static void tree_checkpoint(struct tree *t)
 {
+	struct tree_done *swap;
 	struct encio_error e;
-	size_t i;
-	int err = 0;
+	size_t i, cap;
 
 	tree_drain(t);
 	t->checkpoint_due = false;
 	if (!t->nr_batch)
 		return;
 	if (syncfs(t->sync_fd)) {
-		err = errno;
-		encio_set_error(&e, err, "sync", t->dest, false, 0);
+		encio_set_error(&e, errno, "sync", t->dest, false, 0);
 		tree_stop(t, &e);
-	}
-	for (i = 0; i < t->nr_batch; i++) {
-		struct tree_done *d = &t->batch[i];
-
-		if (err) {
-			unlink(d->tmp);
-			stat_add(t, &t->stats->files, -1);
-			stat_add(t, &t->stats->failed, 1);
-		} else if (rename(d->tmp, d->dst)) {
-			err = errno;
-			stat_add(t, &t->stats->files, -1);
-			stat_add(t, &t->stats->entries_done, -1);
-			entry_error(t, err, "rename into place", d->dst);
-			unlink(d->tmp);
-			err = 0;
+		for (i = 0; i < t->nr_batch; i++) {
+			unlink(t->batch[i].tmp);
+			free(t->batch[i].tmp);
+			free(t->batch[i].dst);
 		}
-		free(d->tmp);
-		free(d->dst);
+		pthread_mutex_lock(&t->lock);
+		t->stats->files -= t->nr_batch;
+		t->stats->failed += t->nr_batch;
+		pthread_mutex_unlock(&t->lock);
+		t->nr_batch = 0;
+		t->batch_bytes = 0;
+		return;
 	}
+	pthread_mutex_lock(&t->lock);
+	while (t->r_busy)
+		pthread_cond_wait(&t->r_cond, &t->lock);
+	swap = t->r_batch;
+	cap = t->r_cap;
+	t->r_batch = t->batch;
+	t->r_cap = t->cap_batch;
+	t->r_nr = t->nr_batch;
+	t->batch = swap;
+	t->cap_batch = cap;
+	t->r_busy = true;
+	pthread_cond_broadcast(&t->r_cond);
+	pthread_mutex_unlock(&t->lock);
 	t->nr_batch = 0;
 	t->batch_bytes = 0;
 	t->stats->checkpoints++;
@@ -1465,6 +1535,7 @@ static void tree_release(struct tree *t)
 	free(t->inodes);
 	free(t->dirs);
 	free(t->batch);
+	free(t->r_batch);
 	free(t->active);
 	free(t->queue);
 	free(t->ring_xattr.list);
@@ -1473,6 +1544,19 @@ static void tree_release(struct tree *t)
 	free(t->walk_xattr.value);
 	if (t->sync_fd >= 0)
 		close(t->sync_fd);
+}
+
+/* Let the renamer finish its batch and end. */
+static void tree_stop_renamer(struct tree *t)
+{
+	if (!t->renamer_started)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->r_quit = true;
+	pthread_cond_broadcast(&t->r_cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->renamer, NULL);
+	t->renamer_started = false;
 }
 
 /* Signals go to the ring thread: its waits return EINTR. */
@@ -1485,7 +1569,11 @@ static int tree_start_walker(struct tree *t)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
-	ret = pthread_create(&t->walker, NULL, tree_walker, t);
+	ret = pthread_create(&t->renamer, NULL, tree_renamer, t);
+	if (!ret) {
+		t->renamer_started = true;
+		ret = pthread_create(&t->walker, NULL, tree_walker, t);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -ret;
 }
@@ -1510,6 +1598,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	memset(stats, 0, sizeof(*stats));
 	pthread_mutex_init(&t.lock, NULL);
 	pthread_cond_init(&t.cond, NULL);
+	pthread_cond_init(&t.r_cond, NULL);
 	ret = tree_setup(&t, e);
 	if (ret)
 		goto out;
@@ -1526,6 +1615,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	tree_run(&t);
 	pthread_join(t.walker, NULL);
 	tree_abort_active(&t); /* anything queued after a stop */
+	tree_stop_renamer(&t);
 	tree_make_links(&t);
 	tree_dirs_finish(&t);
 	/* The renames, links and directory metadata, durable too. */
@@ -1536,7 +1626,9 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	tree_progress(&t);
 	ret = t.fatal;
 out:
+	tree_stop_renamer(&t);
 	tree_release(&t);
+	pthread_cond_destroy(&t.r_cond);
 	pthread_cond_destroy(&t.cond);
 	pthread_mutex_destroy(&t.lock);
 	return ret;
