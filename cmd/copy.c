@@ -191,12 +191,15 @@ static void print_summary_json(const struct copy_cmd *c)
 	       engine->registered_bytes, c->seconds);
 	if (c->recursive)
 		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
-		       "\"specials\": %llu, \"skipped\": %llu, \"peak_files_in_flight\": %u",
+		       "\"specials\": %llu, \"skipped\": %llu, \"peak_files_in_flight\": %u, "
+		       "\"ring_waits\": %llu, \"walker_waits\": %llu",
 		       (unsigned long long)c->tree.dirs,
 		       (unsigned long long)c->tree.symlinks,
 		       (unsigned long long)c->tree.hardlinks,
 		       (unsigned long long)c->tree.specials,
-		       (unsigned long long)c->tree.skipped, c->tree.peak_files);
+		       (unsigned long long)c->tree.skipped, c->tree.peak_files,
+		       (unsigned long long)c->tree.ring_waits,
+		       (unsigned long long)c->tree.walker_waits);
 	printf("}\n");
 }
 

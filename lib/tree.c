@@ -99,6 +99,7 @@ struct tree_dir {
 struct xattr_buf {
 	char *list;
 	char *value;
+	bool saw_caps; /* the last copy_xattrs() copied security.capability */
 };
 
 struct inode_slot {
@@ -403,6 +404,7 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	char *name;
 
 	*op = "list xattrs of";
+	b->saw_caps = false;
 	len = src_fd >= 0 ? flistxattr(src_fd, b->list, XATTR_LIST_BYTES) :
 			    llistxattr(src, b->list, XATTR_LIST_BYTES);
 	if (len < 0)
@@ -410,6 +412,8 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	for (name = b->list; name < b->list + len; name += strlen(name) + 1) {
 		if (!xattr_wanted(name))
 			continue;
+		if (!strcmp(name, "security.capability"))
+			b->saw_caps = true;
 		*op = "read xattrs of";
 		vlen = src_fd >= 0 ? fgetxattr(src_fd, name, b->value,
 					       XATTR_VALUE_BYTES) :
@@ -427,14 +431,20 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	return 0;
 }
 
-/* Owner first (chown clears set-id bits), xattrs, mode; by fd. */
+/*
+ * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
+ * the file was just made by us in a directory without set-gid, so it is
+ * ours already.
+ */
 static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
-			   const char **op)
+			   bool made_ours, const char **op)
 {
 	int ret;
 
 	*op = "set owner of";
-	if (fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
+	if ((!made_ours || f->st.st_uid != geteuid() ||
+	     f->st.st_gid != getegid()) &&
+	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
 	ret = copy_xattrs(b, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
 	if (ret)
@@ -457,7 +467,7 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	int ret;
 
 	if (f->redo_metadata) {
-		ret = file_owner_mode(&t->ring_xattr, f, op);
+		ret = file_owner_mode(&t->ring_xattr, f, false, op);
 		if (ret)
 			return ret;
 	}
@@ -847,6 +857,8 @@ static int open_src(const char *src)
 static void queue_push(struct tree *t, struct tree_file *f)
 {
 	pthread_mutex_lock(&t->lock);
+	if (t->outstanding >= t->max_files)
+		t->stats->walker_waits++;
 	while (t->outstanding >= t->max_files && !t->stopping)
 		pthread_cond_wait(&t->cond, &t->lock);
 	if (t->stopping) {
@@ -868,6 +880,8 @@ static struct tree_file *queue_pop(struct tree *t, bool wait)
 	struct tree_file *f = NULL;
 
 	pthread_mutex_lock(&t->lock);
+	if (wait && !t->nr_queued && !t->walk_done)
+		t->stats->ring_waits++;
 	while (wait && !t->nr_queued && !t->walk_done && !t->stopping)
 		pthread_cond_wait(&t->cond, &t->lock);
 	if (t->nr_queued) {
@@ -934,20 +948,14 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		encio_set_error(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
-	/* Map, size and metadata here, off the ring thread's path. */
-	f->job.src_path = f->src;
-	f->job.dst_path = f->dst;
-	f->job.e = &f->e;
-	if (copy_job_start(&f->job, &f->st))
-		goto fail_tmp;
-	ret = file_owner_mode(&t->walk_xattr, f, &op);
+	/* Metadata here, off the ring thread's path. */
+	ret = file_owner_mode(&t->walk_xattr, f, parent_fresh(t), &op);
 	if (ret) {
 		encio_set_error(&f->e, ret, op, dst, false, 0);
 		goto fail_tmp;
 	}
-	f->redo_metadata =
-		(f->st.st_mode & (S_ISUID | S_ISGID)) ||
-		fgetxattr(f->job.src_fd, "security.capability", NULL, 0) >= 0;
+	f->redo_metadata = (f->st.st_mode & (S_ISUID | S_ISGID)) ||
+			   t->walk_xattr.saw_caps;
 	queue_push(t, f);
 	return;
 fail_tmp:
@@ -984,6 +992,8 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 	f->job.e = &f->e;
 	f->job.owner = f;
 	t->active[t->nr_active++] = f;
+	/* The map and the size here: the walker is the busier thread. */
+	copy_job_start(&f->job, &f->st);
 	if (t->nr_active > t->stats->peak_files)
 		t->stats->peak_files = t->nr_active;
 }

@@ -28,6 +28,8 @@ struct tree_stats {
 	uint64_t checkpoints; /* syncfs + renames */
 	uint64_t bytes_skipped; /* sizes of the files skipped */
 	unsigned int peak_files; /* most files in flight at once */
+	uint64_t ring_waits; /* the ring thread idle, waiting for files */
+	uint64_t walker_waits; /* the walker waiting for room in flight */
 	/* from the counting walk (tree_options.count_first), else 0 */
 	uint64_t total_entries;
 	uint64_t total_bytes;
