@@ -6,6 +6,7 @@ source "$(dirname "$0")/../../common.sh"
 require_root
 command -v getfattr >/dev/null || _not_run "needs getfattr (attr)"
 command -v setfacl >/dev/null || _not_run "needs setfacl (acl)"
+command -v setcap >/dev/null || _not_run "needs setcap (libcap2-bin)"
 
 # noatime: the checks themselves (find, diff) must not change atimes.
 make_btrfs src 512M compress-force=zstd,noatime
@@ -28,6 +29,10 @@ mknod "$T/null-dev" c 1 3
 mknod "$T/blk-dev" b 7 200
 echo hello >"$T/a/suid"
 chmod 4755 "$T/a/suid"
+chown 1234:5678 "$T/a/suid"
+# A file capability: writes clear it, so it must be set after the data.
+compressible 200000 >"$T/a/capable"
+setcap cap_net_raw+ep "$T/a/capable" || _fail "setcap"
 chmod 1777 "$T/empty"
 chown 1234:5678 "$T/a/text" "$T/fifo"
 chown -h 4321:8765 "$T/link-rel"
@@ -89,7 +94,7 @@ mkdir "$DST/into"
 out=$(timeout 120 "$ENCIO" copy -r --format=json "$T" "$DST/into") || _fail "copy into: $out"
 echo "$out"
 check_tree "$T" "$DST/into/tree"
-echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 5 and d["dirs"] == 6 and d["symlinks"] == 3 and d["specials"] == 3 and d["failed"] == 0, d' ||
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 6 and d["dirs"] == 6 and d["symlinks"] == 3 and d["specials"] == 3 and d["failed"] == 0, d' ||
 	_fail "bad JSON summary"
 
 _log "several sources into a directory; a file source with -r"
