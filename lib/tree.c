@@ -431,6 +431,9 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	return 0;
 }
 
+/* The process umask, read once before the threads start. */
+static mode_t t_umask;
+
 /*
  * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
  * the file was just made by us in a directory without set-gid, so it is
@@ -450,7 +453,9 @@ static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 	if (ret)
 		return ret;
 	*op = "set mode of";
-	if (fchmod(f->job.dst_fd, f->st.st_mode & 07777))
+	if ((!made_ours ||
+	     ((f->st.st_mode & 0777) & ~t_umask) != (f->st.st_mode & 07777)) &&
+	    fchmod(f->job.dst_fd, f->st.st_mode & 07777))
 		return -errno;
 	return 0;
 }
@@ -523,14 +528,17 @@ static int make_temp(const char *dst, char *tmp,
 	return -EEXIST;
 }
 
+struct make_file_arg {
+	int fd;
+	mode_t mode;
+};
+
 static int make_file(void *arg, const char *tmp)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	struct make_file_arg *a = arg;
 
-	if (fd < 0)
-		return -errno;
-	*(int *)arg = fd;
-	return 0;
+	a->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
+	return a->fd < 0 ? -errno : 0;
 }
 
 /* ----- hard links ----- */
@@ -899,6 +907,7 @@ static struct tree_file *queue_pop(struct tree *t, bool wait)
  */
 static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 {
+	struct make_file_arg mf = { .fd = -1 };
 	struct tree_file *f;
 	char tmp[PATH_MAX];
 	const char *op;
@@ -937,7 +946,13 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		tree_file_free(f);
 		return;
 	}
-	ret = make_temp(dst, tmp, make_file, &f->job.dst_fd);
+	/*
+	 * In a directory this run made (no default ACL yet), create with the
+	 * final permissions: where the umask leaves them whole, no chmod.
+	 */
+	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
+	ret = make_temp(dst, tmp, make_file, &mf);
+	f->job.dst_fd = mf.fd;
 	if (ret) {
 		encio_set_error(&f->e, ret, "create", dst, false, 0);
 		goto fail;
@@ -1608,6 +1623,8 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	memset(stats, 0, sizeof(*stats));
 	pthread_mutex_init(&t.lock, NULL);
 	pthread_cond_init(&t.cond, NULL);
+	t_umask = umask(0);
+	umask(t_umask);
 	pthread_cond_init(&t.r_cond, NULL);
 	ret = tree_setup(&t, e);
 	if (ret)

@@ -30,6 +30,11 @@ mknod "$T/blk-dev" b 7 200
 echo hello >"$T/a/suid"
 chmod 4755 "$T/a/suid"
 chown 1234:5678 "$T/a/suid"
+# Modes the umask would cut, and a read-only one.
+echo w >"$T/a/world-writable"
+chmod 0666 "$T/a/world-writable"
+echo r >"$T/a/read-only"
+chmod 0400 "$T/a/read-only"
 # A file capability: writes clear it, so it must be set after the data.
 compressible 200000 >"$T/a/capable"
 setcap cap_net_raw+ep "$T/a/capable" || _fail "setcap"
@@ -94,7 +99,7 @@ mkdir "$DST/into"
 out=$(timeout 120 "$ENCIO" copy -r --format=json "$T" "$DST/into") || _fail "copy into: $out"
 echo "$out"
 check_tree "$T" "$DST/into/tree"
-echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 6 and d["dirs"] == 6 and d["symlinks"] == 3 and d["specials"] == 3 and d["failed"] == 0, d' ||
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 8 and d["dirs"] == 6 and d["symlinks"] == 3 and d["specials"] == 3 and d["failed"] == 0, d' ||
 	_fail "bad JSON summary"
 
 _log "several sources into a directory; a file source with -r"
