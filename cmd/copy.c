@@ -4,17 +4,20 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "../lib/copy.h"
+#include "../lib/tree.h"
 
 static const char *const copy_usage[] = {
-	"encio copy [options] SRC DEST | SRC... DIR",
+	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST",
 	"Copy files, moving compressed extents without decompressing them.",
 	"",
 	"Compressed extents are read with encoded reads and written with encoded",
@@ -23,7 +26,16 @@ static const char *const copy_usage[] = {
 	"ranges, mode, owner and times are kept. Each file is written under a",
 	"temporary name and renamed into place when complete.",
 	"",
+	"With -r, whole trees: directories, files, symlinks, hard links, FIFOs,",
+	"device nodes, xattrs, owners, modes and times, many files in flight in",
+	"one pipeline. A rerun onto an interrupted copy skips what is complete.",
+	"",
+	"-r|--recursive       copy directories and their contents",
+	"-j|--jobs N          files in flight with -r (default 64)",
+	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
 	"-d|--queue-depth QD  requests in flight (default 32)",
+	"--progress           show progress even when stderr is not a terminal",
+	"-q|--quiet           no progress, no summary",
 	"--format=text|json   summary format",
 	"-h|--help            this help",
 	NULL
@@ -34,7 +46,26 @@ struct copy_cmd {
 	int json;
 	double seconds;
 	int failed;
+	bool recursive;
+	bool no_target_dir;
+	bool progress;
+	unsigned int jobs;
+	struct tree_stats tree;
+	double start;
+	double last_progress;
+	bool progress_shown;
 };
+
+enum {
+	OPT_PROGRESS = OPT_HELP + 1,
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
 
 static double now(void)
 {
@@ -93,6 +124,18 @@ static void warn_probe(const struct encio_probe *p)
 			strerror(p->write_none_err));
 }
 
+static void print_tree_summary_text(const struct copy_cmd *c)
+{
+	const struct tree_stats *t = &c->tree;
+
+	printf("tree: %llu files, %llu directories, %llu symlinks, %llu hard links, %llu special, %llu skipped (already complete), %llu failed\n",
+	       (unsigned long long)t->files, (unsigned long long)t->dirs,
+	       (unsigned long long)t->symlinks,
+	       (unsigned long long)t->hardlinks,
+	       (unsigned long long)t->specials, (unsigned long long)t->skipped,
+	       (unsigned long long)t->failed);
+}
+
 static void print_summary_text(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
@@ -125,7 +168,7 @@ static void print_summary_json(const struct copy_cmd *c)
 	       "\"extents_encoded\": %llu, \"extents_decoded\": %llu, \"ranges_plain\": %llu, "
 	       "\"holes\": %llu, \"prealloc\": %llu, \"io_read\": \"%s\", \"io_write\": \"%s\", "
 	       "\"fixed_buffers\": \"%s\", \"buffers\": \"%s\", \"registered_bytes\": %zu, "
-	       "\"seconds\": %.6f}\n",
+	       "\"seconds\": %.6f",
 	       (unsigned long long)s->files, c->failed,
 	       (unsigned long long)s->logical_bytes,
 	       (unsigned long long)s->encoded_bytes,
@@ -138,12 +181,75 @@ static void print_summary_json(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed),
 	       bufpool_backing_name(engine->pool.backing),
 	       engine->registered_bytes, c->seconds);
+	if (c->recursive)
+		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
+		       "\"specials\": %llu, \"skipped\": %llu, \"peak_files_in_flight\": %u, "
+		       "\"ring_waits\": %llu, \"walker_waits\": %llu",
+		       (unsigned long long)c->tree.dirs,
+		       (unsigned long long)c->tree.symlinks,
+		       (unsigned long long)c->tree.hardlinks,
+		       (unsigned long long)c->tree.specials,
+		       (unsigned long long)c->tree.skipped, c->tree.peak_files,
+		       (unsigned long long)c->tree.ring_waits,
+		       (unsigned long long)c->tree.walker_waits);
+	printf("}\n");
+}
+
+static void clear_progress(struct copy_cmd *c)
+{
+	if (c->progress_shown)
+		fprintf(stderr, "\r\033[K");
+	c->progress_shown = false;
+}
+
+static void format_eta(char *buf, size_t len, double secs)
+{
+	unsigned long s = secs > 0 && secs < 1e7 ? (unsigned long)secs : 0;
+
+	if (secs <= 0 || secs >= 1e7)
+		snprintf(buf, len, "--:--");
+	else if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60,
+			 s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+}
+
+/* Bytes and entries done of the totals, rate, ETA: four times a second. */
+static void tree_progress(void *arg, const struct tree_stats *t,
+			  const struct copy_stats *s)
+{
+	struct copy_cmd *c = arg;
+	char done[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN],
+		rate[PRETTY_SIZE_LEN], eta[48];
+	double tnow = now(), secs = tnow - c->start, bps;
+
+	if (tnow - c->last_progress < 0.25)
+		return;
+	c->last_progress = tnow;
+	bps = secs > 0 ? s->bytes_done / secs : 0;
+	format_eta(eta, sizeof(eta),
+		   bps > 0 && t->total_bytes > s->bytes_done ?
+			   (t->total_bytes - s->bytes_done) / bps :
+			   0);
+	fprintf(stderr, "\r\033[K%s of %s, %llu of %llu entries, %s/s, ETA %s",
+		pretty_size(done, s->bytes_done),
+		pretty_size(total, t->total_bytes),
+		(unsigned long long)t->entries_done,
+		(unsigned long long)t->total_entries, pretty_size(rate, bps),
+		eta);
+	c->progress_shown = true;
 }
 
 static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 			      char **argv, struct copy_cmd *c)
 {
 	static const struct option long_options[] = {
+		{ "recursive", no_argument, NULL, 'r' },
+		{ "no-target-directory", no_argument, NULL, 'T' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
@@ -152,9 +258,27 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "d:h", long_options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "rTj:qd:h", long_options,
+				  NULL)) != -1) {
 		switch (opt) {
+		case 'r':
+			c->recursive = true;
+			break;
+		case 'T':
+			c->no_target_dir = true;
+			break;
+		case 'j':
+			c->jobs = strtoul(optarg, &end, 10);
+			if (*end || c->jobs < 1 || c->jobs > TREE_MAX_FILES)
+				return usage_error(cmd, "jobs must be 1..%d",
+						   TREE_MAX_FILES);
+			break;
+		case OPT_PROGRESS:
+			c->progress = true;
+			break;
+		case 'q':
+			global_opts.verbose = -1;
+			break;
 		case 'd':
 			global_opts.queue_depth = strtoul(optarg, &end, 10);
 			if (*end || global_opts.queue_depth < 1 ||
@@ -178,10 +302,13 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 2)
 		return usage_error(cmd, "need a source and a destination");
+	if (global_opts.verbose < 0)
+		c->progress = false;
 	return 0;
 }
 
-static int check_sources(int nr_src, char **srcs, const char *dst)
+static int check_sources(int nr_src, char **srcs, const char *dst,
+			 bool recursive)
 {
 	struct stat st;
 	int i;
@@ -191,13 +318,70 @@ static int check_sources(int nr_src, char **srcs, const char *dst)
 		      dst);
 		return 1;
 	}
-	for (i = 0; i < nr_src; i++) {
+	for (i = 0; i < nr_src && !recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			error("'%s' is a directory (not copied)", srcs[i]);
 			return 1;
 		}
 	}
 	return 0;
+}
+
+static void tree_report(void *arg, const struct encio_error *e)
+{
+	struct copy_cmd *c = arg;
+
+	clear_progress(c);
+	print_encio_error(e);
+}
+
+static void tree_probed(void *arg)
+{
+	struct copy_cmd *c = arg;
+
+	print_probe(&c->ctx);
+	warn_probe(&c->ctx.probe);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: waits return EINTR */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
+		      const char *dst)
+{
+	struct tree_options topts = {
+		.max_files = c->jobs,
+		.count_first = c->progress,
+		.no_target_dir = c->no_target_dir,
+		.stop = &stop_signal,
+		.report = tree_report,
+		.probed = tree_probed,
+		.progress = c->progress ? tree_progress : NULL,
+		.arg = c,
+	};
+	struct encio_error e;
+	int ret;
+
+	install_signals();
+	ret = tree_copy(&c->ctx, &topts, srcs, nr_srcs, dst, &c->tree, &e);
+	clear_progress(c);
+	c->failed = c->tree.failed;
+	c->ctx.stats.files = c->tree.files;
+	if (ret) {
+		if (ret == -EINTR)
+			error("interrupted: files in flight removed, files complete kept (a rerun resumes)");
+		else
+			print_encio_error(&e);
+	}
+	return ret;
 }
 
 static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
@@ -209,12 +393,13 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	double start;
 	int i, nr_src, ret;
 
+	c.progress = isatty(STDERR_FILENO);
 	ret = parse_copy_options(cmd, argc, argv, &c);
 	if (ret)
 		return ret;
 	nr_src = argc - optind - 1;
 	dst = argv[argc - 1];
-	if (check_sources(nr_src, argv + optind, dst))
+	if (check_sources(nr_src, argv + optind, dst, c.recursive))
 		return 1;
 
 	opts.io_mode = global_opts.io_mode;
@@ -225,6 +410,11 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		return 1;
 	}
 	start = now();
+	c.start = start;
+	if (c.recursive) {
+		ret = copy_trees(&c, argv + optind, nr_src, dst);
+		goto summary;
+	}
 	for (i = 0; i < nr_src; i++) {
 		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
 		if (!ret && i == 0) {
@@ -238,13 +428,21 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 			c.failed++;
 		}
 	}
+	ret = 0;
+summary:
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);
-	else if (global_opts.verbose >= 0 && c.ctx.stats.files)
+	else if (global_opts.verbose >= 0 && (c.ctx.stats.files || c.recursive))
 		print_summary_text(&c);
+	if (!c.json && global_opts.verbose >= 0 && c.recursive)
+		print_tree_summary_text(&c);
 	copy_ctx_release(&c.ctx);
-	return c.failed ? 1 : 0;
+	if (ret == -EINTR && stop_signal) {
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
+	return c.failed || ret ? 1 : 0;
 }
 
 const struct cmd_struct cmd_struct_copy = { "copy", cmd_copy, copy_usage };

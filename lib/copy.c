@@ -23,44 +23,14 @@
 #include "copy.h"
 #include "extents.h"
 
-/*
- * A range still to issue: what the map said, or the rest of a short read.
- * A compressed extent is read whole (the kernel returns one extent); other
- * data is read in slot-sized pieces.
- */
-struct copy_range {
-	uint64_t start;
-	uint64_t end;
-	bool whole;
-};
-
-struct copy_job {
-	struct copy_ctx *ctx;
-	const char *src_path;
-	const char *dst_path; /* the temporary file, for messages */
-	int src_fd;
-	int dst_fd;
-	uint64_t size;
-	struct extent_map map;
-	size_t next_extent;
-	struct copy_range *pending;
-	size_t nr_pending;
-	size_t cap_pending;
-	enum encio_io_mode read_mode;
-	enum encio_io_mode write_mode;
-	enum encio_io_mode plain_mode; /* for plain reads when read_mode is NONE */
-	struct encio_error *e;
-	int err;
-};
-
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		    uint64_t offset)
 {
 	if (!job->err)
-		job->err = encio_error_set(job->e, err, op,
-				     on_dst ? job->dst_path : job->src_path,
-				     true, offset);
+		job->err = encio_error_set(
+			job->e, err, op, on_dst ? job->dst_path : job->src_path,
+			true, offset);
 	return job->err;
 }
 
@@ -94,9 +64,8 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	memset(ctx, 0, sizeof(*ctx));
 }
 
-static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
-		     const char *src, const char *dst_dir,
-		     struct encio_error *e)
+int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
+		   const char *src, const char *dst_dir, struct encio_error *e)
 {
 	struct stat st;
 	int ret;
@@ -108,8 +77,8 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 					&ctx->probe);
 		if (ret)
 			return encio_error_set(e, ret,
-					 "read with the forced --io mode", src,
-					 false, 0);
+					       "read with the forced --io mode",
+					       src, false, 0);
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
@@ -119,9 +88,9 @@ static int probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 		ret = engine_probe_write(&ctx->engine, dir_fd,
 					 ctx->opts.io_mode, &ctx->probe);
 		if (ret)
-			return encio_error_set(e, ret,
-					 "write with the forced --io mode",
-					 dst_dir, false, 0);
+			return encio_error_set(
+				e, ret, "write with the forced --io mode",
+				dst_dir, false, 0);
 		ctx->write_probed = true;
 		ctx->write_dev = st.st_dev;
 	}
@@ -147,6 +116,17 @@ static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
 	return 0;
 }
 
+/* Count [start, end) clipped at EOF as done, for progress. */
+static void job_progress(struct copy_job *job, uint64_t start, uint64_t end)
+{
+	if (end > job->size)
+		end = job->size;
+	if (start >= end)
+		return;
+	job->done += end - start;
+	job->ctx->stats.bytes_done += end - start;
+}
+
 /* Turn the next map entries into pending ranges; false when none are left. */
 static bool job_refill(struct copy_job *job)
 {
@@ -158,9 +138,11 @@ static bool job_refill(struct copy_job *job)
 		switch (fe->kind) {
 		case EXTENT_HOLE:
 			job->ctx->stats.holes++;
+			job_progress(job, fe->offset, end);
 			continue;
 		case EXTENT_PREALLOC:
 			job->ctx->stats.prealloc++;
+			job_progress(job, fe->offset, end);
 			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE,
 				      fe->offset, fe->len) &&
 			    errno != EOPNOTSUPP)
@@ -196,7 +178,7 @@ static bool job_refill(struct copy_job *job)
  * are released by task work that only this thread runs, while readahead of
  * a neighbouring range blocks this thread on one of those locks.
  */
-static bool job_issue(struct copy_job *job, struct engine_req *req)
+bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 {
 	struct engine *engine = &job->ctx->engine;
 	struct copy_range *r;
@@ -214,7 +196,9 @@ static bool job_issue(struct copy_job *job, struct engine_req *req)
 	else
 		engine_read(engine, req, job->plain_mode, job->src_fd, r->start,
 			    len);
-	req->priv = (void *)(uintptr_t)(r->start + len);
+	req->priv = job;
+	req->cookie = r->start + len;
+	job->inflight++;
 	r->start += len;
 	if (r->start == r->end)
 		job->nr_pending--;
@@ -243,10 +227,12 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 {
 	int ret = pwrite_all(job->dst_fd, buf, len, offset);
 
-	if (ret)
+	if (ret) {
 		job_fail(job, ret, "write", true, offset);
-	else
-		job->ctx->stats.logical_bytes += len;
+		return;
+	}
+	job->ctx->stats.logical_bytes += len;
+	job_progress(job, offset, offset + len);
 }
 
 /* Decode the encoded extent in @req's slot and write its range plain. */
@@ -288,7 +274,7 @@ static bool write_refusal(int err)
 static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 			     uint64_t done_to)
 {
-	uint64_t end = (uintptr_t)req->priv;
+	uint64_t end = req->cookie;
 
 	if (done_to < end && push_range(job, done_to, end, false))
 		job_fail(job, ENOMEM, "map", false, done_to);
@@ -327,6 +313,7 @@ static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 		job->ctx->stats.extents_encoded++;
 		job->ctx->stats.encoded_bytes += req->len;
 		job->ctx->stats.logical_bytes += req->args.len;
+		job_progress(job, req->offset, req->offset + req->args.len);
 		return;
 	}
 	if (write_refusal(-req->res)) {
@@ -368,6 +355,27 @@ static bool job_complete(struct copy_job *job, struct engine_req *req)
 	return false;
 }
 
+bool copy_job_complete(struct copy_job *job, struct engine_req *req)
+{
+	if (job_complete(job, req))
+		return true;
+	job->inflight--;
+	return false;
+}
+
+bool copy_job_has_work(struct copy_job *job)
+{
+	return !job->err && job_refill(job);
+}
+
+void copy_job_release(struct copy_job *job)
+{
+	extent_map_release(&job->map);
+	free(job->pending);
+	job->pending = NULL;
+	job->nr_pending = job->cap_pending = 0;
+}
+
 /*
  * Keep every slot busy while work remains; after an error stop issuing but
  * reap everything in flight: the kernel still writes into those slots.
@@ -380,7 +388,7 @@ static void job_run(struct copy_job *job)
 
 	for (;;) {
 		while (!job->err && (req = engine_get_req(engine))) {
-			if (!job_issue(job, req)) {
+			if (!copy_job_issue(job, req)) {
 				engine_put_req(engine, req);
 				break;
 			}
@@ -393,7 +401,7 @@ static void job_run(struct copy_job *job)
 			if (!req)
 				break;
 		}
-		if (req && !job_complete(job, req))
+		if (req && !copy_job_complete(req->priv, req))
 			engine_put_req(engine, req);
 	}
 }
@@ -417,7 +425,8 @@ static int resolve_dest(const char *src, const char *dst, char *dir, char *name,
 	snprintf(dir, PATH_MAX, "%s", dirname(tmp));
 	if (!name[0] || strcmp(name, "/") == 0 || strcmp(name, ".") == 0 ||
 	    strcmp(name, "..") == 0)
-		return encio_error_set(e, EINVAL, "destination name", dst, false, 0);
+		return encio_error_set(e, EINVAL, "destination name", dst,
+				       false, 0);
 	return 0;
 }
 
@@ -453,30 +462,40 @@ static int copy_metadata(int fd, const struct stat *st)
 	return 0;
 }
 
-static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
-		    const struct stat *st)
+int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
 
 	job->size = st->st_size;
 	ret = extent_map_build(job->src_fd, &job->map);
 	if (ret)
-		return encio_error_set(job->e, ret, "map extents of", job->src_path,
-				 false, 0);
+		return job->err = encio_error_set(job->e, ret, "map extents of",
+						  job->src_path, false, 0);
 	if (ftruncate(job->dst_fd, job->size))
-		return encio_error_set(job->e, errno, "truncate", job->dst_path,
-				 false, 0);
+		return job->err = encio_error_set(job->e, errno, "truncate",
+						  job->dst_path, false, 0);
+	return 0;
+}
+
+static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
+		    const struct stat *st)
+{
+	int ret;
+
+	ret = copy_job_start(job, st);
+	if (ret)
+		return ret;
 	job_run(job);
 	if (job->err)
 		return job->err;
 	/* Encoded-write errors arrive late: only fsync tells. */
 	if (fsync(job->dst_fd))
-		return encio_error_set(job->e, errno, "sync", job->dst_path, false,
-				 0);
+		return encio_error_set(job->e, errno, "sync", job->dst_path,
+				       false, 0);
 	ret = copy_metadata(job->dst_fd, st);
 	if (ret)
-		return encio_error_set(job->e, ret, "set metadata of", job->dst_path,
-				 false, 0);
+		return encio_error_set(job->e, ret, "set metadata of",
+				       job->dst_path, false, 0);
 	ctx->stats.files++;
 	return 0;
 }
@@ -494,8 +513,10 @@ static int copy_open_src(const char *src, struct stat *st,
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(fd);
-		return encio_error_set(e, S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
-				 "copy (not a regular file)", src, false, 0);
+		return encio_error_set(e,
+				       S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
+				       "copy (not a regular file)", src, false,
+				       0);
 	}
 	return fd;
 }
@@ -523,9 +544,10 @@ int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
 		return src_fd;
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
-		ret = encio_error_set(e, errno, "open directory", dir, false, 0);
+		ret = encio_error_set(e, errno, "open directory", dir, false,
+				      0);
 	else
-		ret = probe_fds(ctx, src_fd, dir_fd, src, dir, e);
+		ret = copy_probe_fds(ctx, src_fd, dir_fd, src, dir, e);
 	if (dir_fd >= 0)
 		close(dir_fd);
 	close(src_fd);
@@ -551,32 +573,36 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 		return job.src_fd;
 	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0) {
-		ret = encio_error_set(e, errno, "open directory", dir, false, 0);
+		ret = encio_error_set(e, errno, "open directory", dir, false,
+				      0);
 		goto out;
 	}
 	if (same_file(dir_fd, name, &st)) {
-		ret = encio_error_set(e, EINVAL, "copy onto itself", src, false, 0);
+		ret = encio_error_set(e, EINVAL, "copy onto itself", src, false,
+				      0);
 		goto out;
 	}
-	ret = probe_fds(ctx, job.src_fd, dir_fd, src, dir, e);
+	ret = copy_probe_fds(ctx, job.src_fd, dir_fd, src, dir, e);
 	if (ret)
 		goto out;
 	job.read_mode = ctx->probe.read_mode;
 	job.write_mode = ctx->probe.write_mode;
-	job.plain_mode = ctx->engine.ring ? ENCIO_IO_URING_FIXED : ENCIO_IO_IOCTL;
+	job.plain_mode = ctx->engine.ring ? ENCIO_IO_URING_FIXED :
+					    ENCIO_IO_IOCTL;
 
 	/* Messages name the final path; the data goes to a hidden temporary. */
 	snprintf(dst_path, sizeof(dst_path), "%s/%s", dir, name);
 	job.dst_path = dst_path;
 	job.dst_fd = create_temp(dir_fd, name, tmp_name);
 	if (job.dst_fd < 0) {
-		ret = encio_error_set(e, job.dst_fd, "create", dst_path, false, 0);
+		ret = encio_error_set(e, job.dst_fd, "create", dst_path, false,
+				      0);
 		goto out;
 	}
 	ret = copy_fds(ctx, &job, &st);
 	if (!ret && renameat(dir_fd, tmp_name, dir_fd, name))
-		ret = encio_error_set(e, errno, "rename into place", dst_path, false,
-				0);
+		ret = encio_error_set(e, errno, "rename into place", dst_path,
+				      false, 0);
 	if (ret)
 		unlinkat(dir_fd, tmp_name, 0);
 out:
@@ -585,7 +611,6 @@ out:
 	if (dir_fd >= 0)
 		close(dir_fd);
 	close(job.src_fd);
-	extent_map_release(&job.map);
-	free(job.pending);
+	copy_job_release(&job);
 	return ret;
 }

@@ -10,10 +10,12 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "engine.h"
 #include "error.h"
+#include "extents.h"
 
 struct codec;
 
@@ -25,13 +27,14 @@ struct copy_options {
 
 struct copy_stats {
 	uint64_t files;
-	uint64_t logical_bytes;	  /* file data written (holes excluded) */
-	uint64_t encoded_bytes;	  /* encoded bytes moved without decoding */
+	uint64_t logical_bytes; /* file data written (holes excluded) */
+	uint64_t encoded_bytes; /* encoded bytes moved without decoding */
 	uint64_t extents_encoded; /* read encoded, written encoded */
 	uint64_t extents_decoded; /* read encoded, decoded in user space */
-	uint64_t ranges_plain;	  /* plain data ranges (uncompressed, inline) */
+	uint64_t ranges_plain; /* plain data ranges (uncompressed, inline) */
 	uint64_t holes;
 	uint64_t prealloc;
+	uint64_t bytes_done; /* of the files' sizes: data, holes, prealloc */
 };
 
 struct copy_ctx {
@@ -45,6 +48,40 @@ struct copy_ctx {
 	dev_t write_dev;
 	bool read_probed;
 	bool write_probed;
+};
+
+/*
+ * One file in flight: its extent map, the ranges still to issue, and how
+ * many requests it has in the engine. Several jobs can share one engine:
+ * copy_job_issue() sets req->priv to the job, so a completion finds its file.
+ */
+struct copy_range {
+	uint64_t start;
+	uint64_t end;
+	bool whole; /* a compressed extent, read whole */
+};
+
+struct copy_job {
+	struct copy_ctx *ctx;
+	const char *src_path;
+	const char *dst_path; /* for messages */
+	int src_fd;
+	int dst_fd;
+	uint64_t size;
+	struct extent_map map;
+	size_t next_extent;
+	struct copy_range *pending;
+	size_t nr_pending;
+	size_t cap_pending;
+	enum encio_io_mode read_mode;
+	enum encio_io_mode write_mode;
+	enum encio_io_mode
+		plain_mode; /* for plain reads when read_mode is NONE */
+	unsigned int inflight; /* requests in the engine */
+	uint64_t done; /* bytes of the file done (bytes_done) */
+	struct encio_error *e;
+	int err;
+	void *owner; /* the caller's */
 };
 
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
@@ -65,5 +102,30 @@ int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
  */
 int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	      struct encio_error *e);
+
+/* copy_probe() on open files; the engine must be idle (nothing in flight). */
+int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
+		   const char *src, const char *dst_dir, struct encio_error *e);
+
+/*
+ * The per-file steps, for pipelines of many files on one engine:
+ * copy_job_start() maps @job->src_fd and sizes @job->dst_fd (the modes and
+ * paths are set by the caller); copy_job_issue() puts the job's next piece
+ * of work into @req (false when it has none to issue now);
+ * copy_job_complete() handles a completion of @req (req->priv == job) and
+ * returns true when @req went back into the engine, false when the caller
+ * must put it. A job is finished when it is idle and has no work left
+ * (!copy_job_has_work()), or has job->err set and is idle.
+ */
+int copy_job_start(struct copy_job *job, const struct stat *st);
+bool copy_job_issue(struct copy_job *job, struct engine_req *req);
+bool copy_job_complete(struct copy_job *job, struct engine_req *req);
+bool copy_job_has_work(struct copy_job *job);
+void copy_job_release(struct copy_job *job);
+
+static inline bool copy_job_idle(const struct copy_job *job)
+{
+	return job->inflight == 0;
+}
 
 #endif

@@ -160,6 +160,7 @@ struct engine_req *engine_get_req(struct engine *engine)
 	req = &engine->reqs[slot];
 	req->next = NULL;
 	req->priv = NULL;
+	req->cookie = 0;
 	req->res = 0;
 	return req;
 }

@@ -53,6 +53,7 @@ struct engine_req {
 	size_t len;  /* bytes asked: plain read, or encoded bytes written */
 	ssize_t res; /* bytes, or -errno */
 	void *priv;  /* the caller's */
+	uint64_t cookie; /* the caller's too */
 	struct engine_req *next;
 };
 

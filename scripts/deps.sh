@@ -5,8 +5,8 @@ set -eu
 PACKAGES=(
 	autoconf automake libtool pkg-config make gcc
 	liburing-dev libbtrfsutil-dev libzstd-dev zlib1g-dev liblzo2-dev
-	libcmocka-dev btrfs-progs btrfs-compsize
-	util-linux e2fsprogs openssl python3 man-db attr
+	libcmocka-dev btrfs-progs btrfs-compsize attr acl libcap2-bin
+	util-linux e2fsprogs openssl python3 man-db
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,1662 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Copy whole trees through one pipeline.
+ *
+ * A walk yields the entries of each source tree in pre-order. Directories,
+ * symlinks, FIFOs and device nodes are made at once; regular files become
+ * jobs (struct copy_job) that share the one engine: up to max_files jobs
+ * are open, the free slots go to the oldest job with work left, and a new
+ * file is opened only when a slot is free and no open file has work to
+ * issue, so the queue stays full across file boundaries. A completion finds
+ * its job through req->priv; a job whose last request completed gets its
+ * metadata and joins the batch of files written under temporary names.
+ *
+ * Encoded-write errors arrive late, so a file is only renamed into place
+ * after a syncfs() that succeeded. That happens at checkpoints: after
+ * CHECKPOINT_FILES files or CHECKPOINT_BYTES bytes, and at the end. A
+ * checkpoint first lets the requests in flight complete (the engine is then
+ * idle), syncs, and renames the batch. Hard links are made at the end, once
+ * their first name is in place, and directories get their mode, xattrs and
+ * times last, after everything inside them is written.
+ *
+ * Two threads. The calling thread owns the ring and only does I/O on open
+ * files and on DEST; a walker thread does every path operation on SRC
+ * (readdir, stat, open, readlink, xattrs by path) and makes directories,
+ * symlinks and device nodes, and hands opened files over through a queue.
+ * An encoded read in flight holds its inode's lock until task work that
+ * only the ring thread runs (in io_uring_enter) releases it; were the ring
+ * thread to block in a path lookup on SRC, an unlink by another process
+ * waiting for that inode lock while holding the directory lock would hang
+ * both forever. So the ring thread never waits for anything but the ring
+ * while requests are in flight, and waits on the queue only when idle.
+ *
+ * Plain reads of a file never overlap our own encoded reads of that file
+ * (see job_issue() in copy.c); a probe runs only while the engine is idle.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tree.h"
+
+#define CHECKPOINT_FILES 4096
+#define CHECKPOINT_BYTES (2ULL << 30)
+#define XATTR_LIST_BYTES 65536
+#define XATTR_VALUE_BYTES 65536
+
+struct walk_level {
+	DIR *dir;
+	size_t prefix; /* length of rel before a child's name */
+	bool fresh; /* its copy was made by this run: nothing to resume */
+};
+
+struct walker {
+	const char *src_root;
+	struct walk_level *levels;
+	size_t depth;
+	size_t cap;
+	bool root_done;
+	size_t name_at; /* the current entry's name in rel */
+	char rel[PATH_MAX];
+	struct stat st;
+};
+
+struct tree_file {
+	struct copy_job job;
+	struct encio_error e;
+	struct stat st;
+	bool redo_metadata; /* writes clear set-id bits and capabilities */
+	char *src;
+	char *dst;
+	char *tmp;
+};
+
+struct tree_done {
+	char *tmp;
+	char *dst;
+};
+
+struct tree_link {
+	char *target;
+	char *dst;
+};
+
+struct tree_dir {
+	char *src;
+	char *dst;
+	struct stat st;
+};
+
+struct xattr_buf {
+	char *list;
+	char *value;
+	bool saw_caps; /* the last copy_xattrs() copied security.capability */
+};
+
+struct inode_slot {
+	dev_t dev;
+	ino_t ino;
+	char *dst; /* NULL: free */
+};
+
+struct tree {
+	struct copy_ctx *ctx;
+	const struct tree_options *opts;
+	struct tree_stats *stats;
+	struct encio_error *e;
+	int fatal;
+	bool stopping;
+	bool probed_once;
+	bool checkpoint_due;
+
+	char *const *srcs;
+	int nr_srcs;
+	int root;
+	const char *dest;
+	bool dest_is_dir;
+	char dst_root[PATH_MAX];
+	bool have_root_id;
+	dev_t root_dev;
+	ino_t root_ino;
+	int sync_fd;
+	dev_t dst_dev;
+
+	struct walker walk;
+	bool walk_done; /* under lock */
+
+	pthread_t walker;
+	pthread_mutex_t lock; /* stats, queue, reports, fatal */
+	pthread_cond_t cond;
+	struct tree_file **queue; /* opened by the walker, for the ring */
+	unsigned int q_head;
+	unsigned int nr_queued;
+	unsigned int outstanding; /* queued + active, <= max_files */
+
+	struct tree_file **active;
+	unsigned int nr_active;
+	unsigned int max_files;
+
+	struct tree_done *batch;
+	size_t nr_batch;
+	size_t cap_batch;
+	/* the renamer thread's batch: synced, to rename into place */
+	pthread_t renamer;
+	bool renamer_started;
+	pthread_cond_t r_cond;
+	struct tree_done *r_batch;
+	size_t r_nr;
+	size_t r_cap;
+	bool r_busy;
+	bool r_quit;
+	uint64_t batch_bytes;
+	struct tree_link *links;
+	size_t nr_links;
+	size_t cap_links;
+	struct tree_dir *dirs;
+	size_t nr_dirs;
+	size_t cap_dirs;
+	struct inode_slot *inodes;
+	size_t nr_inodes;
+	size_t cap_inodes; /* power of two */
+
+	struct xattr_buf ring_xattr; /* one per thread */
+	struct xattr_buf walk_xattr;
+	char link_buf[PATH_MAX];
+};
+
+static void *vec_grow(void *arr, size_t nr, size_t *cap, size_t size)
+{
+	size_t new_cap;
+	void *p;
+
+	if (nr < *cap)
+		return arr;
+	new_cap = *cap ? *cap * 2 : 64;
+	p = realloc(arr, new_cap * size);
+	if (p)
+		*cap = new_cap;
+	return p;
+}
+
+static int join_path(char *buf, const char *root, const char *rel)
+{
+	int n = rel[0] ? snprintf(buf, PATH_MAX, "%s/%s", root, rel) :
+			 snprintf(buf, PATH_MAX, "%s", root);
+
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* ----- the walk ----- */
+
+static void walk_reset(struct walker *w, const char *src_root)
+{
+	while (w->depth)
+		closedir(w->levels[--w->depth].dir);
+	w->src_root = src_root;
+	w->root_done = false;
+	w->rel[0] = '\0';
+	w->name_at = 0;
+}
+
+static void walk_release(struct walker *w)
+{
+	walk_reset(w, NULL);
+	free(w->levels);
+	w->levels = NULL;
+	w->cap = 0;
+}
+
+/*
+ * The next entry into w->rel and w->st: 1, 0 at the end of the tree, or
+ * -errno for an entry (or directory) that could not be read, w->rel naming
+ * it. Directories are entered only by walk_descend().
+ */
+static int walk_next(struct walker *w)
+{
+	struct walk_level *top;
+	struct dirent *de;
+	size_t len;
+
+	if (!w->root_done) {
+		w->root_done = true;
+		w->rel[0] = '\0';
+		w->name_at = 0;
+		return lstat(w->src_root, &w->st) ? -errno : 1;
+	}
+	while (w->depth) {
+		top = &w->levels[w->depth - 1];
+		errno = 0;
+		de = readdir(top->dir);
+		if (!de) {
+			int err = errno;
+
+			closedir(top->dir);
+			w->depth--;
+			if (err) {
+				w->rel[top->prefix ? top->prefix - 1 : 0] =
+					'\0';
+				return -err;
+			}
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		len = strlen(de->d_name);
+		if (top->prefix + len >= sizeof(w->rel)) {
+			snprintf(w->rel + top->prefix,
+				 sizeof(w->rel) - top->prefix, "%s",
+				 de->d_name);
+			return -ENAMETOOLONG;
+		}
+		memcpy(w->rel + top->prefix, de->d_name, len + 1);
+		w->name_at = top->prefix;
+		if (fstatat(dirfd(top->dir), de->d_name, &w->st,
+			    AT_SYMLINK_NOFOLLOW))
+			return -errno;
+		return 1;
+	}
+	return 0;
+}
+
+/* Enter the directory the last walk_next() returned. */
+static int walk_descend(struct walker *w)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	size_t len = strlen(w->rel);
+	struct walk_level *lvl;
+	int fd;
+
+	if (len + 2 >= sizeof(w->rel))
+		return -ENAMETOOLONG;
+	if (w->depth)
+		fd = openat(dirfd(w->levels[w->depth - 1].dir),
+			    w->rel + w->name_at, flags | O_NOATIME);
+	else
+		fd = open(w->src_root, flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM) /* O_NOATIME on someone else's */
+		fd = w->depth ? openat(dirfd(w->levels[w->depth - 1].dir),
+				       w->rel + w->name_at, flags) :
+				open(w->src_root, flags);
+	if (fd < 0)
+		return -errno;
+	lvl = vec_grow(w->levels, w->depth, &w->cap, sizeof(*lvl));
+	if (!lvl) {
+		close(fd);
+		return -ENOMEM;
+	}
+	w->levels = lvl;
+	lvl = &w->levels[w->depth];
+	lvl->dir = fdopendir(fd);
+	if (!lvl->dir) {
+		close(fd);
+		return -errno;
+	}
+	if (len) {
+		w->rel[len] = '/';
+		w->rel[len + 1] = '\0';
+		len++;
+	}
+	lvl->prefix = len;
+	lvl->fresh = false;
+	w->depth++;
+	return 0;
+}
+
+/* ----- errors, progress ----- */
+
+static void stop_locked(struct tree *t, const struct encio_error *e)
+{
+	if (!t->fatal) {
+		t->fatal = -e->err;
+		*t->e = *e;
+	}
+	__atomic_store_n(&t->stopping, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&t->cond);
+}
+
+static void tree_stop(struct tree *t, const struct encio_error *e)
+{
+	pthread_mutex_lock(&t->lock);
+	stop_locked(t, e);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Counters shared by both threads. */
+static void stat_add(struct tree *t, uint64_t *counter, uint64_t n)
+{
+	pthread_mutex_lock(&t->lock);
+	*counter += n;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* One entry failed: report it and go on; ENOSPC stops the copy. */
+static void tree_report(struct tree *t, const struct encio_error *e)
+{
+	pthread_mutex_lock(&t->lock);
+	t->stats->failed++;
+	t->stats->entries_done++;
+	if (e->err == ENOSPC)
+		stop_locked(t, e);
+	else if (t->opts->report && !t->fatal)
+		t->opts->report(t->opts->arg, e);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void entry_error(struct tree *t, int err, const char *op,
+			const char *path)
+{
+	struct encio_error e;
+
+	encio_error_set(&e, err, op, path, false, 0);
+	tree_report(t, &e);
+}
+
+static void tree_progress(struct tree *t)
+{
+	if (!t->opts->progress)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->opts->progress(t->opts->arg, t->stats, &t->ctx->stats);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static bool stop_requested(struct tree *t)
+{
+	struct encio_error e;
+
+	if (__atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE))
+		return true;
+	if (t->opts->stop && *t->opts->stop) {
+		encio_error_set(&e, EINTR, "finish (interrupted)", t->dest,
+				false, 0);
+		tree_stop(t, &e);
+	}
+	return __atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* ----- metadata ----- */
+
+static bool xattr_wanted(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9) ||
+	       !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
+/*
+ * Copy the wanted xattrs raw, by fd where there is one, else by path
+ * without following a symlink. Returns 0 or -errno with *op set.
+ */
+static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
+		       int dst_fd, const char *dst, const char **op)
+{
+	ssize_t len, vlen;
+	char *name;
+
+	*op = "list xattrs of";
+	b->saw_caps = false;
+	len = src_fd >= 0 ? flistxattr(src_fd, b->list, XATTR_LIST_BYTES) :
+			    llistxattr(src, b->list, XATTR_LIST_BYTES);
+	if (len < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	for (name = b->list; name < b->list + len; name += strlen(name) + 1) {
+		if (!xattr_wanted(name))
+			continue;
+		if (!strcmp(name, "security.capability"))
+			b->saw_caps = true;
+		*op = "read xattrs of";
+		vlen = src_fd >= 0 ? fgetxattr(src_fd, name, b->value,
+					       XATTR_VALUE_BYTES) :
+				     lgetxattr(src, name, b->value,
+					       XATTR_VALUE_BYTES);
+		if (vlen < 0 && errno == ENODATA)
+			continue;
+		if (vlen < 0)
+			return -errno;
+		*op = "set xattrs of";
+		if (dst_fd >= 0 ? fsetxattr(dst_fd, name, b->value, vlen, 0) :
+				  lsetxattr(dst, name, b->value, vlen, 0))
+			return -errno;
+	}
+	return 0;
+}
+
+/* The process umask, read once before the threads start. */
+static mode_t t_umask;
+
+/*
+ * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
+ * the file was just made by us in a directory without set-gid, so it is
+ * ours already.
+ */
+static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
+			   bool made_ours, const char **op)
+{
+	int ret;
+
+	*op = "set owner of";
+	if ((!made_ours || f->st.st_uid != geteuid() ||
+	     f->st.st_gid != getegid()) &&
+	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
+		return -errno;
+	ret = copy_xattrs(b, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
+	if (ret)
+		return ret;
+	*op = "set mode of";
+	if ((!made_ours ||
+	     ((f->st.st_mode & 0777) & ~t_umask) != (f->st.st_mode & 07777)) &&
+	    fchmod(f->job.dst_fd, f->st.st_mode & 07777))
+		return -errno;
+	return 0;
+}
+
+/*
+ * After the data: the times (writes set the mtime), and owner, xattrs and
+ * mode again only where the writes cleared something (set-id bits, file
+ * capabilities); the walker set them when it made the file, off the data
+ * path.
+ */
+static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
+{
+	struct timespec times[2] = { f->st.st_atim, f->st.st_mtim };
+	int ret;
+
+	if (f->redo_metadata) {
+		ret = file_owner_mode(&t->ring_xattr, f, false, op);
+		if (ret)
+			return ret;
+	}
+	*op = "set times of";
+	if (futimens(f->job.dst_fd, times))
+		return -errno;
+	return 0;
+}
+
+/* The same by path, for entries without data: never follows a symlink. */
+static int path_metadata(struct tree *t, const char *src, const char *dst,
+			 const struct stat *st, const char **op)
+{
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	int ret;
+
+	*op = "set owner of";
+	if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM)
+		return -errno;
+	ret = copy_xattrs(&t->walk_xattr, -1, src, -1, dst, op);
+	if (ret)
+		return ret;
+	*op = "set mode of";
+	if (!S_ISLNK(st->st_mode) && chmod(dst, st->st_mode & 07777))
+		return -errno;
+	*op = "set times of";
+	if (utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	return 0;
+}
+
+/* A hidden name beside @dst for @make to create; 0 or -errno. */
+static int make_temp(const char *dst, char *tmp,
+		     int (*make)(void *arg, const char *tmp), void *arg)
+{
+	static unsigned int counter;
+	static int pid;
+	const char *slash = strrchr(dst, '/');
+	int dir_len = slash ? (int)(slash - dst + 1) : 0;
+	const char *name = dst + dir_len;
+	int tries, ret;
+
+	for (tries = 0; tries < 100; tries++) {
+		if (snprintf(tmp, PATH_MAX, "%.*s.%.200s.encio-%d-%u", dir_len,
+			     dst, name, pid ? pid : (pid = getpid()),
+			     __atomic_fetch_add(&counter, 1,
+						__ATOMIC_RELAXED)) >= PATH_MAX)
+			return -ENAMETOOLONG;
+		ret = make(arg, tmp);
+		if (ret != -EEXIST)
+			return ret;
+	}
+	return -EEXIST;
+}
+
+struct make_file_arg {
+	int fd;
+	mode_t mode;
+};
+
+static int make_file(void *arg, const char *tmp)
+{
+	struct make_file_arg *a = arg;
+
+	a->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
+	return a->fd < 0 ? -errno : 0;
+}
+
+/* ----- hard links ----- */
+
+static size_t inode_hash(dev_t dev, ino_t ino, size_t mask)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev;
+
+	return (h ^ (h >> 29)) & mask;
+}
+
+static struct inode_slot *inode_find(struct tree *t, dev_t dev, ino_t ino)
+{
+	size_t mask = t->cap_inodes - 1, i;
+
+	if (!t->cap_inodes)
+		return NULL;
+	for (i = inode_hash(dev, ino, mask); t->inodes[i].dst;
+	     i = (i + 1) & mask) {
+		if (t->inodes[i].dev == dev && t->inodes[i].ino == ino)
+			return &t->inodes[i];
+	}
+	return &t->inodes[i];
+}
+
+static int inode_grow(struct tree *t)
+{
+	struct inode_slot *old = t->inodes, *slot;
+	size_t old_cap = t->cap_inodes, i;
+
+	t->cap_inodes = old_cap ? old_cap * 2 : 256;
+	t->inodes = calloc(t->cap_inodes, sizeof(*t->inodes));
+	if (!t->inodes) {
+		t->inodes = old;
+		t->cap_inodes = old_cap;
+		return -ENOMEM;
+	}
+	for (i = 0; i < old_cap; i++) {
+		if (!old[i].dst)
+			continue;
+		slot = inode_find(t, old[i].dev, old[i].ino);
+		*slot = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/*
+ * For an entry with more than one link: true when its inode was copied
+ * before (a link to make at the end was queued), else its first name is
+ * remembered and false returned.
+ */
+static bool link_seen(struct tree *t, const struct stat *st, const char *dst)
+{
+	struct inode_slot *slot;
+	struct tree_link *l;
+
+	if (st->st_nlink < 2 || S_ISDIR(st->st_mode))
+		return false;
+	slot = inode_find(t, st->st_dev, st->st_ino);
+	if (slot && slot->dst) {
+		l = vec_grow(t->links, t->nr_links, &t->cap_links, sizeof(*l));
+		if (!l)
+			goto nomem;
+		t->links = l;
+		l = &t->links[t->nr_links];
+		l->target = slot->dst;
+		l->dst = strdup(dst);
+		if (!l->dst)
+			goto nomem;
+		t->nr_links++;
+		return true;
+	}
+	if ((t->nr_inodes + 1) * 2 > t->cap_inodes && inode_grow(t))
+		goto nomem;
+	slot = inode_find(t, st->st_dev, st->st_ino);
+	slot->dev = st->st_dev;
+	slot->ino = st->st_ino;
+	slot->dst = strdup(dst);
+	if (slot->dst)
+		t->nr_inodes++;
+	return false;
+nomem:
+	entry_error(t, ENOMEM, "remember the hard link", dst);
+	return true;
+}
+
+static int make_link(void *arg, const char *tmp)
+{
+	return link(arg, tmp) ? -errno : 0;
+}
+
+/* Make the queued hard links whose first name is in place. */
+static void tree_make_links(struct tree *t)
+{
+	char tmp[PATH_MAX];
+	struct stat a, b;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < t->nr_links; i++) {
+		struct tree_link *l = &t->links[i];
+
+		t->stats->entries_done++;
+		if (lstat(l->target, &a)) {
+			if (!t->stopping) {
+				t->stats->entries_done--;
+				entry_error(t, errno, "link to", l->target);
+			}
+			continue;
+		}
+		if (!lstat(l->dst, &b) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			t->stats->skipped++;
+			continue;
+		}
+		ret = make_temp(l->dst, tmp, make_link, l->target);
+		if (!ret && rename(tmp, l->dst)) {
+			ret = -errno;
+			unlink(tmp);
+		}
+		if (ret) {
+			t->stats->entries_done--;
+			entry_error(t, ret, "link", l->dst);
+			continue;
+		}
+		t->stats->hardlinks++;
+	}
+}
+
+/* ----- resume: is DEST's entry already complete? ----- */
+
+/* The current entry's directory was made by this run: DEST has nothing. */
+static bool parent_fresh(const struct tree *t)
+{
+	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
+}
+
+/* The next run of equal (kind, compression) at or after *i. */
+static bool next_run(const struct extent_map *m, size_t *i,
+		     struct file_extent *run)
+{
+	if (*i >= m->nr)
+		return false;
+	*run = m->ext[(*i)++];
+	while (*i < m->nr && m->ext[*i].kind == run->kind &&
+	       m->ext[*i].compression == run->compression &&
+	       m->ext[*i].offset == run->offset + run->len &&
+	       run->compression == BTRFS_COMPRESS_NONE) {
+		run->len += m->ext[*i].len;
+		(*i)++;
+	}
+	if (run->offset < m->size && run->offset + run->len > m->size)
+		run->len = m->size - run->offset;
+	return true;
+}
+
+/*
+ * Same layout: the same holes, prealloc and inline ranges, the same
+ * compressed extents at the same offsets; runs of plain data compare as a
+ * whole (the kernel may split them differently).
+ */
+static bool same_layout(const struct extent_map *a, const struct extent_map *b)
+{
+	struct file_extent ra, rb;
+	size_t i = 0, j = 0;
+	bool more_a, more_b;
+
+	for (;;) {
+		more_a = next_run(a, &i, &ra);
+		more_b = next_run(b, &j, &rb);
+		if (!more_a || !more_b)
+			return more_a == more_b;
+		if (ra.offset != rb.offset || ra.len != rb.len ||
+		    ra.kind != rb.kind || ra.compression != rb.compression)
+			return false;
+	}
+}
+
+static bool file_complete(int src_fd, const struct stat *src, const char *dst)
+{
+	struct extent_map ma = { 0 }, mb = { 0 };
+	struct stat st;
+	bool same = false;
+	int fd;
+
+	if (lstat(dst, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size != src->st_size ||
+	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != src->st_mtim.tv_nsec)
+		return false;
+	fd = open(dst, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0)
+		return false;
+	if (!extent_map_build(src_fd, &ma) && !extent_map_build(fd, &mb))
+		same = same_layout(&ma, &mb);
+	extent_map_release(&ma);
+	extent_map_release(&mb);
+	close(fd);
+	return same;
+}
+
+/* ----- regular files ----- */
+
+static void tree_file_free(struct tree_file *f)
+{
+	if (f->job.src_fd >= 0)
+		close(f->job.src_fd);
+	if (f->job.dst_fd >= 0)
+		close(f->job.dst_fd);
+	copy_job_release(&f->job);
+	free(f->src);
+	free(f->dst);
+	free(f->tmp);
+	free(f);
+}
+
+static void tree_remove_active(struct tree *t, struct tree_file *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->nr_active; i++) {
+		if (t->active[i] == f) {
+			memmove(&t->active[i], &t->active[i + 1],
+				(t->nr_active - i - 1) * sizeof(*t->active));
+			t->nr_active--;
+			return;
+		}
+	}
+}
+
+/* A file handed over by the walker is finished: room for another. */
+static void file_done(struct tree *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->outstanding--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The job's last request completed: metadata, then into the batch. */
+static void tree_file_finish(struct tree *t, struct tree_file *f)
+{
+	struct tree_done *d;
+	const char *op;
+	int ret;
+
+	tree_remove_active(t, f);
+	if (!f->job.err) {
+		ret = file_metadata(t, f, &op);
+		if (ret)
+			f->job.err = encio_error_set(&f->e, ret, op, f->dst,
+						     false, 0);
+	}
+	d = f->job.err ?
+		    NULL :
+		    vec_grow(t->batch, t->nr_batch, &t->cap_batch, sizeof(*d));
+	if (!f->job.err && !d)
+		f->job.err = encio_error_set(&f->e, ENOMEM, "finish", f->dst,
+					     false, 0);
+	if (f->job.err) {
+		unlink(f->tmp);
+		t->ctx->stats.bytes_done += f->st.st_size - f->job.done;
+		tree_report(t, &f->e);
+		tree_file_free(f);
+		file_done(t);
+		return;
+	}
+	t->batch = d;
+	d = &t->batch[t->nr_batch++];
+	d->tmp = f->tmp;
+	d->dst = f->dst;
+	f->tmp = f->dst = NULL;
+	t->batch_bytes += f->st.st_size;
+	pthread_mutex_lock(&t->lock);
+	t->stats->files++;
+	t->stats->entries_done++;
+	t->outstanding--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	if (t->nr_batch >= CHECKPOINT_FILES ||
+	    t->batch_bytes >= CHECKPOINT_BYTES)
+		t->checkpoint_due = true;
+	tree_file_free(f);
+}
+
+/* Probe encoded I/O for this file's filesystems if not done; idle engine. */
+static int tree_probe(struct tree *t, struct tree_file *f)
+{
+	struct copy_ctx *ctx = t->ctx;
+	int ret;
+
+	if (ctx->read_probed && ctx->read_dev == f->st.st_dev &&
+	    ctx->write_probed && ctx->write_dev == t->dst_dev)
+		return 0;
+	ret = copy_probe_fds(ctx, f->job.src_fd, t->sync_fd, f->src, t->dest,
+			     &f->e);
+	if (ret)
+		return ret;
+	if (!t->probed_once && t->opts->probed)
+		t->opts->probed(t->opts->arg);
+	t->probed_once = true;
+	return 0;
+}
+
+static bool probe_needed(struct tree *t, const struct stat *st)
+{
+	const struct copy_ctx *ctx = t->ctx;
+
+	return !ctx->read_probed || ctx->read_dev != st->st_dev ||
+	       !ctx->write_probed || ctx->write_dev != t->dst_dev;
+}
+
+static int open_src(const char *src)
+{
+	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+
+	if (fd < 0 && errno == EPERM)
+		fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Hand an opened file to the ring thread; waits while max_files are out. */
+static void queue_push(struct tree *t, struct tree_file *f)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->outstanding >= t->max_files)
+		t->stats->walker_waits++;
+	while (t->outstanding >= t->max_files && !t->stopping)
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (t->stopping) {
+		pthread_mutex_unlock(&t->lock);
+		unlink(f->tmp);
+		tree_file_free(f);
+		return;
+	}
+	t->queue[(t->q_head + t->nr_queued) % t->max_files] = f;
+	t->nr_queued++;
+	t->outstanding++;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The next opened file, or NULL; @wait only with nothing in flight. */
+static struct tree_file *queue_pop(struct tree *t, bool wait)
+{
+	struct tree_file *f = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	if (wait && !t->nr_queued && !t->walk_done)
+		t->stats->ring_waits++;
+	while (wait && !t->nr_queued && !t->walk_done && !t->stopping)
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (t->nr_queued) {
+		f = t->queue[t->q_head];
+		t->q_head = (t->q_head + 1) % t->max_files;
+		t->nr_queued--;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return f;
+}
+
+/*
+ * Walker: open a regular file, skip it if DEST has it complete, create its
+ * temporary and queue it for the ring thread.
+ */
+static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
+{
+	struct make_file_arg mf = { .fd = -1 };
+	struct tree_file *f;
+	char tmp[PATH_MAX];
+	const char *op;
+	int ret;
+
+	if (link_seen(t, &t->walk.st, dst))
+		return;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		entry_error(t, ENOMEM, "copy", src);
+		return;
+	}
+	f->job.src_fd = f->job.dst_fd = -1;
+	f->src = strdup(src);
+	f->dst = strdup(dst);
+	if (!f->src || !f->dst) {
+		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
+		goto fail;
+	}
+	ret = open_src(src);
+	if (ret < 0) {
+		encio_error_set(&f->e, ret, "open", src, false, 0);
+		goto fail;
+	}
+	f->job.src_fd = ret;
+	if (fstat(f->job.src_fd, &f->st)) {
+		encio_error_set(&f->e, errno, "stat", src, false, 0);
+		goto fail;
+	}
+	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, dst)) {
+		pthread_mutex_lock(&t->lock);
+		t->stats->skipped++;
+		t->stats->entries_done++;
+		t->stats->bytes_skipped += f->st.st_size;
+		pthread_mutex_unlock(&t->lock);
+		tree_file_free(f);
+		return;
+	}
+	/*
+	 * In a directory this run made (no default ACL yet), create with the
+	 * final permissions: where the umask leaves them whole, no chmod.
+	 */
+	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
+	ret = make_temp(dst, tmp, make_file, &mf);
+	f->job.dst_fd = mf.fd;
+	if (ret) {
+		encio_error_set(&f->e, ret, "create", dst, false, 0);
+		goto fail;
+	}
+	f->tmp = strdup(tmp);
+	if (!f->tmp) {
+		unlink(tmp);
+		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
+		goto fail;
+	}
+	/* Metadata here, off the ring thread's path. */
+	ret = file_owner_mode(&t->walk_xattr, f, parent_fresh(t), &op);
+	if (ret) {
+		encio_error_set(&f->e, ret, op, dst, false, 0);
+		goto fail_tmp;
+	}
+	f->redo_metadata = (f->st.st_mode & (S_ISUID | S_ISGID)) ||
+			   t->walk_xattr.saw_caps;
+	queue_push(t, f);
+	return;
+fail_tmp:
+	unlink(f->tmp);
+fail:
+	tree_report(t, &f->e);
+	tree_file_free(f);
+}
+
+static void tree_drain(struct tree *t);
+
+/* Ring thread: make a queued file a job (probing first if due). */
+static void tree_file_begin(struct tree *t, struct tree_file *f)
+{
+	struct copy_ctx *ctx = t->ctx;
+
+	if (probe_needed(t, &f->st)) {
+		tree_drain(t);
+		if (tree_probe(t, f)) {
+			tree_stop(t, &f->e);
+			unlink(f->tmp);
+			tree_file_free(f);
+			file_done(t);
+			return;
+		}
+	}
+	f->job.ctx = ctx;
+	f->job.src_path = f->src;
+	f->job.dst_path = f->dst;
+	f->job.read_mode = ctx->probe.read_mode;
+	f->job.write_mode = ctx->probe.write_mode;
+	f->job.plain_mode = ctx->engine.ring ? ENCIO_IO_URING_FIXED :
+					       ENCIO_IO_IOCTL;
+	f->job.e = &f->e;
+	f->job.owner = f;
+	t->active[t->nr_active++] = f;
+	/* The map and the size here: the walker is the busier thread. */
+	copy_job_start(&f->job, &f->st);
+	if (t->nr_active > t->stats->peak_files)
+		t->stats->peak_files = t->nr_active;
+}
+
+/* ----- other entries ----- */
+
+struct special_arg {
+	const struct stat *st;
+	const char *target;
+};
+
+static int make_special(void *arg, const char *tmp)
+{
+	const struct special_arg *a = arg;
+	int ret;
+
+	if (S_ISLNK(a->st->st_mode))
+		ret = symlink(a->target, tmp);
+	else
+		ret = mknod(tmp, (a->st->st_mode & S_IFMT) | 0600,
+			    a->st->st_rdev);
+	return ret ? -errno : 0;
+}
+
+static bool special_complete(const struct stat *src, const char *target,
+			     const char *dst, char *buf)
+{
+	struct stat st;
+	ssize_t n;
+
+	if (lstat(dst, &st) ||
+	    (st.st_mode & S_IFMT) != (src->st_mode & S_IFMT) ||
+	    st.st_rdev != src->st_rdev ||
+	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != src->st_mtim.tv_nsec)
+		return false;
+	if (!S_ISLNK(st.st_mode))
+		return true;
+	n = readlink(dst, buf, PATH_MAX);
+	return n >= 0 && (size_t)n == strlen(target) && !memcmp(buf, target, n);
+}
+
+/* Symlinks, FIFOs, sockets, device nodes: made whole, renamed at once. */
+static void tree_special(struct tree *t, const char *src, const char *dst)
+{
+	struct special_arg arg = { .st = &t->walk.st, .target = NULL };
+	char tmp[PATH_MAX], cur[PATH_MAX];
+	const char *op = "create";
+	struct stat st;
+	ssize_t n;
+	int ret;
+
+	if (link_seen(t, &t->walk.st, dst))
+		return;
+	if (S_ISLNK(t->walk.st.st_mode)) {
+		n = readlink(src, t->link_buf, sizeof(t->link_buf) - 1);
+		if (n < 0) {
+			entry_error(t, errno, "read link", src);
+			return;
+		}
+		t->link_buf[n] = '\0';
+		arg.target = t->link_buf;
+		/* readlink may have updated the atime (relatime): take it */
+		if (!lstat(src, &st) && st.st_ino == t->walk.st.st_ino)
+			t->walk.st = st;
+	}
+	if (!parent_fresh(t) &&
+	    special_complete(&t->walk.st, arg.target, dst, cur)) {
+		stat_add(t, &t->stats->skipped, 1);
+		stat_add(t, &t->stats->entries_done, 1);
+		return;
+	}
+	ret = make_temp(dst, tmp, make_special, &arg);
+	if (ret) {
+		entry_error(t, ret, op, dst);
+		return;
+	}
+	ret = path_metadata(t, src, tmp, &t->walk.st, &op);
+	if (!ret && rename(tmp, dst)) {
+		ret = -errno;
+		op = "rename into place";
+	}
+	if (ret) {
+		unlink(tmp);
+		entry_error(t, ret, op, dst);
+		return;
+	}
+	stat_add(t,
+		 S_ISLNK(t->walk.st.st_mode) ? &t->stats->symlinks :
+					       &t->stats->specials,
+		 1);
+	stat_add(t, &t->stats->entries_done, 1);
+}
+
+/* A directory: made (owner now; mode, xattrs, times at the end), entered. */
+static void tree_dir(struct tree *t, const char *src, const char *dst)
+{
+	const struct stat *st = &t->walk.st;
+	struct tree_dir *d;
+	struct stat cur;
+	bool fresh = false;
+	int ret;
+
+	if (t->have_root_id && st->st_dev == t->root_dev &&
+	    st->st_ino == t->root_ino) {
+		entry_error(t, EINVAL, "copy a directory into itself", src);
+		return;
+	}
+	if (parent_fresh(t) || lstat(dst, &cur)) {
+		if ((!parent_fresh(t) && errno != ENOENT) || mkdir(dst, 0700) ||
+		    (!t->walk.rel[0] && lstat(dst, &cur))) {
+			entry_error(t, errno, "make directory", dst);
+			return;
+		}
+		fresh = true;
+		if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM) {
+			entry_error(t, errno, "set owner of", dst);
+			return;
+		}
+	} else if (!S_ISDIR(cur.st_mode)) {
+		entry_error(t, EEXIST, "make directory (not a directory)", dst);
+		return;
+	}
+	if (!t->walk.rel[0]) {
+		t->have_root_id = true;
+		t->root_dev = cur.st_dev;
+		t->root_ino = cur.st_ino;
+	}
+	d = vec_grow(t->dirs, t->nr_dirs, &t->cap_dirs, sizeof(*d));
+	if (!d) {
+		entry_error(t, ENOMEM, "copy", src);
+		return;
+	}
+	t->dirs = d;
+	d = &t->dirs[t->nr_dirs];
+	d->src = strdup(src);
+	d->dst = strdup(dst);
+	d->st = *st;
+	if (!d->src || !d->dst) {
+		free(d->src);
+		free(d->dst);
+		entry_error(t, ENOMEM, "copy", src);
+		return;
+	}
+	t->nr_dirs++;
+	stat_add(t, &t->stats->dirs, 1);
+	ret = walk_descend(&t->walk);
+	if (ret)
+		entry_error(t, ret, "read directory", src);
+	else
+		t->walk.levels[t->walk.depth - 1].fresh = fresh;
+}
+
+/* Directories last, deepest first: xattrs, mode and times. */
+static void tree_dirs_finish(struct tree *t)
+{
+	const char *op;
+	size_t i;
+	int ret;
+
+	for (i = t->nr_dirs; i-- > 0;) {
+		struct tree_dir *d = &t->dirs[i];
+
+		ret = path_metadata(t, d->src, d->dst, &d->st, &op);
+		if (ret && !t->stopping)
+			entry_error(t, ret, op, d->dst);
+	}
+}
+
+/* ----- the pipeline ----- */
+
+/* Walker: handle the walk's current entry. */
+static void tree_entry(struct tree *t)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	mode_t type = t->walk.st.st_mode & S_IFMT;
+
+	if (join_path(src, t->walk.src_root, t->walk.rel) ||
+	    join_path(dst, t->dst_root, t->walk.rel)) {
+		entry_error(t, ENAMETOOLONG, "copy", t->walk.rel);
+		return;
+	}
+	switch (type) {
+	case S_IFDIR:
+		tree_dir(t, src, dst);
+		break;
+	case S_IFREG:
+		tree_file_prepare(t, src, dst);
+		break;
+	default:
+		tree_special(t, src, dst);
+		break;
+	}
+}
+
+static int tree_root_begin(struct tree *t)
+{
+	char tmp[PATH_MAX];
+	const char *src = t->srcs[t->root];
+	int n;
+
+	snprintf(tmp, sizeof(tmp), "%s", src);
+	if (t->dest_is_dir)
+		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s/%s", t->dest,
+			     basename(tmp));
+	else
+		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s", t->dest);
+	if (n < 0 || n >= (int)sizeof(t->dst_root))
+		return -ENAMETOOLONG;
+	walk_reset(&t->walk, src);
+	t->have_root_id = false;
+	return 0;
+}
+
+/* The walker thread: every source tree, entry by entry. */
+static void *tree_walker(void *arg)
+{
+	struct tree *t = arg;
+	char path[PATH_MAX];
+	int ret;
+
+	for (t->root = 0; t->root < t->nr_srcs; t->root++) {
+		ret = tree_root_begin(t);
+		if (ret) {
+			entry_error(t, ret, "copy", t->srcs[t->root]);
+			continue;
+		}
+		while (!stop_requested(t)) {
+			ret = walk_next(&t->walk);
+			if (ret == 0)
+				break;
+			if (ret > 0) {
+				tree_entry(t);
+				continue;
+			}
+			if (join_path(path, t->walk.src_root, t->walk.rel))
+				snprintf(path, sizeof(path), "%s", t->walk.rel);
+			entry_error(t, ret, "read", path);
+		}
+	}
+	pthread_mutex_lock(&t->lock);
+	t->walk_done = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* The oldest job with work to issue; finished idle jobs are finished. */
+static struct copy_job *tree_pick(struct tree *t)
+{
+	unsigned int i = 0;
+
+	while (i < t->nr_active) {
+		struct copy_job *job = &t->active[i]->job;
+
+		if (copy_job_has_work(job))
+			return job;
+		if (copy_job_idle(job)) {
+			tree_file_finish(t, t->active[i]);
+			continue;
+		}
+		i++;
+	}
+	return NULL;
+}
+
+/* Give every free slot work, taking opened files from the walker. */
+static void tree_fill(struct tree *t)
+{
+	struct engine *engine = &t->ctx->engine;
+	struct engine_req *req;
+	struct copy_job *job;
+	struct tree_file *f;
+
+	while (!stop_requested(t) && !t->checkpoint_due) {
+		job = tree_pick(t);
+		if (job) {
+			req = engine_get_req(engine);
+			if (!req)
+				return;
+			if (!copy_job_issue(job, req))
+				engine_put_req(engine, req);
+			continue;
+		}
+		if (t->nr_active >= t->max_files || !engine->pool.nr_free)
+			return;
+		f = queue_pop(t, false);
+		if (!f)
+			return;
+		tree_file_begin(t, f);
+	}
+}
+
+static void tree_reap(struct tree *t)
+{
+	struct engine *engine = &t->ctx->engine;
+	struct engine_req *req;
+	struct copy_job *job;
+	struct encio_error e;
+	int err;
+
+	req = engine_reap(engine, true, &err);
+	if (err) {
+		encio_error_set(&e, err, "wait for io_uring", t->dest, false,
+				0);
+		tree_stop(t, &e);
+	}
+	if (!req)
+		return;
+	job = req->priv;
+	if (!copy_job_complete(job, req))
+		engine_put_req(engine, req);
+	if (copy_job_idle(job) && (job->err || !copy_job_has_work(job)))
+		tree_file_finish(t, job->owner);
+}
+
+static void tree_drain(struct tree *t)
+{
+	unsigned int spins = 0;
+
+	while (engine_inflight(&t->ctx->engine)) {
+		tree_reap(t);
+		/* an io_uring wait error with requests left: give up */
+		if (t->fatal && ++spins > 100000)
+			break;
+	}
+}
+
+/* The renamer thread: renames synced batches while the ring goes on. */
+static void *tree_renamer(void *arg)
+{
+	struct tree *t = arg;
+	size_t i;
+	int err;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		while (!t->r_busy && !t->r_quit)
+			pthread_cond_wait(&t->r_cond, &t->lock);
+		if (!t->r_busy)
+			break;
+		pthread_mutex_unlock(&t->lock);
+		for (i = 0; i < t->r_nr; i++) {
+			struct tree_done *d = &t->r_batch[i];
+
+			if (rename(d->tmp, d->dst)) {
+				err = errno;
+				stat_add(t, &t->stats->files, -1);
+				stat_add(t, &t->stats->entries_done, -1);
+				entry_error(t, err, "rename into place",
+					    d->dst);
+				unlink(d->tmp);
+			}
+			free(d->tmp);
+			free(d->dst);
+		}
+		pthread_mutex_lock(&t->lock);
+		t->r_nr = 0;
+		t->r_busy = false;
+		pthread_cond_broadcast(&t->r_cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/*
+ * Sync the destination, then have the batch renamed into place (by the
+ * renamer thread: renames are the slowest part of small files, and need
+ * not stall the ring).
+ */
+static void tree_checkpoint(struct tree *t)
+{
+	struct tree_done *swap;
+	struct encio_error e;
+	size_t i, cap;
+
+	tree_drain(t);
+	t->checkpoint_due = false;
+	if (!t->nr_batch)
+		return;
+	if (syncfs(t->sync_fd)) {
+		encio_error_set(&e, errno, "sync", t->dest, false, 0);
+		tree_stop(t, &e);
+		for (i = 0; i < t->nr_batch; i++) {
+			unlink(t->batch[i].tmp);
+			free(t->batch[i].tmp);
+			free(t->batch[i].dst);
+		}
+		pthread_mutex_lock(&t->lock);
+		t->stats->files -= t->nr_batch;
+		t->stats->failed += t->nr_batch;
+		pthread_mutex_unlock(&t->lock);
+		t->nr_batch = 0;
+		t->batch_bytes = 0;
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	while (t->r_busy)
+		pthread_cond_wait(&t->r_cond, &t->lock);
+	swap = t->r_batch;
+	cap = t->r_cap;
+	t->r_batch = t->batch;
+	t->r_cap = t->cap_batch;
+	t->r_nr = t->nr_batch;
+	t->batch = swap;
+	t->cap_batch = cap;
+	t->r_busy = true;
+	pthread_cond_broadcast(&t->r_cond);
+	pthread_mutex_unlock(&t->lock);
+	t->nr_batch = 0;
+	t->batch_bytes = 0;
+	t->stats->checkpoints++;
+}
+
+/* Stopped: the files in flight or queued lose their temporaries. */
+static void tree_abort_active(struct tree *t)
+{
+	struct tree_file *f;
+
+	tree_drain(t);
+	while (t->nr_active) {
+		f = t->active[--t->nr_active];
+		unlink(f->tmp);
+		tree_file_free(f);
+		file_done(t);
+	}
+	while ((f = queue_pop(t, false))) {
+		unlink(f->tmp);
+		tree_file_free(f);
+		file_done(t);
+	}
+}
+
+static bool walk_finished(struct tree *t)
+{
+	bool done;
+
+	pthread_mutex_lock(&t->lock);
+	done = t->walk_done && !t->nr_queued;
+	pthread_mutex_unlock(&t->lock);
+	return done;
+}
+
+/* The ring thread's loop; it blocks on the walker only when idle. */
+static void tree_run(struct tree *t)
+{
+	struct engine *engine = &t->ctx->engine;
+	struct tree_file *f;
+
+	while (!stop_requested(t)) {
+		tree_fill(t);
+		if (t->checkpoint_due) {
+			tree_checkpoint(t);
+			continue;
+		}
+		if (engine_inflight(engine)) {
+			tree_reap(t);
+			tree_progress(t);
+			continue;
+		}
+		if (t->nr_active)
+			continue;
+		f = queue_pop(t, true);
+		if (f)
+			tree_file_begin(t, f);
+		else if (walk_finished(t))
+			break;
+	}
+	tree_abort_active(t);
+	tree_checkpoint(t);
+}
+
+/* ----- setup ----- */
+
+static void count_tree(struct tree *t, const char *src)
+{
+	struct walker w = { 0 };
+	struct tree_stats *s = t->stats;
+	int ret;
+
+	walk_reset(&w, src);
+	while ((ret = walk_next(&w)) != 0) {
+		if (ret < 0)
+			continue;
+		if (S_ISDIR(w.st.st_mode)) {
+			s->total_dirs++;
+			walk_descend(&w);
+			continue;
+		}
+		s->total_entries++;
+		if (S_ISREG(w.st.st_mode))
+			s->total_bytes += w.st.st_size / w.st.st_nlink;
+		if (stop_requested(t))
+			break;
+	}
+	walk_release(&w);
+}
+
+static int tree_setup(struct tree *t, struct encio_error *e)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	unsigned int max = t->opts->max_files;
+
+	t->max_files = max ? max : TREE_DEFAULT_FILES;
+	if (t->max_files > TREE_MAX_FILES)
+		t->max_files = TREE_MAX_FILES;
+	t->active = calloc(t->max_files, sizeof(*t->active));
+	t->queue = calloc(t->max_files, sizeof(*t->queue));
+	t->ring_xattr.list = malloc(XATTR_LIST_BYTES);
+	t->ring_xattr.value = malloc(XATTR_VALUE_BYTES);
+	t->walk_xattr.list = malloc(XATTR_LIST_BYTES);
+	t->walk_xattr.value = malloc(XATTR_VALUE_BYTES);
+	if (!t->active || !t->queue || !t->ring_xattr.list ||
+	    !t->ring_xattr.value || !t->walk_xattr.list || !t->walk_xattr.value)
+		return encio_error_set(e, ENOMEM, "copy to", t->dest, false, 0);
+	t->dest_is_dir = !t->opts->no_target_dir && stat(t->dest, &st) == 0 &&
+			 S_ISDIR(st.st_mode);
+	if (!t->dest_is_dir && t->nr_srcs > 1)
+		return encio_error_set(e, ENOTDIR, "copy several trees to",
+				       t->dest, false, 0);
+	/* DEST's directory, or DEST itself: syncfs and write probes use it. */
+	snprintf(tmp, sizeof(tmp), "%s", t->dest);
+	t->sync_fd = open(t->dest_is_dir ? t->dest : dirname(tmp),
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->sync_fd < 0)
+		return encio_error_set(e, errno, "open directory", t->dest,
+				       false, 0);
+	if (fstat(t->sync_fd, &st))
+		return encio_error_set(e, errno, "stat", t->dest, false, 0);
+	t->dst_dev = st.st_dev;
+	return 0;
+}
+
+static void tree_release(struct tree *t)
+{
+	size_t i;
+
+	walk_release(&t->walk);
+	for (i = 0; i < t->nr_links; i++)
+		free(t->links[i].dst);
+	for (i = 0; i < t->cap_inodes; i++)
+		free(t->inodes[i].dst);
+	for (i = 0; i < t->nr_dirs; i++) {
+		free(t->dirs[i].src);
+		free(t->dirs[i].dst);
+	}
+	free(t->links);
+	free(t->inodes);
+	free(t->dirs);
+	free(t->batch);
+	free(t->r_batch);
+	free(t->active);
+	free(t->queue);
+	free(t->ring_xattr.list);
+	free(t->ring_xattr.value);
+	free(t->walk_xattr.list);
+	free(t->walk_xattr.value);
+	if (t->sync_fd >= 0)
+		close(t->sync_fd);
+}
+
+/* Let the renamer finish its batch and end. */
+static void tree_stop_renamer(struct tree *t)
+{
+	if (!t->renamer_started)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->r_quit = true;
+	pthread_cond_broadcast(&t->r_cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->renamer, NULL);
+	t->renamer_started = false;
+}
+
+/* Signals go to the ring thread: its waits return EINTR. */
+static int tree_start_walker(struct tree *t)
+{
+	sigset_t block, old;
+	int ret;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	ret = pthread_create(&t->renamer, NULL, tree_renamer, t);
+	if (!ret) {
+		t->renamer_started = true;
+		ret = pthread_create(&t->walker, NULL, tree_walker, t);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -ret;
+}
+
+int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
+	      char *const *srcs, int nr_srcs, const char *dest,
+	      struct tree_stats *stats, struct encio_error *e)
+{
+	struct tree t = {
+		.ctx = ctx,
+		.opts = opts,
+		.stats = stats,
+		.e = e,
+		.srcs = srcs,
+		.nr_srcs = nr_srcs,
+		.dest = dest,
+		.sync_fd = -1,
+	};
+	struct encio_error se;
+	int i, ret;
+
+	memset(stats, 0, sizeof(*stats));
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	t_umask = umask(0);
+	umask(t_umask);
+	pthread_cond_init(&t.r_cond, NULL);
+	ret = tree_setup(&t, e);
+	if (ret)
+		goto out;
+	if (opts->count_first) {
+		for (i = 0; i < nr_srcs && !stop_requested(&t); i++)
+			count_tree(&t, srcs[i]);
+	}
+	ret = tree_start_walker(&t);
+	if (ret) {
+		encio_error_set(e, ret, "start the walker for", srcs[0], false,
+				0);
+		goto out;
+	}
+	tree_run(&t);
+	pthread_join(t.walker, NULL);
+	tree_abort_active(&t); /* anything queued after a stop */
+	tree_stop_renamer(&t);
+	tree_make_links(&t);
+	tree_dirs_finish(&t);
+	/* The renames, links and directory metadata, durable too. */
+	if (syncfs(t.sync_fd)) {
+		encio_error_set(&se, errno, "sync", dest, false, 0);
+		tree_stop(&t, &se);
+	}
+	tree_progress(&t);
+	ret = t.fatal;
+out:
+	tree_stop_renamer(&t);
+	tree_release(&t);
+	pthread_cond_destroy(&t.r_cond);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.lock);
+	return ret;
+}

@@ -1,0 +1,68 @@
+#!/bin/bash
+# encio copy -r of a tree with 10,000 small files and hard links across
+# directories: content equal, the link structure kept, many files in
+# flight in one pipeline, -j bounds them.
+source "$(dirname "$0")/../../common.sh"
+require_root
+
+make_btrfs src 1G compress-force=zstd,noatime
+SRC=$MNT
+make_btrfs dst 1G noatime
+DST=$MNT
+
+T=$SRC/many
+_log "making 10,000 files"
+python3 - "$T" <<'PY'
+import os, sys
+root = sys.argv[1]
+line = b"encio test line: the quick brown fox jumps over the lazy dog 0123456789\n"
+for d in range(100):
+    p = os.path.join(root, "d%02d" % (d // 10), "e%02d" % d)
+    os.makedirs(p, exist_ok=True)
+    for f in range(100):
+        n = (d * 100 + f) * 37 % 20000
+        with open(os.path.join(p, "f%03d" % f), "wb") as fh:
+            fh.write((line * (n // len(line) + 1))[:n] + b"%d" % f)
+PY
+# Hard links: within a directory, across directories, a link group of 4.
+mkdir "$T/links" "$T/links/sub"
+compressible 500000 >"$T/links/one"
+ln "$T/links/one" "$T/links/one-again"
+ln "$T/links/one" "$T/d00/e00/one-elsewhere"
+ln "$T/links/one" "$T/links/sub/one-deeper"
+echo two >"$T/links/two"
+ln "$T/links/two" "$T/d09/two"
+ln -s one "$T/links/sym"
+ln "$T/links/sym" "$T/links/sym-hard"
+sync
+
+inode_groups()
+{
+	# names grouped by inode, the inode numbers themselves dropped
+	(cd "$1" && find . ! -type d -printf '%i %P\n' | sort -k2 |
+		awk '{ g[$1] = g[$1] " " $2 } END { for (i in g) print g[i] }' | sort)
+}
+
+_log "copy, 8 files in flight"
+out=$(timeout 300 "$ENCIO" copy -r -j 8 --format=json "$T" "$DST/j8") || _fail "copy: $out"
+echo "$out"
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 10002 and d["hardlinks"] == 5 and d["failed"] == 0 and 1 < d["peak_files_in_flight"] <= 8, d' ||
+	_fail "bad summary"
+diff -r "$T" "$DST/j8" || _fail "diff -r"
+diff <(inode_groups "$T") <(inode_groups "$DST/j8") || _fail "link structure differs"
+[ "$(stat -c %h "$DST/j8/links/one")" = 4 ] || _fail "link count of one"
+
+_log "copy, default parallelism"
+out=$(timeout 300 "$ENCIO" copy -r --format=json "$T" "$DST/def") || _fail "copy: $out"
+echo "$out"
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 10002 and d["peak_files_in_flight"] > 8, d' ||
+	_fail "bad summary"
+diff -r "$T" "$DST/def" || _fail "diff -r"
+diff <(inode_groups "$T") <(inode_groups "$DST/def") || _fail "link structure differs"
+[ -z "$(find "$DST" -name '.*.encio-*')" ] || _fail "temporaries left"
+
+_log "rerun: everything is skipped"
+out=$(timeout 300 "$ENCIO" copy -r -T --format=json "$T" "$DST/def") || _fail "copy: $out"
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 0 and d["skipped"] == 10002 + 5 + 1, d' ||
+	_fail "rerun copied again: $out"
+exit 0

@@ -1,0 +1,78 @@
+#!/bin/bash
+# encio copy -r when things go wrong: an entry that cannot be copied is
+# reported with its path and the rest is copied (exit 1); files removed
+# while the copy runs; ENOSPC midway stops cleanly. Never a temporary left,
+# never a file under a final name that differs from SRC.
+source "$(dirname "$0")/../../common.sh"
+require_root
+
+make_btrfs src 1G compress-force=zstd
+SRC=$MNT
+make_btrfs dst 1G ""
+DST=$MNT
+make_btrfs small 150M ""
+SMALL=$MNT
+
+# Every regular file under a final name in $2 equals the one in $1.
+check_partial()
+{
+	local a=$1 b=$2 f n=0
+	[ -z "$(find "$b" -name '.*.encio-*')" ] || _fail "temporaries left in $b: $(find "$b" -name '.*.encio-*' | head)"
+	while read -r f; do
+		# removed from SRC after it was copied: fine
+		[ -n "${3:-}" ] && [ ! -e "$a/$f" ] && continue
+		cmp "$a/$f" "$b/$f" || _fail "$b/$f differs from SRC"
+		n=$((n + 1))
+	done < <(cd "$b" && find . -type f -printf '%P\n')
+	echo "$n files in $b, all equal to SRC"
+}
+
+_log "one entry fails (a directory in DEST where SRC has a file), the rest is copied"
+mkdir -p "$SRC/t1/sub"
+for i in 1 2 3 4 5; do compressible $((i * 100000)) >"$SRC/t1/sub/f$i"; done
+compressible 1000 >"$SRC/t1/clash"
+mkdir -p "$DST/t1/clash"
+run_mustfail "entry error" timeout 120 "$ENCIO" -q copy -r "$SRC/t1" "$DST"
+echo "$ERR_OUT" | grep -q "$DST/t1/clash" || _fail "error does not name the entry"
+[ "$(echo "$ERR_OUT" | grep -c ERROR)" = 1 ] || _fail "expected one error"
+diff -r "$SRC/t1/sub" "$DST/t1/sub" || _fail "other files not copied"
+check_partial "$SRC/t1" "$DST/t1"
+
+_log "files removed while the copy runs"
+mkdir -p "$SRC/t2"
+python3 - "$SRC/t2" <<'PY'
+import os, sys
+line = b"encio test line: the quick brown fox jumps over the lazy dog 0123456789\n"
+for d in range(20):
+    os.makedirs(os.path.join(sys.argv[1], "d%02d" % d))
+    for f in range(100):
+        with open(os.path.join(sys.argv[1], "d%02d" % d, "f%03d" % f), "wb") as fh:
+            fh.write(line * (1000 + f * 20) + os.urandom(4096))
+PY
+sync
+echo 3 >/proc/sys/vm/drop_caches
+timeout 120 "$ENCIO" -q copy -r -j 4 "$SRC/t2" "$DST/t2" 2>"$TEST_TMP/err" &
+pid=$!
+sleep 0.02
+for d in 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2; do
+	rm -f "$SRC"/t2/d$(printf %02d $d)/f0[0-8]*
+done
+wait $pid
+rc=$?
+cat "$TEST_TMP/err" | head
+[ $rc = 0 ] || [ $rc = 1 ] || _fail "exit status $rc"
+[ $rc = 0 ] || grep -q "No such file" "$TEST_TMP/err" || _fail "failure without a vanished file"
+check_partial "$SRC/t2" "$DST/t2" removed-ok
+n=$(grep -c "No such file" "$TEST_TMP/err")
+echo "$n files vanished during the copy, reported"
+
+_log "ENOSPC midway stops cleanly"
+mkdir -p "$SRC/t3"
+for i in 0 1 2 3 4 5 6 7 8 9; do random_bytes 30000000 "enospc$i" >"$SRC/t3/r$i"; done
+compressible 100000 >"$SRC/t3/small"
+sync
+run_mustfail "copy to a full filesystem" timeout 120 "$ENCIO" -q copy -r "$SRC/t3" "$SMALL/t3"
+echo "$ERR_OUT" | grep -q "No space left on device" || _fail "ENOSPC not reported"
+[ "$(echo "$ERR_OUT" | grep -c "No space")" -le 2 ] || _fail "ENOSPC reported for every file"
+check_partial "$SRC/t3" "$SMALL/t3"
+exit 0
