@@ -77,5 +77,21 @@ for f in "$DST"/*.tar; do
 	printf '  %-12s on disk: %s\n' "$(basename "$f")" "$("$ENCIO" list "$f" | awk '$1 == "TOTAL" {print $3}')"
 done
 
+step "encio copy -r: a whole tree, compressed extents kept encoded"
+mkdir "$SRC/tree"
+cp -a /usr/share/doc /usr/include "$SRC/tree/" 2>/dev/null
+sync
+"$ENCIO" copy -r "$SRC/tree" "$DST/tree" || exit 1
+diff -r --no-dereference "$SRC/tree" "$DST/tree" && echo "  trees identical (diff -r --no-dereference)"
+
+step "btrfs send --compressed-data | encio receive"
+btrfs -q subvolume create "$SRC/vol"
+cp -a "$SRC/corpus.tar" "$SRC/vol/"
+btrfs -q subvolume snapshot -r "$SRC/vol" "$SRC/snap"
+btrfs -q send --compressed-data "$SRC/snap" | "$ENCIO" receive "$DST" || exit 1
+cmp "$SRC/snap/corpus.tar" "$DST/snap/corpus.tar" && echo "  received content identical (cmp)"
+btrfs subvolume show "$DST/snap" | grep -E "Received UUID|Flags" | sed 's/^[[:space:]]*/  /'
+"$ENCIO" list "$DST/snap/corpus.tar" | awk '$1 == "zstd" || $1 == "TOTAL"' | sed 's/^/  /'
+
 step "Summary"
 "$ENCIO" copy "$SRC/corpus.tar" "$SRC/vm.img" "$DST/"
