@@ -47,60 +47,6 @@ struct list_ctx {
 
 /* ---- JSON ---- */
 
-/* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	for (i = 1; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-		return 0; /* overlong, surrogate or beyond U+10FFFF */
-	return len;
-}
-
-/*
- * A path as a JSON string. Bytes that are not UTF-8 come out as the code
- * points U+0080..U+00FF, so the output stays valid JSON.
- */
-static void json_string(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t len;
-
-	putchar('"');
-	while (*s) {
-		if (*s == '"' || *s == '\\') {
-			printf("\\%c", *s++);
-			continue;
-		}
-		if (*s < 0x20) {
-			printf("\\u%04x", *s++);
-			continue;
-		}
-		len = utf8_len(s);
-		if (!len) {
-			printf("\\u%04x", *s++);
-			continue;
-		}
-		fwrite(s, 1, len, stdout);
-		s += len;
-	}
-	putchar('"');
-}
-
 static void json_extent(const struct file_extent *fe, bool last)
 {
 	printf("      {\"offset\": %" PRIu64 ", \"length\": %" PRIu64
@@ -120,7 +66,7 @@ static void json_file(struct list_ctx *ctx, const char *path,
 	size_t i;
 
 	printf("%s    {\"path\": ", ctx->listed_one ? ",\n" : "");
-	json_string(path);
+	json_print_string(path);
 	printf(", \"size\": %" PRIu64 ", \"source\": \"%s\", \"extents\": [%s",
 	       map->size, extent_source_name(map->source), map->nr ? "\n" : "");
 	for (i = 0; i < map->nr; i++)
