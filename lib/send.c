@@ -57,6 +57,7 @@ struct send_ctx {
 	bool probed;
 	dev_t probe_dev;
 	dev_t out_dev;
+	dev_t root_dev;
 	ino_t out_ino;
 	struct send_options opts;
 	struct send_stats *stats;
@@ -575,6 +576,8 @@ static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
 		ret = send_file_data(ctx, dirfd, name, path, &st);
 	} else if (S_ISDIR(st.st_mode)) {
 		ctx->stats->dirs++;
+		if (st.st_dev != ctx->root_dev)
+			goto meta; /* a nested subvolume: empty, as btrfs send */
 		fd = openat(dirfd, name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
@@ -586,6 +589,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
 	}
 	if (ret)
 		return ret;
+meta:
 	/* ctx->src names this entry again after the children's. */
 	ret = send_xattrs(ctx, path);
 	return ret ?: send_inode_meta(ctx, path, &st);
@@ -710,6 +714,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name)
 		ret = fail(ctx, errno, "stat", 0, false);
 		goto out;
 	}
+	ctx->root_dev = st.st_dev;
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;

@@ -136,4 +136,14 @@ setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$ENCIO" send "$V" 2>"$T
 	_fail "send without CAP_SYS_ADMIN: $(cat "$TEST_TMP/err")"
 grep -q "io read none" "$TEST_TMP/err" || _fail "not read plain: $(cat "$TEST_TMP/err")"
 compare_trees "$V" "$DST/n/vol"
+_log "a nested subvolume is an empty directory, as with btrfs send"
+run_check btrfs -q subvolume create "$SRC/outer"
+run_check btrfs -q subvolume create "$SRC/outer/inner"
+echo data >"$SRC/outer/inner/file"
+echo top >"$SRC/outer/top"
+mkdir "$DST/nest"
+"$ENCIO" -q send "$SRC/outer" | btrfs receive "$DST/nest" >/dev/null || _fail "nested send"
+[ -d "$DST/nest/outer/inner" ] && [ -z "$(ls -A "$DST/nest/outer/inner")" ] ||
+	_fail "nested subvolume not an empty directory"
+cmp "$SRC/outer/top" "$DST/nest/outer/top" || _fail "nested: top differs"
 exit 0
