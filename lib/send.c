@@ -65,6 +65,7 @@ struct send_ctx {
 	struct send_link *links[SEND_LINK_BUCKETS];
 	char src[PATH_MAX]; /* full source path of the entry at hand */
 	char *buf; /* SEND_WRITE_MAX bytes for pread */
+	char *xattr_buf; /* XATTR_SIZE_MAX bytes */
 	struct send_piece *pieces;
 	size_t nr_pieces;
 	size_t cap_pieces;
@@ -125,7 +126,7 @@ static int send_inode_meta(struct send_ctx *ctx, const char *path,
 
 static int send_xattrs(struct send_ctx *ctx, const char *path)
 {
-	char *names = NULL, *name, *value = NULL;
+	char *names = NULL, *name, *value = ctx->xattr_buf;
 	ssize_t len, vlen;
 	int ret = 0;
 
@@ -135,8 +136,7 @@ static int send_xattrs(struct send_ctx *ctx, const char *path)
 			       fail(ctx, errno, "list xattrs", 0, false) :
 			       0;
 	names = malloc(len);
-	value = malloc(XATTR_SIZE_MAX);
-	if (!names || !value) {
+	if (!names) {
 		ret = fail(ctx, ENOMEM, "list xattrs", 0, false);
 		goto out;
 	}
@@ -163,7 +163,6 @@ static int send_xattrs(struct send_ctx *ctx, const char *path)
 	}
 out:
 	free(names);
-	free(value);
 	return ret;
 }
 
@@ -752,6 +751,7 @@ static void ctx_release(struct send_ctx *ctx)
 	stream_writer_release(&ctx->w);
 	free(ctx->pieces);
 	free(ctx->buf);
+	free(ctx->xattr_buf);
 	free(ctx);
 }
 
@@ -785,7 +785,8 @@ static int ctx_new(struct send_ctx **ret, int out_fd,
 		goto fail;
 	ctx->engine_ok = true;
 	ctx->buf = malloc(SEND_WRITE_MAX);
-	if (!ctx->buf) {
+	ctx->xattr_buf = malloc(XATTR_SIZE_MAX);
+	if (!ctx->buf || !ctx->xattr_buf) {
 		err = -ENOMEM;
 		goto fail;
 	}

@@ -112,7 +112,6 @@ diff -u <(grep -v name=user.bin "$S/vol.btrfs") <(grep -v name=user.bin "$S/vol.
 grep -q "^encoded_write" "$S/vol.btrfs" || _fail "no encoded_write in the dump"
 [ "$(grep -c '^link ' "$S/vol.btrfs")" = 2 ] || _fail "not two links in the dump"
 [ "$(tail -n1 "$S/vol.btrfs" | awk '{ print $1 }')" = utimes ] || _fail "root utimes not last"
-"$ENCIO" -q send "$V" | cmp - "$S/vol" || _fail "stream not the same twice"
 
 _log "--snapshot"
 run_check "$ENCIO" -q send --snapshot -f "$S/snap" "$V"
