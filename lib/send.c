@@ -34,6 +34,8 @@
 /* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */
 #define SEND_WRITE_MAX (128 * 1024)
 #define SEND_LINK_BUCKETS 4096
+/* The sector size assumed for preallocated ranges at EOF. */
+#define SEND_BLOCK 4096ULL
 
 struct send_link {
 	dev_t dev;
@@ -405,6 +407,45 @@ static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 	return 0;
 }
 
+/*
+ * FALLOCATE for the preallocated ranges of @map: those below the size with
+ * mode 0, before the data (so each one grows the file from below, where
+ * btrfs zeroes, and so writes, no partial last block); or (@past_eof) those
+ * beyond the size with FALLOC_FL_KEEP_SIZE, after the truncate.
+ */
+static int send_prealloc(struct send_ctx *ctx, const char *path,
+			 const struct extent_map *map, bool past_eof)
+{
+	uint64_t eof_block = (map->size + SEND_BLOCK - 1) & ~(SEND_BLOCK - 1);
+	size_t i;
+	int ret;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t start = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind != EXTENT_PREALLOC)
+			continue;
+		/* The block holding EOF is the mode 0 range's: whole blocks. */
+		if (past_eof && start < eof_block)
+			start = eof_block;
+		if (!past_eof && end > map->size)
+			end = map->size;
+		if (start >= end)
+			continue;
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_FALLOCATE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_FALLOCATE_MODE,
+			       past_eof ? FALLOC_FL_KEEP_SIZE : 0);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, start);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, end - start);
+		ret = end_cmd(ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 {
 	int ret;
@@ -440,6 +481,9 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 		goto out;
 	}
 	map.size = st->st_size;
+	ret = send_prealloc(ctx, path, &map, false);
+	if (ret)
+		goto out;
 	if (ctx->probe.read_mode == ENCIO_IO_NONE)
 		ret = send_data_plain(ctx, fd, path, &map);
 	else
@@ -449,7 +493,7 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
-	ret = end_cmd(ctx);
+	ret = end_cmd(ctx) ?: send_prealloc(ctx, path, &map, true);
 out:
 	extent_map_release(&map);
 	close(fd);

@@ -28,6 +28,10 @@ truncate -s 4M "$V/sparse"
 compressible 8192 | dd of="$V/sparse" bs=4K seek=300 conv=notrunc status=none
 random_bytes 5000 tail | dd of="$V/sparse" bs=4K seek=10 conv=notrunc status=none
 fallocate -l 1M "$V/prealloc"
+echo hi >"$V/prealloc-past-eof"
+fallocate -n -o 65536 -l 1M "$V/prealloc-past-eof"
+random_bytes 100000 mixed >"$V/prealloc-tail"
+fallocate -o 200000 -l 300000 "$V/prealloc-tail"
 echo tiny >"$V/inline"
 compressible 3000 >"$V/inline-compressed"
 : >"$V/empty-file"
@@ -72,6 +76,21 @@ zstd_disk()
 	compsize_bytes "$1" | awk '$1 == "zstd" { print $2 }'
 }
 
+# The extent layout (offset, length, kind) of the preallocated files.
+prealloc_layout()
+{
+	local f
+	for f in prealloc prealloc-past-eof prealloc-tail; do
+		"$ENCIO" list "$1/$f" | awk '$NF ~ /^(regular|prealloc|hole|inline)$/ { print $1, $2, $NF }'
+	done
+}
+
+check_prealloc()
+{
+	diff <(prealloc_layout "$1") <(prealloc_layout "$2") || _fail "preallocated ranges differ: $1 $2"
+	prealloc_layout "$2" | grep -q prealloc || _fail "no prealloc in $2"
+}
+
 uuid_of()
 {
 	btrfs subvolume show "$1" | awk '$1 == "UUID:" { print $2 }'
@@ -94,6 +113,7 @@ _log "encio send | btrfs receive"
 cat "$TEST_TMP/err"
 grep -qE "encoded in [1-9][0-9]* extents" "$TEST_TMP/err" || _fail "nothing sent encoded"
 compare_trees "$V" "$DST/b/vol"
+check_prealloc "$V" "$DST/b/vol"
 [ "$(zstd_disk "$V")" = "$(zstd_disk "$DST/b/vol")" ] ||
 	_fail "encoded bytes differ: $(zstd_disk "$V") vs $(zstd_disk "$DST/b/vol")"
 [ "$(received_uuid_of "$DST/b/vol")" = "$(uuid_of "$V")" ] || _fail "received UUID is not the source's"
@@ -102,6 +122,7 @@ _log "encio send -f | encio receive -f, dumps"
 run_check "$ENCIO" -q send -f "$S/vol" "$V"
 run_check "$ENCIO" -q receive -f "$S/vol" "$DST/e"
 compare_trees "$V" "$DST/e/vol"
+check_prealloc "$V" "$DST/e/vol"
 [ "$(zstd_disk "$V")" = "$(zstd_disk "$DST/e/vol")" ] || _fail "encoded bytes differ (encio receive)"
 btrfs receive --dump -f "$S/vol" >"$S/vol.btrfs" || _fail "btrfs receive --dump"
 "$ENCIO" dump -f "$S/vol" >"$S/vol.encio" || _fail "encio dump"
