@@ -126,7 +126,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		error("not writing a stream to a terminal: use -f or a pipe");
 		return 1;
 	}
-	ret = send_run(argv[optind], fd, &opts, &stats, &e);
+	ret = send_run(argv[optind], fd, file ? file : "stdout", &opts, &stats,
+		       &e);
 	if (ret)
 		print_encio_error(&e);
 	if (file && close(fd) && !ret) {

@@ -58,6 +58,7 @@ struct send_ctx {
 	struct encio_probe probe;
 	bool probed;
 	dev_t probe_dev;
+	const char *out_name;
 	dev_t out_dev;
 	dev_t root_dev;
 	ino_t out_ino;
@@ -84,8 +85,8 @@ static int end_cmd(struct send_ctx *ctx)
 	int ret = stream_end_cmd(&ctx->w);
 
 	if (ret)
-		return encio_error_set(ctx->e, ret, "write stream", "output",
-				       false, 0);
+		return encio_error_set(ctx->e, ret, "write stream to",
+				       ctx->out_name, false, 0);
 	return 0;
 }
 
@@ -677,7 +678,8 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 	if (errno)
 		ret = fail(ctx, errno, "read directory", 0, false);
 	closedir(dir);
-	qsort(v, *nr, sizeof(*v), name_cmp);
+	if (*nr)
+		qsort(v, *nr, sizeof(*v), name_cmp);
 	*names = v;
 	return ret;
 nomem:
@@ -799,7 +801,7 @@ static void ctx_release(struct send_ctx *ctx)
 	free(ctx);
 }
 
-static int ctx_new(struct send_ctx **ret, int out_fd,
+static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 		   const struct send_options *opts, struct send_stats *stats,
 		   struct encio_error *e)
 {
@@ -815,6 +817,7 @@ static int ctx_new(struct send_ctx **ret, int out_fd,
 	if (!ctx)
 		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
 	ctx->opts = *opts;
+	ctx->out_name = out_name;
 	ctx->stats = stats;
 	ctx->e = e;
 	if (!fstat(out_fd, &st)) {
@@ -868,8 +871,9 @@ static int snapshot_create(const char *path, char *snap, struct encio_error *e)
 	return 0;
 }
 
-int send_run(const char *path, int out_fd, const struct send_options *opts,
-	     struct send_stats *stats, struct encio_error *e)
+int send_run(const char *path, int out_fd, const char *out_name,
+	     const struct send_options *opts, struct send_stats *stats,
+	     struct encio_error *e)
 {
 	char snap[PATH_MAX], base[PATH_MAX], *name;
 	struct send_ctx *ctx;
@@ -888,13 +892,13 @@ int send_run(const char *path, int out_fd, const struct send_options *opts,
 		if (ret)
 			return ret;
 	}
-	ret = ctx_new(&ctx, out_fd, opts, stats, e);
+	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
 	if (!ret) {
 		ret = send_tree(ctx, opts->snapshot ? snap : path, name);
 		ret2 = stream_writer_finish(&ctx->w);
 		if (!ret && ret2)
-			ret = encio_error_set(e, ret2, "write stream", "output",
-					      false, 0);
+			ret = encio_error_set(e, ret2, "write stream to",
+					      out_name, false, 0);
 		stats->stream_bytes = ctx->w.written;
 		ctx_release(ctx);
 	}

@@ -30,10 +30,11 @@ struct send_stats {
 };
 
 /*
- * Write the stream of @path to @out_fd. Returns 0 or -errno with @e filled;
- * @stats is filled either way.
+ * Write the stream of @path to @out_fd (@out_name for messages). Returns 0
+ * or -errno with @e filled; @stats is filled either way.
  */
-int send_run(const char *path, int out_fd, const struct send_options *opts,
-	     struct send_stats *stats, struct encio_error *e);
+int send_run(const char *path, int out_fd, const char *out_name,
+	     const struct send_options *opts, struct send_stats *stats,
+	     struct encio_error *e);
 
 #endif

@@ -143,6 +143,11 @@ ruuid=$(received_uuid_of "$DST/s/vol")
 [ -n "$ruuid" ] && [ "$ruuid" != "$(uuid_of "$V")" ] || _fail "--snapshot: UUID '$ruuid' not the snapshot's"
 run_mustfail "--snapshot of a plain directory" "$ENCIO" send --snapshot -f "$S/bad" "$V/dir"
 ls -a "$V" | grep -q encio-send && _fail "snapshot left behind after an error"
+run_mustfail "--snapshot to a full output" "$ENCIO" send --snapshot -f /dev/full "$V"
+echo "$ERR_OUT" | grep -q "/dev/full.*No space left" || _fail "no ENOSPC naming the file: $ERR_OUT"
+ls -a "$SRC" | grep -q encio-send && _fail "snapshot left behind after a write error"
+run_mustfail "send of a missing path" "$ENCIO" send -f "$S/bad" "$SRC/missing"
+echo "$ERR_OUT" | grep -q "missing" || _fail "error does not name the path: $ERR_OUT"
 
 _log "a plain directory"
 run_check "$ENCIO" -q send -f "$S/dir" "$V/dir"
