@@ -28,6 +28,9 @@ static const char *const send_usage[] = {
 	"links within PATH stay hard links; a nested subvolume is an empty",
 	"directory, as with btrfs send.",
 	"",
+	"On a terminal, standard error shows bytes sent of the total (the tree is",
+	"walked first), the rate and the time left.",
+	"",
 	"-f FILE        write the stream to FILE instead of standard output",
 	"--snapshot     send from a temporary read-only snapshot of the",
 	"               subvolume PATH (one point in time), deleted afterwards",
@@ -44,6 +47,34 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct progress {
+	double start;
+	double last;
+	bool shown;
+};
+
+static void show_progress(const struct send_stats *s, void *arg)
+{
+	char done[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN],
+		rate[PRETTY_SIZE_LEN];
+	struct progress *p = arg;
+	double t = now(), bps;
+	uint64_t left;
+
+	if (t - p->last < 0.25)
+		return;
+	p->last = t;
+	p->shown = true;
+	bps = t > p->start ? s->bytes_done / (t - p->start) : 0;
+	left = s->bytes_total > s->bytes_done ? s->bytes_total - s->bytes_done :
+						0;
+	fprintf(stderr, "\r%s of %s, %s/s, ETA %.0fs\033[K",
+		pretty_size(done, s->bytes_done),
+		pretty_size(total, s->bytes_total),
+		pretty_size(rate, (unsigned long long)bps),
+		bps > 0 ? left / bps : 0.0);
 }
 
 static void print_summary(const struct send_stats *s, double seconds)
@@ -107,11 +138,11 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct send_options opts = { .io_mode = global_opts.io_mode,
 				     .depth = global_opts.queue_depth };
+	struct progress progress = { 0 };
 	struct send_stats stats;
 	const char *file = NULL;
 	struct encio_error e;
 	int fd = STDOUT_FILENO, ret;
-	double start = now();
 
 	ret = parse_send_options(cmd, argc, argv, &opts, &file);
 	if (ret)
@@ -126,8 +157,15 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		error("not writing a stream to a terminal: use -f or a pipe");
 		return 1;
 	}
+	progress.start = now(); /* the first call shows */
+	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO)) {
+		opts.progress = show_progress;
+		opts.progress_arg = &progress;
+	}
 	ret = send_run(argv[optind], fd, file ? file : "stdout", &opts, &stats,
 		       &e);
+	if (progress.shown)
+		fprintf(stderr, "\r\033[K");
 	if (ret)
 		print_encio_error(&e);
 	if (file && close(fd) && !ret) {
@@ -135,7 +173,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = -EIO;
 	}
 	if (!ret && global_opts.verbose >= 0)
-		print_summary(&stats, now() - start);
+		print_summary(&stats, now() - progress.start);
 	return ret ? 1 : 0;
 }
 

@@ -69,6 +69,7 @@ struct send_ctx {
 	char src[PATH_MAX]; /* full source path of the entry at hand */
 	char *buf; /* SEND_WRITE_MAX bytes for pread */
 	char *xattr_buf; /* XATTR_SIZE_MAX bytes */
+	uint64_t file_base; /* bytes_done when the file at hand started */
 	struct send_piece *pieces;
 	size_t nr_pieces;
 	size_t cap_pieces;
@@ -353,6 +354,15 @@ static int send_window(struct send_ctx *ctx, int fd, const char *path,
 	return ret;
 }
 
+/* The file at hand is done up to @offset. */
+static void progress(struct send_ctx *ctx, uint64_t offset)
+{
+	if (!ctx->opts.progress)
+		return;
+	ctx->stats->bytes_done = ctx->file_base + offset;
+	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
+}
+
 static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 			     const struct extent_map *map)
 {
@@ -368,6 +378,7 @@ static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 		ret = send_window(ctx, fd, path, i, last, &eof);
 		if (ret)
 			return ret;
+		progress(ctx, ctx->pieces[last - 1].end);
 	}
 	return 0;
 }
@@ -482,6 +493,7 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 		goto out;
 	}
 	map.size = st->st_size;
+	ctx->file_base = ctx->stats->bytes_done;
 	ret = send_prealloc(ctx, path, &map, false);
 	if (ret)
 		goto out;
@@ -495,6 +507,7 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
 	ret = end_cmd(ctx) ?: send_prealloc(ctx, path, &map, true);
+	progress(ctx, st->st_size);
 out:
 	extent_map_release(&map);
 	close(fd);
@@ -715,6 +728,40 @@ static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
 	return ret;
 }
 
+/*
+ * Add the sizes of the regular files beneath @dirfd to bytes_total, a
+ * hard-linked inode's size shared among its names; best effort.
+ */
+static void count_tree(struct send_ctx *ctx, int dirfd)
+{
+	char **names = NULL;
+	size_t nr = 0, i;
+	struct stat st;
+	int fd;
+
+	if (list_dir(ctx, dirfd, &names, &nr))
+		nr = 0;
+	for (i = 0; i < nr; i++) {
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
+		    st.st_dev != ctx->root_dev)
+			continue;
+		if (S_ISREG(st.st_mode))
+			ctx->stats->bytes_total +=
+				st.st_size / (st.st_nlink ? st.st_nlink : 1);
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		fd = openat(dirfd, names[i],
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			count_tree(ctx, fd);
+			close(fd);
+		}
+	}
+	for (i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+}
+
 static int btrfsutil_errno(enum btrfs_util_error err)
 {
 	if (err == BTRFS_UTIL_OK)
@@ -760,6 +807,8 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name)
 		goto out;
 	}
 	ctx->root_dev = st.st_dev;
+	if (ctx->opts.progress)
+		count_tree(ctx, fd);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;

@@ -12,10 +12,18 @@
 #include "engine.h"
 #include "error.h"
 
+struct send_stats;
+
+/* Called after each file and each window of reads. */
+typedef void (*send_progress_fn)(const struct send_stats *stats, void *arg);
+
 struct send_options {
 	enum encio_io_mode io_mode; /* for encoded reads; AUTO by default */
 	unsigned int depth; /* reads in flight per file; 0 default */
 	bool snapshot; /* send from a temporary read-only snapshot */
+	/* with a callback, the tree is walked first for bytes_total */
+	send_progress_fn progress;
+	void *progress_arg;
 };
 
 struct send_stats {
@@ -26,6 +34,8 @@ struct send_stats {
 	uint64_t bytes_encoded; /* ENCODED_WRITE payload bytes */
 	uint64_t extents_encoded; /* ENCODED_WRITE commands */
 	uint64_t stream_bytes;
+	uint64_t bytes_total; /* file sizes (a hard-linked inode once) */
+	uint64_t bytes_done; /* of bytes_total */
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 

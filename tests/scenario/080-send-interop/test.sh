@@ -134,6 +134,14 @@ grep -q "^encoded_write" "$S/vol.btrfs" || _fail "no encoded_write in the dump"
 [ "$(grep -c '^link ' "$S/vol.btrfs")" = 2 ] || _fail "not two links in the dump"
 [ "$(tail -n1 "$S/vol.btrfs" | awk '{ print $1 }')" = utimes ] || _fail "root utimes not last"
 
+_log "progress on a terminal"
+if command -v script >/dev/null; then
+	script -qec "$ENCIO send -f $S/tty $V" /dev/null >"$TEST_TMP/tty" || _fail "send on a terminal"
+	grep -qE "[0-9.]+[KMG]?i?B of [0-9.]+[KMG]?i?B, .*/s, ETA" "$TEST_TMP/tty" ||
+		_fail "no progress: $(cat -v "$TEST_TMP/tty")"
+	btrfs receive --dump -f "$S/tty" >/dev/null || _fail "stream sent with progress"
+fi
+
 _log "--snapshot"
 run_check "$ENCIO" -q send --snapshot -f "$S/snap" "$V"
 ls -a "$SRC" | grep -q encio-send && _fail "snapshot left behind"
