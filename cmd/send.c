@@ -15,13 +15,14 @@
 #include "../lib/send.h"
 
 static const char *const send_usage[] = {
-	"encio send [-f FILE] [--snapshot] [-q] PATH",
-	"Write a btrfs send stream (version 2) of PATH.",
+	"encio send [-f FILE] [--snapshot] [-q] PATH...",
+	"Write a btrfs send stream (version 2) of each PATH.",
 	"",
 	"Writes the subvolume or directory tree PATH as a full btrfs send stream",
 	"version 2 to standard output or FILE, for 'btrfs receive' or 'encio",
 	"receive'. The received subvolume is named after PATH's last component;",
-	"its UUID is PATH's when PATH is a subvolume, else a fresh one.",
+	"its UUID is PATH's when PATH is a subvolume, else a fresh one. Several",
+	"PATHs make one stream of several subvolumes, as btrfs send writes them.",
 	"Compressed extents are read with encoded reads and sent as",
 	"ENCODED_WRITE, plain data as WRITE, preallocated ranges as FALLOCATE;",
 	"holes are skipped. Symlinks are sent as symlinks, never followed; hard",
@@ -32,7 +33,7 @@ static const char *const send_usage[] = {
 	"walked first), the rate and the time left.",
 	"",
 	"-f FILE        write the stream to FILE instead of standard output",
-	"--snapshot     send from a temporary read-only snapshot of the",
+	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards",
 	"-q|--quiet     no summary",
 	"-h|--help      this help",
@@ -129,8 +130,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1)
-		return usage_error(cmd, "need exactly one path");
+	if (argc - optind < 1)
+		return usage_error(cmd, "need a path");
 	return 0;
 }
 
@@ -162,8 +163,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
 	}
-	ret = send_run(argv[optind], fd, file ? file : "stdout", &opts, &stats,
-		       &e);
+	ret = send_run((const char *const *)argv + optind, argc - optind, fd,
+		       file ? file : "stdout", &opts, &stats, &e);
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
 	if (ret)

@@ -793,7 +793,24 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	return end_cmd(ctx);
 }
 
-static int send_tree(struct send_ctx *ctx, const char *root, const char *name)
+static void links_clear(struct send_ctx *ctx)
+{
+	struct send_link *l, *next;
+	size_t i;
+
+	for (i = 0; i < SEND_LINK_BUCKETS; i++) {
+		for (l = ctx->links[i]; l; l = next) {
+			next = l->next;
+			free(l->path);
+			free(l);
+		}
+		ctx->links[i] = NULL;
+	}
+}
+
+/* The tree at @root as subvolume @name; the END command if @last. */
+static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
+		     bool last)
 {
 	struct stat st;
 	int fd, ret;
@@ -807,8 +824,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name)
 		goto out;
 	}
 	ctx->root_dev = st.st_dev;
-	if (ctx->opts.progress)
-		count_tree(ctx, fd);
+	links_clear(ctx); /* links never reach into another subvolume */
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;
@@ -822,8 +838,10 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name)
 	ret = send_inode_meta(ctx, "", &st);
 	if (ret)
 		goto out;
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_END);
-	ret = end_cmd(ctx);
+	if (last) {
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_END);
+		ret = end_cmd(ctx);
+	}
 out:
 	close(fd);
 	return ret;
@@ -831,16 +849,7 @@ out:
 
 static void ctx_release(struct send_ctx *ctx)
 {
-	struct send_link *l, *next;
-	size_t i;
-
-	for (i = 0; i < SEND_LINK_BUCKETS; i++) {
-		for (l = ctx->links[i]; l; l = next) {
-			next = l->next;
-			free(l->path);
-			free(l);
-		}
-	}
+	links_clear(ctx);
 	if (ctx->engine_ok)
 		engine_release(&ctx->engine);
 	stream_writer_release(&ctx->w);
@@ -920,40 +929,89 @@ static int snapshot_create(const char *path, char *snap, struct encio_error *e)
 	return 0;
 }
 
-int send_run(const char *path, int out_fd, const char *out_name,
-	     const struct send_options *opts, struct send_stats *stats,
-	     struct encio_error *e)
+/* The subvolume's name in the stream: PATH's last component. */
+static int subvol_name(const char *path, char *base, char **name,
+		       struct encio_error *e)
+{
+	snprintf(base, PATH_MAX, "%s", path);
+	*name = basename(base);
+	if (!**name || !strcmp(*name, "/") || !strcmp(*name, ".") ||
+	    !strcmp(*name, ".."))
+		return encio_error_set(e, EINVAL, "name the subvolume after",
+				       path, false, 0);
+	return 0;
+}
+
+/* Walk every tree first for bytes_total, best effort. */
+static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
+{
+	struct stat st;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < nr; i++) {
+		fd = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st)) {
+			ctx->root_dev = st.st_dev;
+			links_clear(
+				ctx); /* links never reach into another subvolume */
+			count_tree(ctx, fd);
+		}
+		close(fd);
+	}
+}
+
+/* One subvolume or tree, from a temporary snapshot with --snapshot. */
+static int send_one(struct send_ctx *ctx, const char *path, bool last)
 {
 	char snap[PATH_MAX], base[PATH_MAX], *name;
+	int ret;
+
+	ret = subvol_name(path, base, &name, ctx->e);
+	if (ret)
+		return ret;
+	if (!ctx->opts.snapshot)
+		return send_tree(ctx, path, name, last);
+	ret = snapshot_create(path, snap, ctx->e);
+	if (ret)
+		return ret;
+	ret = send_tree(ctx, snap, name, last);
+	if (btrfs_util_delete_subvolume(snap, 0) != BTRFS_UTIL_OK && !ret)
+		ret = encio_error_set(ctx->e, errno ?: EIO, "delete snapshot",
+				      snap, false, 0);
+	return ret;
+}
+
+int send_run(const char *const *paths, size_t nr, int out_fd,
+	     const char *out_name, const struct send_options *opts,
+	     struct send_stats *stats, struct encio_error *e)
+{
+	char base[PATH_MAX], *name;
 	struct send_ctx *ctx;
+	size_t i;
 	int ret, ret2;
 
 	memset(stats, 0, sizeof(*stats));
 	stats->read_mode = ENCIO_IO_NONE;
-	snprintf(base, sizeof(base), "%s", path);
-	name = basename(base);
-	if (!*name || !strcmp(name, "/") || !strcmp(name, ".") ||
-	    !strcmp(name, ".."))
-		return encio_error_set(e, EINVAL, "name the subvolume after",
-				       path, false, 0);
-	if (opts->snapshot) {
-		ret = snapshot_create(path, snap, e);
+	for (i = 0; i < nr; i++) {
+		ret = subvol_name(paths[i], base, &name, e);
 		if (ret)
 			return ret;
 	}
 	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
-	if (!ret) {
-		ret = send_tree(ctx, opts->snapshot ? snap : path, name);
-		ret2 = stream_writer_finish(&ctx->w);
-		if (!ret && ret2)
-			ret = encio_error_set(e, ret2, "write stream to",
-					      out_name, false, 0);
-		stats->stream_bytes = ctx->w.written;
-		ctx_release(ctx);
-	}
-	if (opts->snapshot &&
-	    btrfs_util_delete_subvolume(snap, 0) != BTRFS_UTIL_OK && !ret)
-		ret = encio_error_set(e, errno ?: EIO, "delete snapshot", snap,
+	if (ret)
+		return ret;
+	if (opts->progress)
+		count_all(ctx, paths, nr);
+	for (i = 0; !ret && i < nr; i++)
+		ret = send_one(ctx, paths[i], i + 1 == nr);
+	ret2 = stream_writer_finish(&ctx->w);
+	if (!ret && ret2)
+		ret = encio_error_set(e, ret2, "write stream to", out_name,
 				      false, 0);
+	stats->stream_bytes = ctx->w.written;
+	ctx_release(ctx);
 	return ret;
 }

@@ -7,6 +7,7 @@
 #define ENCIO_SEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -40,11 +41,13 @@ struct send_stats {
 };
 
 /*
- * Write the stream of @path to @out_fd (@out_name for messages). Returns 0
- * or -errno with @e filled; @stats is filled either way.
+ * Write the stream of the @nr trees @paths, one subvolume each, to @out_fd
+ * (@out_name for messages): one header, a SUBVOL and its tree per path, one
+ * END, as btrfs send writes several subvolumes. Returns 0 or -errno with
+ * @e filled; @stats is filled either way.
  */
-int send_run(const char *path, int out_fd, const char *out_name,
-	     const struct send_options *opts, struct send_stats *stats,
-	     struct encio_error *e);
+int send_run(const char *const *paths, size_t nr, int out_fd,
+	     const char *out_name, const struct send_options *opts,
+	     struct send_stats *stats, struct encio_error *e);
 
 #endif

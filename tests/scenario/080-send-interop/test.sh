@@ -169,6 +169,19 @@ setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$ENCIO" send "$V" 2>"$T
 	_fail "send without CAP_SYS_ADMIN: $(cat "$TEST_TMP/err")"
 grep -q "io read none" "$TEST_TMP/err" || _fail "not read plain: $(cat "$TEST_TMP/err")"
 compare_trees "$V" "$DST/n/vol"
+_log "several paths: one stream, two subvolumes"
+mkdir "$DST/two" "$DST/two-e" "$V/dir2"
+ln "$V/dir/hardlink" "$V/dir2/third-link"
+run_check "$ENCIO" -q send -f "$S/two" "$V/dir" "$V/dir2"
+[ "$(btrfs receive --dump -f "$S/two" | grep -c '^subvol ')" = 2 ] || _fail "not two subvols in the stream"
+run_check btrfs receive -f "$S/two" "$DST/two"
+run_check "$ENCIO" -q receive -f "$S/two" "$DST/two-e"
+for d in "$DST/two" "$DST/two-e"; do
+	compare_trees "$V/dir" "$d/dir"
+	compare_trees "$V/dir2" "$d/dir2"
+done
+rm -r "$V/dir2"
+
 _log "a nested subvolume is an empty directory, as with btrfs send"
 run_check btrfs -q subvolume create "$SRC/outer"
 run_check btrfs -q subvolume create "$SRC/outer/inner"
