@@ -74,6 +74,7 @@ extern const struct cmd_struct cmd_struct_list;
 extern const struct cmd_struct cmd_struct_copy;
 extern const struct cmd_struct cmd_struct_dump;
 extern const struct cmd_struct cmd_struct_receive;
+extern const struct cmd_struct cmd_struct_send;
 extern const struct cmd_struct cmd_struct_features;
 extern const struct cmd_struct cmd_struct_read;
 extern const struct cmd_struct cmd_struct_write;

@@ -1,0 +1,1017 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio send: walk a tree (never following symlinks) and write it as a btrfs
+ * send stream, version 2.
+ *
+ * Files are sent one at a time. A file's data ranges are read in windows of
+ * up to the engine's depth: compressed extents whole, by encoded reads, plain
+ * ranges in slot-sized pieces (by encoded reads too, which return them as
+ * compression NONE, or by pread where encoded reads are impossible). Every
+ * read of a window is reaped before its commands are written in file-offset
+ * order, and before any other path operation in the source: a buffered read
+ * or a path lookup while our own encoded reads are in flight can deadlock
+ * against the extent locks they hold until this thread reaps them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "extents.h"
+#include "send.h"
+#include "stream.h"
+
+/* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */
+#define SEND_WRITE_MAX (128 * 1024)
+#define SEND_LINK_BUCKETS 4096
+/* The sector size assumed for preallocated ranges at EOF. */
+#define SEND_BLOCK 4096ULL
+
+struct send_link {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+	struct send_link *next;
+};
+
+struct send_piece {
+	uint64_t start;
+	uint64_t end;
+	bool whole; /* one encoded read of a (compressed) extent */
+	struct engine_req *req;
+};
+
+struct send_ctx {
+	struct stream_writer w;
+	struct engine engine;
+	bool engine_ok;
+	struct encio_probe probe;
+	bool probed;
+	dev_t probe_dev;
+	const char *out_name;
+	dev_t out_dev;
+	dev_t root_dev;
+	ino_t out_ino;
+	struct send_options opts;
+	struct send_stats *stats;
+	struct encio_error *e;
+	struct send_link *links[SEND_LINK_BUCKETS];
+	char src[PATH_MAX]; /* full source path of the entry at hand */
+	char *buf; /* SEND_WRITE_MAX bytes for pread */
+	char *xattr_buf; /* XATTR_SIZE_MAX bytes */
+	uint64_t file_base; /* bytes_done when the file at hand started */
+	struct send_piece *pieces;
+	size_t nr_pieces;
+	size_t cap_pieces;
+};
+
+static int fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
+		bool has_off)
+{
+	return encio_error_set(ctx->e, err, op, ctx->src, has_off, off);
+}
+
+static int end_cmd(struct send_ctx *ctx)
+{
+	int ret = stream_end_cmd(&ctx->w);
+
+	if (ret)
+		return encio_error_set(ctx->e, ret, "write stream to",
+				       ctx->out_name, false, 0);
+	return 0;
+}
+
+/* The kernel's new_encode_dev(), as btrfs send puts it in RDEV. */
+static uint64_t encode_dev(dev_t dev)
+{
+	uint64_t ma = major(dev), mi = minor(dev);
+
+	return (mi & 0xff) | (ma << 8) | ((mi & ~0xffULL) << 12);
+}
+
+/* Owner before mode (chown clears set-id bits), times last. */
+static int send_inode_meta(struct send_ctx *ctx, const char *path,
+			   const struct stat *st)
+{
+	int ret;
+
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHOWN);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UID, st->st_uid);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_GID, st->st_gid);
+	ret = end_cmd(ctx);
+	if (ret)
+		return ret;
+	if (!S_ISLNK(st->st_mode)) {
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHMOD);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_MODE, st->st_mode & 07777);
+		ret = end_cmd(ctx);
+		if (ret)
+			return ret;
+	}
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_UTIMES);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_timespec(&ctx->w, BTRFS_SEND_A_ATIME, &st->st_atim);
+	stream_put_timespec(&ctx->w, BTRFS_SEND_A_MTIME, &st->st_mtim);
+	stream_put_timespec(&ctx->w, BTRFS_SEND_A_CTIME, &st->st_ctim);
+	return end_cmd(ctx);
+}
+
+static int send_xattrs(struct send_ctx *ctx, const char *path)
+{
+	char *names = NULL, *name, *value = ctx->xattr_buf;
+	ssize_t len, vlen;
+	int ret = 0;
+
+	len = llistxattr(ctx->src, NULL, 0);
+	if (len <= 0)
+		return len < 0 && errno != ENOTSUP ?
+			       fail(ctx, errno, "list xattrs", 0, false) :
+			       0;
+	names = malloc(len);
+	if (!names) {
+		ret = fail(ctx, ENOMEM, "list xattrs", 0, false);
+		goto out;
+	}
+	len = llistxattr(ctx->src, names, len);
+	if (len < 0) {
+		ret = fail(ctx, errno, "list xattrs", 0, false);
+		goto out;
+	}
+	for (name = names; name < names + len; name += strlen(name) + 1) {
+		vlen = lgetxattr(ctx->src, name, value, XATTR_SIZE_MAX);
+		if (vlen < 0) {
+			if (errno == ENODATA)
+				continue;
+			ret = fail(ctx, errno, "read xattr", 0, false);
+			goto out;
+		}
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SET_XATTR);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_XATTR_NAME, name);
+		stream_put_bytes(&ctx->w, BTRFS_SEND_A_XATTR_DATA, value, vlen);
+		ret = end_cmd(ctx);
+		if (ret)
+			goto out;
+	}
+out:
+	free(names);
+	return ret;
+}
+
+static int send_write(struct send_ctx *ctx, const char *path, const char *data,
+		      size_t len, uint64_t offset)
+{
+	int ret;
+
+	while (len) {
+		size_t n = len < SEND_WRITE_MAX ? len : SEND_WRITE_MAX;
+
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_WRITE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, offset);
+		stream_put_data(&ctx->w, data, n);
+		ret = end_cmd(ctx);
+		if (ret)
+			return ret;
+		ctx->stats->bytes_logical += n;
+		data += n;
+		len -= n;
+		offset += n;
+	}
+	return 0;
+}
+
+static int send_encoded(struct send_ctx *ctx, const char *path,
+			const struct engine_req *req)
+{
+	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
+
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_ENCODED_WRITE);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, req->offset);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_FILE_LEN, a->len);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_LEN, a->unencoded_len);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_OFFSET,
+		       a->unencoded_offset);
+	stream_put_u32(&ctx->w, BTRFS_SEND_A_COMPRESSION, a->compression);
+	stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
+	stream_put_data(&ctx->w, engine_req_buf(&ctx->engine, req), req->res);
+	ctx->stats->bytes_logical += a->len;
+	ctx->stats->bytes_encoded += req->res;
+	ctx->stats->extents_encoded++;
+	return end_cmd(ctx);
+}
+
+/*
+ * Emit a completed encoded read; *@covered gets the bytes of the file it
+ * stood for (0 at EOF).
+ */
+static int send_read_result(struct send_ctx *ctx, const char *path,
+			    const struct engine_req *req, uint64_t *covered)
+{
+	*covered = 0;
+	if (req->res < 0)
+		return fail(ctx, req->res, "encoded read", req->offset, true);
+	if (req->res == 0)
+		return 0;
+	if (req->args.compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+		*covered = req->res;
+		return send_write(ctx, path, engine_req_buf(&ctx->engine, req),
+				  req->res, req->offset);
+	}
+	*covered = req->args.len;
+	return send_encoded(ctx, path, req);
+}
+
+/* One encoded read of @fd at @offset alone (nothing else in flight). */
+static int read_one(struct send_ctx *ctx, int fd, const char *path,
+		    uint64_t offset, uint64_t *covered)
+{
+	struct engine_req *req = engine_get_req(&ctx->engine);
+	int ret;
+
+	if (!req)
+		return fail(ctx, EBUSY, "encoded read", offset, true);
+	engine_encoded_read(&ctx->engine, req, ctx->probe.read_mode, fd,
+			    offset);
+	if (engine_wait(&ctx->engine, req) < 0 && engine_inflight(&ctx->engine))
+		return fail(ctx, EIO, "io_uring wait", offset, true);
+	ret = send_read_result(ctx, path, req, covered);
+	engine_put_req(&ctx->engine, req);
+	return ret;
+}
+
+static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
+		      bool whole)
+{
+	if (ctx->nr_pieces == ctx->cap_pieces) {
+		size_t cap = ctx->cap_pieces ? ctx->cap_pieces * 2 : 64;
+		struct send_piece *p = realloc(ctx->pieces, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		ctx->pieces = p;
+		ctx->cap_pieces = cap;
+	}
+	ctx->pieces[ctx->nr_pieces++] =
+		(struct send_piece){ start, end, whole, NULL };
+	return 0;
+}
+
+/* Data ranges of @map as pieces, in file order; holes and prealloc left. */
+static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
+{
+	size_t slot = ctx->engine.pool.slot_size, i;
+	int ret;
+
+	ctx->nr_pieces = 0;
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t start = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
+			continue;
+		if (end > map->size)
+			end = map->size;
+		if (start >= end)
+			continue;
+		if (fe->compression != BTRFS_COMPRESS_NONE) {
+			ret = push_piece(ctx, start, end, true);
+			if (ret)
+				return ret;
+			continue;
+		}
+		for (; start < end; start += slot) {
+			ret = push_piece(
+				ctx, start,
+				end - start < slot ? end : start + slot, false);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Reap every request of the window; the first error wins. */
+static int reap_all(struct send_ctx *ctx)
+{
+	struct engine_req *req;
+	int err, ret = 0;
+
+	while (engine_inflight(&ctx->engine)) {
+		req = engine_reap(&ctx->engine, true, &err);
+		if (err && !ret)
+			ret = fail(ctx, err, "io_uring wait", 0, false);
+		if (!req && err)
+			return ret;
+	}
+	return ret;
+}
+
+/* Issue pieces [first, last), reap them all, and emit them in order. */
+static int send_window(struct send_ctx *ctx, int fd, const char *path,
+		       size_t first, size_t last, bool *eof)
+{
+	uint64_t covered, pos;
+	size_t i;
+	int ret = 0;
+
+	for (i = first; i < last; i++) {
+		struct send_piece *p = &ctx->pieces[i];
+
+		p->req = engine_get_req(&ctx->engine);
+		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
+				    fd, p->start);
+	}
+	ret = reap_all(ctx);
+	for (i = first; i < last; i++) {
+		struct send_piece *p = &ctx->pieces[i];
+
+		if (!ret && !*eof) {
+			ret = send_read_result(ctx, path, p->req, &covered);
+			if (!covered)
+				*eof = true;
+			/* Shorter than mapped (the file changed): the rest. */
+			for (pos = p->start + covered;
+			     !ret && covered && pos < p->end; pos += covered)
+				ret = read_one(ctx, fd, path, pos, &covered);
+		}
+		engine_put_req(&ctx->engine, p->req);
+		p->req = NULL;
+	}
+	return ret;
+}
+
+/* The file at hand is done up to @offset. */
+static void progress(struct send_ctx *ctx, uint64_t offset)
+{
+	if (!ctx->opts.progress)
+		return;
+	ctx->stats->bytes_done = ctx->file_base + offset;
+	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
+}
+
+static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
+			     const struct extent_map *map)
+{
+	size_t depth = ctx->engine.depth, i, last;
+	bool eof = false;
+	int ret;
+
+	ret = map_pieces(ctx, map);
+	if (ret)
+		return fail(ctx, ret, "map extents of", 0, false);
+	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {
+		last = i + depth < ctx->nr_pieces ? i + depth : ctx->nr_pieces;
+		ret = send_window(ctx, fd, path, i, last, &eof);
+		if (ret)
+			return ret;
+		progress(ctx, ctx->pieces[last - 1].end);
+	}
+	return 0;
+}
+
+/* Without encoded reads: pread the data ranges, nothing else in flight. */
+static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
+			   const struct extent_map *map)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t pos = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
+			continue;
+		if (end > map->size)
+			end = map->size;
+		while (pos < end) {
+			size_t want = end - pos < SEND_WRITE_MAX ?
+					      end - pos :
+					      SEND_WRITE_MAX;
+			ssize_t n = pread(fd, ctx->buf, want, pos);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return fail(ctx, errno, "read", pos, true);
+			if (n == 0)
+				return 0;
+			ret = send_write(ctx, path, ctx->buf, n, pos);
+			if (ret)
+				return ret;
+			pos += n;
+		}
+	}
+	return 0;
+}
+
+/*
+ * FALLOCATE for the preallocated ranges of @map: those below the size with
+ * mode 0, before the data (so each one grows the file from below, where
+ * btrfs zeroes, and so writes, no partial last block); or (@past_eof) those
+ * beyond the size with FALLOC_FL_KEEP_SIZE, after the truncate.
+ */
+static int send_prealloc(struct send_ctx *ctx, const char *path,
+			 const struct extent_map *map, bool past_eof)
+{
+	uint64_t eof_block = (map->size + SEND_BLOCK - 1) & ~(SEND_BLOCK - 1);
+	size_t i;
+	int ret;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t start = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind != EXTENT_PREALLOC)
+			continue;
+		/* The block holding EOF is the mode 0 range's: whole blocks. */
+		if (past_eof && start < eof_block)
+			start = eof_block;
+		if (!past_eof && end > map->size)
+			end = map->size;
+		if (start >= end)
+			continue;
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_FALLOCATE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_FALLOCATE_MODE,
+			       past_eof ? FALLOC_FL_KEEP_SIZE : 0);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, start);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, end - start);
+		ret = end_cmd(ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
+{
+	int ret;
+
+	if (ctx->probed && ctx->probe_dev == st->st_dev)
+		return 0;
+	ret = engine_probe_read(&ctx->engine, fd, ctx->opts.io_mode,
+				&ctx->probe);
+	if (ret)
+		return fail(ctx, ret, "read with the forced --io mode", 0,
+			    false);
+	ctx->probed = true;
+	ctx->probe_dev = st->st_dev;
+	ctx->stats->read_mode = ctx->probe.read_mode;
+	return 0;
+}
+
+static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
+			  const char *path, const struct stat *st)
+{
+	struct extent_map map = { 0 };
+	int fd, ret;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail(ctx, errno, "open", 0, false);
+	ret = probe_file(ctx, fd, st);
+	if (ret)
+		goto out;
+	ret = extent_map_build(fd, &map);
+	if (ret) {
+		ret = fail(ctx, ret, "map extents of", 0, false);
+		goto out;
+	}
+	map.size = st->st_size;
+	ctx->file_base = ctx->stats->bytes_done;
+	ret = send_prealloc(ctx, path, &map, false);
+	if (ret)
+		goto out;
+	if (ctx->probe.read_mode == ENCIO_IO_NONE)
+		ret = send_data_plain(ctx, fd, path, &map);
+	else
+		ret = send_data_encoded(ctx, fd, path, &map);
+	if (ret)
+		goto out;
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
+	ret = end_cmd(ctx) ?: send_prealloc(ctx, path, &map, true);
+	progress(ctx, st->st_size);
+out:
+	extent_map_release(&map);
+	close(fd);
+	return ret;
+}
+
+static struct send_link **link_bucket(struct send_ctx *ctx,
+				      const struct stat *st)
+{
+	uint64_t h = (uint64_t)st->st_ino * 0x9e3779b97f4a7c15ULL ^ st->st_dev;
+
+	return &ctx->links[(h >> 20) % SEND_LINK_BUCKETS];
+}
+
+/* The first path of an inode with more links, or NULL (then remembered). */
+static const char *link_seen(struct send_ctx *ctx, const struct stat *st,
+			     const char *path, int *err)
+{
+	struct send_link **b = link_bucket(ctx, st), *l;
+
+	*err = 0;
+	for (l = *b; l; l = l->next)
+		if (l->dev == st->st_dev && l->ino == st->st_ino)
+			return l->path;
+	l = malloc(sizeof(*l));
+	if (!l || !(l->path = strdup(path))) {
+		free(l);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	l->next = *b;
+	*b = l;
+	return NULL;
+}
+
+static int send_create(struct send_ctx *ctx, const char *path,
+		       const struct stat *st, const char *target)
+{
+	uint16_t cmd;
+
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG:
+		cmd = BTRFS_SEND_C_MKFILE;
+		break;
+	case S_IFDIR:
+		cmd = BTRFS_SEND_C_MKDIR;
+		break;
+	case S_IFLNK:
+		cmd = BTRFS_SEND_C_SYMLINK;
+		break;
+	case S_IFIFO:
+		cmd = BTRFS_SEND_C_MKFIFO;
+		break;
+	case S_IFSOCK:
+		cmd = BTRFS_SEND_C_MKSOCK;
+		break;
+	default:
+		cmd = BTRFS_SEND_C_MKNOD;
+		break;
+	}
+	stream_begin_cmd(&ctx->w, cmd);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_INO, st->st_ino);
+	if (target)
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH_LINK, target);
+	if (cmd == BTRFS_SEND_C_MKNOD || cmd == BTRFS_SEND_C_MKFIFO ||
+	    cmd == BTRFS_SEND_C_MKSOCK) {
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_MODE, st->st_mode);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_RDEV,
+			       encode_dev(st->st_rdev));
+	}
+	return end_cmd(ctx);
+}
+
+static int send_dir(struct send_ctx *ctx, int dirfd, const char *path);
+
+static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
+			const char *path, const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return fail(ctx, errno, "read link", 0, false);
+	target[n] = '\0';
+	return send_create(ctx, path, st, target);
+}
+
+static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
+		      const char *path)
+{
+	const char *first;
+	struct stat st;
+	int fd, ret;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(ctx, errno, "stat", 0, false);
+	if (st.st_dev == ctx->out_dev && st.st_ino == ctx->out_ino)
+		return 0; /* the stream file itself */
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+		first = link_seen(ctx, &st, path, &ret);
+		if (ret)
+			return fail(ctx, ret, "remember link", 0, false);
+		if (first) {
+			ctx->stats->others++;
+			stream_begin_cmd(&ctx->w, BTRFS_SEND_C_LINK);
+			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH_LINK,
+					  first);
+			return end_cmd(ctx);
+		}
+	}
+	if (S_ISLNK(st.st_mode))
+		ret = send_symlink(ctx, dirfd, name, path, &st);
+	else
+		ret = send_create(ctx, path, &st, NULL);
+	if (ret)
+		return ret;
+	if (S_ISREG(st.st_mode)) {
+		ctx->stats->files++;
+		ret = send_file_data(ctx, dirfd, name, path, &st);
+	} else if (S_ISDIR(st.st_mode)) {
+		ctx->stats->dirs++;
+		if (st.st_dev != ctx->root_dev)
+			goto meta; /* a nested subvolume: empty, as btrfs send */
+		fd = openat(dirfd, name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return fail(ctx, errno, "open", 0, false);
+		ret = send_dir(ctx, fd, path);
+		close(fd);
+	} else {
+		ctx->stats->others++;
+	}
+	if (ret)
+		return ret;
+meta:
+	/* ctx->src names this entry again after the children's. */
+	ret = send_xattrs(ctx, path);
+	return ret ?: send_inode_meta(ctx, path, &st);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in @dirfd, sorted; freed by the caller. */
+static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
+{
+	size_t cap = 0;
+	struct dirent *de;
+	char **v = NULL, **nv;
+	DIR *dir;
+	int fd = dup(dirfd), ret = 0;
+
+	*nr = 0;
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		ret = fail(ctx, errno, "open directory", 0, false);
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	rewinddir(dir);
+	while ((errno = 0, de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*nr == cap) {
+			cap = cap ? cap * 2 : 32;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv)
+				goto nomem;
+			v = nv;
+		}
+		if (!(v[*nr] = strdup(de->d_name)))
+			goto nomem;
+		(*nr)++;
+	}
+	if (errno)
+		ret = fail(ctx, errno, "read directory", 0, false);
+	closedir(dir);
+	if (*nr)
+		qsort(v, *nr, sizeof(*v), name_cmp);
+	*names = v;
+	return ret;
+nomem:
+	closedir(dir);
+	*names = v;
+	return fail(ctx, ENOMEM, "read directory", 0, false);
+}
+
+static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
+{
+	size_t src_len = strlen(ctx->src), nr = 0, i;
+	char child[PATH_MAX];
+	char **names = NULL;
+	int ret;
+
+	ret = list_dir(ctx, dirfd, &names, &nr);
+	for (i = 0; !ret && i < nr; i++) {
+		if (snprintf(child, sizeof(child), "%s%s%s", path,
+			     *path ? "/" : "",
+			     names[i]) >= (int)sizeof(child) ||
+		    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len,
+			     "/%s",
+			     names[i]) >= (int)(sizeof(ctx->src) - src_len)) {
+			ret = fail(ctx, ENAMETOOLONG, "path", 0, false);
+			break;
+		}
+		ret = send_entry(ctx, dirfd, names[i], child);
+		ctx->src[src_len] = '\0';
+	}
+	for (i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+/*
+ * Add the sizes of the regular files beneath @dirfd to bytes_total, a
+ * hard-linked inode's size shared among its names; best effort.
+ */
+static void count_tree(struct send_ctx *ctx, int dirfd)
+{
+	char **names = NULL;
+	size_t nr = 0, i;
+	struct stat st;
+	int fd;
+
+	if (list_dir(ctx, dirfd, &names, &nr))
+		nr = 0;
+	for (i = 0; i < nr; i++) {
+		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
+		    st.st_dev != ctx->root_dev)
+			continue;
+		if (S_ISREG(st.st_mode))
+			ctx->stats->bytes_total +=
+				st.st_size / (st.st_nlink ? st.st_nlink : 1);
+		if (!S_ISDIR(st.st_mode))
+			continue;
+		fd = openat(dirfd, names[i],
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			count_tree(ctx, fd);
+			close(fd);
+		}
+	}
+	for (i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int btrfsutil_errno(enum btrfs_util_error err)
+{
+	if (err == BTRFS_UTIL_OK)
+		return 0;
+	return errno ? -errno : -EIO;
+}
+
+/* SUBVOL: the subvolume's UUID and ctransid, or a fresh UUID for a dir. */
+static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
+{
+	struct btrfs_util_subvolume_info info;
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t ctransid = 0;
+
+	if (btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK &&
+	    btrfs_util_subvolume_info_fd(fd, 0, &info) == BTRFS_UTIL_OK) {
+		memcpy(uuid, info.uuid, sizeof(uuid));
+		ctransid = info.ctransid;
+	} else {
+		if (getrandom(uuid, sizeof(uuid), 0) != sizeof(uuid))
+			return fail(ctx, errno, "make a uuid", 0, false);
+		uuid[6] = (uuid[6] & 0x0f) | 0x40;
+		uuid[8] = (uuid[8] & 0x3f) | 0x80;
+	}
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SUBVOL);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
+	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_CTRANSID, ctransid);
+	return end_cmd(ctx);
+}
+
+static void links_clear(struct send_ctx *ctx)
+{
+	struct send_link *l, *next;
+	size_t i;
+
+	for (i = 0; i < SEND_LINK_BUCKETS; i++) {
+		for (l = ctx->links[i]; l; l = next) {
+			next = l->next;
+			free(l->path);
+			free(l);
+		}
+		ctx->links[i] = NULL;
+	}
+}
+
+/* The tree at @root as subvolume @name; the END command if @last. */
+static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
+		     bool last)
+{
+	struct stat st;
+	int fd, ret;
+
+	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(ctx, errno, "open", 0, false);
+	if (fstat(fd, &st)) {
+		ret = fail(ctx, errno, "stat", 0, false);
+		goto out;
+	}
+	ctx->root_dev = st.st_dev;
+	links_clear(ctx); /* links never reach into another subvolume */
+	ret = send_subvol(ctx, fd, name);
+	if (ret)
+		goto out;
+	ctx->stats->dirs++;
+	ret = send_dir(ctx, fd, "");
+	if (ret)
+		goto out;
+	ret = send_xattrs(ctx, "");
+	if (ret)
+		goto out;
+	ret = send_inode_meta(ctx, "", &st);
+	if (ret)
+		goto out;
+	if (last) {
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_END);
+		ret = end_cmd(ctx);
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+static void ctx_release(struct send_ctx *ctx)
+{
+	links_clear(ctx);
+	if (ctx->engine_ok)
+		engine_release(&ctx->engine);
+	stream_writer_release(&ctx->w);
+	free(ctx->pieces);
+	free(ctx->buf);
+	free(ctx->xattr_buf);
+	free(ctx);
+}
+
+static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
+		   const struct send_options *opts, struct send_stats *stats,
+		   struct encio_error *e)
+{
+	struct engine_config config = {
+		.depth = opts->depth ? opts->depth : ENGINE_DEFAULT_DEPTH,
+		.force_backing = -1,
+	};
+	struct send_ctx *ctx = calloc(1, sizeof(*ctx));
+	struct stat st;
+	int err;
+
+	*ret = NULL;
+	if (!ctx)
+		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
+	ctx->opts = *opts;
+	ctx->out_name = out_name;
+	ctx->stats = stats;
+	ctx->e = e;
+	if (!fstat(out_fd, &st)) {
+		ctx->out_dev = st.st_dev;
+		ctx->out_ino = st.st_ino;
+	}
+	err = stream_writer_init(&ctx->w, out_fd, 2);
+	if (err)
+		goto fail;
+	err = engine_init(&ctx->engine, &config);
+	if (err)
+		goto fail;
+	ctx->engine_ok = true;
+	ctx->buf = malloc(SEND_WRITE_MAX);
+	ctx->xattr_buf = malloc(XATTR_SIZE_MAX);
+	if (!ctx->buf || !ctx->xattr_buf) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	*ret = ctx;
+	return 0;
+fail:
+	ctx_release(ctx);
+	return encio_error_set(e, err, "start", "send", false, 0);
+}
+
+/* A read-only snapshot of @path beside it, named into @snap. */
+static int snapshot_create(const char *path, char *snap, struct encio_error *e)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	enum btrfs_util_error err;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(base, sizeof(base), "%s", path);
+	if (snprintf(snap, PATH_MAX, "%s/.%s.encio-send-%d", dirname(dir),
+		     basename(base), (int)getpid()) >= PATH_MAX)
+		return encio_error_set(e, ENAMETOOLONG, "snapshot", path, false,
+				       0);
+	if (btrfs_util_is_subvolume(path) != BTRFS_UTIL_OK)
+		return encio_error_set(e,
+				       errno == EINVAL ? EINVAL :
+				       errno	       ?:
+							 EINVAL,
+				       "snapshot (not a subvolume)", path,
+				       false, 0);
+	err = btrfs_util_create_snapshot(
+		path, snap, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL);
+	if (err)
+		return encio_error_set(e, btrfsutil_errno(err), "snapshot",
+				       snap, false, 0);
+	return 0;
+}
+
+/* The subvolume's name in the stream: PATH's last component. */
+static int subvol_name(const char *path, char *base, char **name,
+		       struct encio_error *e)
+{
+	snprintf(base, PATH_MAX, "%s", path);
+	*name = basename(base);
+	if (!**name || !strcmp(*name, "/") || !strcmp(*name, ".") ||
+	    !strcmp(*name, ".."))
+		return encio_error_set(e, EINVAL, "name the subvolume after",
+				       path, false, 0);
+	return 0;
+}
+
+/* Walk every tree first for bytes_total, best effort. */
+static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
+{
+	struct stat st;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < nr; i++) {
+		fd = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st)) {
+			ctx->root_dev = st.st_dev;
+			links_clear(
+				ctx); /* links never reach into another subvolume */
+			count_tree(ctx, fd);
+		}
+		close(fd);
+	}
+}
+
+/* One subvolume or tree, from a temporary snapshot with --snapshot. */
+static int send_one(struct send_ctx *ctx, const char *path, bool last)
+{
+	char snap[PATH_MAX], base[PATH_MAX], *name;
+	int ret;
+
+	ret = subvol_name(path, base, &name, ctx->e);
+	if (ret)
+		return ret;
+	if (!ctx->opts.snapshot)
+		return send_tree(ctx, path, name, last);
+	ret = snapshot_create(path, snap, ctx->e);
+	if (ret)
+		return ret;
+	ret = send_tree(ctx, snap, name, last);
+	if (btrfs_util_delete_subvolume(snap, 0) != BTRFS_UTIL_OK && !ret)
+		ret = encio_error_set(ctx->e, errno ?: EIO, "delete snapshot",
+				      snap, false, 0);
+	return ret;
+}
+
+int send_run(const char *const *paths, size_t nr, int out_fd,
+	     const char *out_name, const struct send_options *opts,
+	     struct send_stats *stats, struct encio_error *e)
+{
+	char base[PATH_MAX], *name;
+	struct send_ctx *ctx;
+	size_t i;
+	int ret, ret2;
+
+	memset(stats, 0, sizeof(*stats));
+	stats->read_mode = ENCIO_IO_NONE;
+	for (i = 0; i < nr; i++) {
+		ret = subvol_name(paths[i], base, &name, e);
+		if (ret)
+			return ret;
+	}
+	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
+	if (ret)
+		return ret;
+	if (opts->progress)
+		count_all(ctx, paths, nr);
+	for (i = 0; !ret && i < nr; i++)
+		ret = send_one(ctx, paths[i], i + 1 == nr);
+	ret2 = stream_writer_finish(&ctx->w);
+	if (!ret && ret2)
+		ret = encio_error_set(e, ret2, "write stream to", out_name,
+				      false, 0);
+	stats->stream_bytes = ctx->w.written;
+	ctx_release(ctx);
+	return ret;
+}
