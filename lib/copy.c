@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,7 +51,11 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 		return ret;
 	ctx->codec = codec_new();
 	ctx->decode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
-	if (!ctx->codec || !ctx->decode_buf) {
+	ctx->chunk_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	ctx->encode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	ctx->verify_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	if (!ctx->codec || !ctx->decode_buf || !ctx->chunk_buf ||
+	    !ctx->encode_buf || !ctx->verify_buf) {
 		copy_ctx_release(ctx);
 		return -ENOMEM;
 	}
@@ -61,6 +67,9 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	engine_release(&ctx->engine);
 	codec_free(ctx->codec);
 	free(ctx->decode_buf);
+	free(ctx->chunk_buf);
+	free(ctx->encode_buf);
+	free(ctx->verify_buf);
 	memset(ctx, 0, sizeof(*ctx));
 }
 
@@ -190,6 +199,8 @@ bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 	len = r->end - r->start;
 	if (!r->whole && len > engine->pool.slot_size)
 		len = engine->pool.slot_size;
+	if (!r->whole && job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE)
+		len = compress_chunk_len(r->start, r->start + len);
 	if (job->read_mode != ENCIO_IO_NONE)
 		engine_encoded_read(engine, req, job->read_mode, job->src_fd,
 				    r->start);
@@ -235,8 +246,94 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 	job_progress(job, offset, offset + len);
 }
 
+static int encoded_write_sync(int fd, const void *buf, size_t n,
+			      uint64_t offset, uint64_t len,
+			      uint64_t unencoded_len, int compression)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct btrfs_ioctl_encoded_io_args a = {
+		.iov = &iov,
+		.iovcnt = 1,
+		.offset = offset,
+		.len = len,
+		.unencoded_len = unencoded_len,
+		.compression = compression,
+	};
+
+	while (ioctl(fd, BTRFS_IOC_ENCODED_WRITE, &a) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Encode one chunk (within one COMPRESS_CHUNK window) and write it encoded;
+ * plain where it does not save a sector, as the kernel does.
+ */
+static void job_write_chunk(struct copy_job *job,
+			    const struct compress_spec *spec, const void *buf,
+			    size_t len, uint64_t offset)
+{
+	struct copy_ctx *ctx = job->ctx;
+	uint64_t ulen = compress_unencoded_len(len, job->sectorsize);
+	int id = compress_encoded_id(spec, job->sectorsize);
+	ssize_t n;
+	int ret;
+
+	if (id < 0) {
+		job_fail(job, EINVAL, "compress (sector size)", true, offset);
+		return;
+	}
+	memcpy(ctx->chunk_buf, buf, len);
+	memset((char *)ctx->chunk_buf + len, 0, ulen - len);
+	n = codec_encode(ctx->codec, id, spec->level, ctx->chunk_buf, ulen,
+			 ctx->encode_buf, ulen - 1);
+	if (n == -E2BIG || (n >= 0 && !compress_worth(n, ulen, job->sectorsize))) {
+		ctx->stats.chunks_incompressible++;
+		job_write_plain(job, buf, len, offset);
+		return;
+	}
+	if (n < 0) {
+		job_fail(job, n, "compress", false, offset);
+		return;
+	}
+	ret = encoded_write_sync(job->dst_fd, ctx->encode_buf, n, offset, len,
+				 ulen, id);
+	if (ret) {
+		job_fail(job, ret, "encoded write", true, offset);
+		return;
+	}
+	ctx->stats.chunks_compressed++;
+	ctx->stats.encoded_bytes += n;
+	ctx->stats.encoded_logical += len;
+	ctx->stats.logical_bytes += len;
+	job_progress(job, offset, offset + len);
+}
+
+/* Plain file data: compressed in chunks with --compress, else written. */
+static void job_write_data(struct copy_job *job,
+			   const struct compress_spec *spec, const char *buf,
+			   size_t len, uint64_t offset)
+{
+	uint64_t n;
+
+	if (spec->alg == BTRFS_COMPRESS_NONE) {
+		job_write_plain(job, buf, len, offset);
+		return;
+	}
+	while (len && !job->err) {
+		n = compress_chunk_len(offset, offset + len);
+		job_write_chunk(job, spec, buf, n, offset);
+		buf += n;
+		len -= n;
+		offset += n;
+	}
+}
+
 /* Decode the encoded extent in @req's slot and write its range plain. */
-static void job_write_decoded(struct copy_job *job, struct engine_req *req)
+static void job_write_decoded(struct copy_job *job, struct engine_req *req,
+			      const struct compress_spec *spec)
 {
 	struct copy_ctx *ctx = job->ctx;
 	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
@@ -258,9 +355,12 @@ static void job_write_decoded(struct copy_job *job, struct engine_req *req)
 		job_fail(job, n, "decode", false, req->offset);
 		return;
 	}
-	job_write_plain(job, (char *)ctx->decode_buf + a->unencoded_offset,
-			a->len, req->offset);
-	ctx->stats.extents_decoded++;
+	job_write_data(job, spec, (char *)ctx->decode_buf + a->unencoded_offset,
+		       a->len, req->offset);
+	if (spec->alg != BTRFS_COMPRESS_NONE)
+		ctx->stats.extents_recompressed++;
+	else
+		ctx->stats.extents_decoded++;
 }
 
 /* The destination refused the encoded write for a reason decoding avoids. */
@@ -280,6 +380,23 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 		job_fail(job, ENOMEM, "map", false, done_to);
 }
 
+static const struct compress_spec none_spec = { BTRFS_COMPRESS_NONE, 0 };
+
+/*
+ * Plain bytes an encoded read returned, up to the end of the piece asked
+ * for: with --compress pieces end at chunk boundaries, the rest is issued
+ * on its own.
+ */
+static size_t job_plain_len(struct copy_job *job, struct engine_req *req)
+{
+	uint64_t len = req->res;
+
+	if (job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE &&
+	    req->offset + len > req->cookie)
+		len = req->cookie - req->offset;
+	return len;
+}
+
 static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 {
 	struct btrfs_ioctl_encoded_io_args *a = &req->args;
@@ -293,13 +410,18 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 	job_requeue_rest(job, req, req->offset + a->len);
 	if (a->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
 		/* Plain bytes (the range was rewritten since it was mapped). */
-		job_write_plain(job, engine_req_buf(&job->ctx->engine, req),
-				req->res, req->offset);
+		job_write_data(job, &job->ctx->opts.compress,
+			       engine_req_buf(&job->ctx->engine, req),
+			       job_plain_len(job, req), req->offset);
 		job->ctx->stats.ranges_plain++;
 		return false;
 	}
 	if (job->write_mode == ENCIO_IO_NONE) {
-		job_write_decoded(job, req);
+		job_write_decoded(job, req, &none_spec);
+		return false;
+	}
+	if (job->ctx->opts.recompress.alg != BTRFS_COMPRESS_NONE) {
+		job_write_decoded(job, req, &job->ctx->opts.recompress);
 		return false;
 	}
 	engine_encoded_write(&job->ctx->engine, req, job->write_mode,
@@ -312,12 +434,13 @@ static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 	if (req->res >= 0) {
 		job->ctx->stats.extents_encoded++;
 		job->ctx->stats.encoded_bytes += req->len;
+		job->ctx->stats.encoded_logical += req->args.len;
 		job->ctx->stats.logical_bytes += req->args.len;
 		job_progress(job, req->offset, req->offset + req->args.len);
 		return;
 	}
 	if (write_refusal(-req->res)) {
-		job_write_decoded(job, req);
+		job_write_decoded(job, req, &none_spec);
 		return;
 	}
 	job_fail(job, req->res, "encoded write", true, req->offset);
@@ -332,8 +455,9 @@ static void job_read_done(struct copy_job *job, struct engine_req *req)
 	if (req->res == 0)
 		return;
 	job_requeue_rest(job, req, req->offset + req->res);
-	job_write_plain(job, engine_req_buf(&job->ctx->engine, req), req->res,
-			req->offset);
+	job_write_data(job, &job->ctx->opts.compress,
+		       engine_req_buf(&job->ctx->engine, req), req->res,
+		       req->offset);
 	job->ctx->stats.ranges_plain++;
 }
 
@@ -462,10 +586,34 @@ static int copy_metadata(int fd, const struct stat *st)
 	return 0;
 }
 
+/* --compress and --recompress need encoded writes and the sector size. */
+static int job_check_compress(struct copy_job *job)
+{
+	const struct copy_options *o = &job->ctx->opts;
+	struct statfs sfs;
+
+	if (o->compress.alg == BTRFS_COMPRESS_NONE &&
+	    o->recompress.alg == BTRFS_COMPRESS_NONE)
+		return 0;
+	if (job->write_mode == ENCIO_IO_NONE)
+		return job->err = encio_error_set(
+			       job->e, EOPNOTSUPP,
+			       "compress (no encoded writes possible) into",
+			       job->dst_path, false, 0);
+	if (fstatfs(job->dst_fd, &sfs))
+		return job->err = encio_error_set(job->e, errno, "statfs",
+						  job->dst_path, false, 0);
+	job->sectorsize = sfs.f_bsize;
+	return 0;
+}
+
 int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
 
+	ret = job_check_compress(job);
+	if (ret)
+		return ret;
 	job->size = st->st_size;
 	ret = extent_map_build(job->src_fd, &job->map);
 	if (ret)
@@ -475,6 +623,105 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
 	return 0;
+}
+
+static ssize_t pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done,
+				  offset + done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+/* Decode one encoded extent of the destination and compare with @src_fd. */
+static int verify_extent(struct copy_ctx *ctx,
+			 const struct btrfs_ioctl_encoded_io_args *a,
+			 size_t enc_len, int src_fd, uint64_t *bad)
+{
+	uint64_t n_bad;
+	ssize_t n;
+	int ret;
+
+	*bad = a->offset;
+	if (a->len > BTRFS_MAX_UNCOMPRESSED)
+		return -EINVAL;
+	n = pread_all(src_fd, ctx->chunk_buf, a->len, a->offset);
+	if (n < 0)
+		return n;
+	if ((uint64_t)n != a->len)
+		return -EBADMSG; /* the source is shorter */
+	ret = compress_verify(ctx->codec, a->compression, ctx->encode_buf,
+			      enc_len, a->unencoded_len, a->unencoded_offset,
+			      ctx->chunk_buf, a->len, ctx->verify_buf, &n_bad);
+	*bad += n_bad;
+	if (!ret)
+		ctx->stats.extents_verified++;
+	return ret;
+}
+
+int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
+		    const char *dst_path, struct encio_error *e)
+{
+	struct btrfs_ioctl_encoded_io_args a;
+	struct iovec iov;
+	uint64_t offset = 0, bad;
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		iov = (struct iovec){ ctx->encode_buf, BTRFS_MAX_COMPRESSED };
+		memset(&a, 0, sizeof(a));
+		a.iov = &iov;
+		a.iovcnt = 1;
+		a.offset = offset;
+		n = ioctl(dst_fd, BTRFS_IOC_ENCODED_READ, &a);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return encio_error_set(e, errno, "verify (encoded read)",
+					       dst_path, true, offset);
+		if (n == 0 || a.len == 0)
+			return 0;
+		if (a.compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+			ret = verify_extent(ctx, &a, n, src_fd, &bad);
+			if (ret)
+				return encio_error_set(
+					e, ret, "verify (extent differs)",
+					dst_path, true, bad);
+		}
+		offset += a.len;
+	}
+}
+
+int copy_verify(struct copy_ctx *ctx, const char *src, const char *dst,
+		struct encio_error *e)
+{
+	int src_fd, dst_fd, ret;
+
+	src_fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (src_fd < 0)
+		return encio_error_set(e, errno, "open", src, false, 0);
+	dst_fd = open(dst, O_RDONLY | O_CLOEXEC);
+	if (dst_fd < 0) {
+		ret = encio_error_set(e, errno, "open", dst, false, 0);
+		goto out;
+	}
+	ret = copy_verify_fds(ctx, src_fd, dst_fd, dst, e);
+	close(dst_fd);
+out:
+	close(src_fd);
+	return ret;
 }
 
 static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
@@ -492,6 +739,12 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	if (fsync(job->dst_fd))
 		return encio_error_set(job->e, errno, "sync", job->dst_path,
 				       false, 0);
+	if (ctx->opts.verify) {
+		ret = copy_verify_fds(ctx, job->src_fd, job->dst_fd,
+				      job->dst_path, job->e);
+		if (ret)
+			return ret;
+	}
 	ret = copy_metadata(job->dst_fd, st);
 	if (ret)
 		return encio_error_set(job->e, ret, "set metadata of",
