@@ -94,7 +94,6 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-
 static void print_probe(const struct copy_ctx *ctx)
 {
 	const struct engine *engine = &ctx->engine;
@@ -181,9 +180,9 @@ static void print_summary_text(const struct copy_cmd *c)
 		       (unsigned long long)s->chunks_incompressible,
 		       (unsigned long long)s->extents_recompressed,
 		       (unsigned long long)s->extents_verified,
-		       s->encoded_logical ? 100.0 * s->encoded_bytes /
-						    s->encoded_logical :
-					    100.0,
+		       s->encoded_logical ?
+			       100.0 * s->encoded_bytes / s->encoded_logical :
+			       100.0,
 		       pretty_size(encoded, s->encoded_bytes),
 		       pretty_size(logical, s->encoded_logical));
 }
@@ -469,8 +468,8 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 	if (global_opts.verbose >= 0)
 		printf("verified %llu encoded extent%s, %d file%s failed\n",
 		       (unsigned long long)c->ctx.stats.extents_verified,
-		       c->ctx.stats.extents_verified == 1 ? "" : "s",
-		       c->failed, c->failed == 1 ? "" : "s");
+		       c->ctx.stats.extents_verified == 1 ? "" : "s", c->failed,
+		       c->failed == 1 ? "" : "s");
 	return 0;
 }
 

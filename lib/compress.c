@@ -51,7 +51,9 @@ int compress_encoded_id(const struct compress_spec *spec, uint32_t sectorsize)
 	case BTRFS_COMPRESS_ZSTD:
 		return BTRFS_ENCODED_IO_COMPRESSION_ZSTD;
 	case BTRFS_COMPRESS_LZO:
-		for (s = 4096; s < sectorsize && id < BTRFS_ENCODED_IO_COMPRESSION_LZO_64K; s *= 2)
+		for (s = 4096; s < sectorsize &&
+			       id < BTRFS_ENCODED_IO_COMPRESSION_LZO_64K;
+		     s *= 2)
 			id++;
 		return s == sectorsize ? id : -EINVAL;
 	}

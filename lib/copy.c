@@ -25,7 +25,6 @@
 #include "copy.h"
 #include "extents.h"
 
-
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		    uint64_t offset)
 {
@@ -289,7 +288,8 @@ static void job_write_chunk(struct copy_job *job,
 	memset((char *)ctx->chunk_buf + len, 0, ulen - len);
 	n = codec_encode(ctx->codec, id, spec->level, ctx->chunk_buf, ulen,
 			 ctx->encode_buf, ulen - 1);
-	if (n == -E2BIG || (n >= 0 && !compress_worth(n, ulen, job->sectorsize))) {
+	if (n == -E2BIG ||
+	    (n >= 0 && !compress_worth(n, ulen, job->sectorsize))) {
 		ctx->stats.chunks_incompressible++;
 		job_write_plain(job, buf, len, offset);
 		return;
@@ -689,7 +689,8 @@ int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return encio_error_set(e, errno, "verify (encoded read)",
+			return encio_error_set(e, errno,
+					       "verify (encoded read)",
 					       dst_path, true, offset);
 		if (n == 0 || a.len == 0)
 			return 0;

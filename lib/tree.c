@@ -787,6 +787,10 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 	int ret;
 
 	tree_remove_active(t, f);
+	/* Every request of this file completed: plain reads of it are safe. */
+	if (!f->job.err && t->ctx->opts.verify)
+		f->job.err = copy_verify_fds(t->ctx, f->job.src_fd,
+					     f->job.dst_fd, f->dst, &f->e);
 	if (!f->job.err) {
 		ret = file_metadata(t, f, &op);
 		if (ret)
