@@ -697,9 +697,8 @@ int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 		if (a.compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
 			ret = verify_extent(ctx, &a, n, src_fd, &bad);
 			if (ret)
-				return encio_error_set(
-					e, ret, "verify (extent differs)",
-					dst_path, true, bad);
+				return encio_error_set(e, ret, "verify",
+						       dst_path, true, bad);
 		}
 		offset += a.len;
 	}
