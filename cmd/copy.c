@@ -41,6 +41,7 @@ static const char *const copy_usage[] = {
 	"--compress=ALG[:LEVEL]  compress plain data: zstd (1..15), zlib (1..9),",
 	"                     lzo; level 3 by default (needs encoded writes)",
 	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
+	"--threads N          codec worker threads (default: one per CPU)",
 	"--verify             after each file, decode every encoded extent of the",
 	"                     copy and compare with the source",
 	"--verify-only        copy nothing: verify existing copies SRC DEST",
@@ -77,6 +78,7 @@ enum {
 	OPT_RECOMPRESS,
 	OPT_VERIFY,
 	OPT_VERIFY_ONLY,
+	OPT_THREADS,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -290,6 +292,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "recompress", required_argument, NULL, OPT_RECOMPRESS },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -333,6 +336,13 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case OPT_VERIFY_ONLY:
 			c->verify_only = true;
+			break;
+		case OPT_THREADS:
+			c->opts.threads = strtoul(optarg, &end, 10);
+			if (*end || c->opts.threads < 1 ||
+			    c->opts.threads > 256)
+				return usage_error(cmd,
+						   "threads must be 1..256");
 			break;
 		case 'q':
 			global_opts.verbose = -1;

@@ -23,6 +23,7 @@
 
 #include "codec.h"
 #include "copy.h"
+#include "cpool.h"
 #include "extents.h"
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
@@ -58,11 +59,22 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 		copy_ctx_release(ctx);
 		return -ENOMEM;
 	}
+	if (opts->compress.alg != BTRFS_COMPRESS_NONE ||
+	    opts->recompress.alg != BTRFS_COMPRESS_NONE) {
+		ret = cpool_init(&ctx->cpool, opts->threads);
+		if (ret) {
+			copy_ctx_release(ctx);
+			return ret;
+		}
+		ctx->cpool_started = true;
+	}
 	return 0;
 }
 
 void copy_ctx_release(struct copy_ctx *ctx)
 {
+	if (ctx->cpool_started)
+		cpool_release(&ctx->cpool);
 	engine_release(&ctx->engine);
 	codec_free(ctx->codec);
 	free(ctx->decode_buf);
@@ -267,48 +279,96 @@ static int encoded_write_sync(int fd, const void *buf, size_t n,
 }
 
 /*
- * Encode one chunk (within one COMPRESS_CHUNK window) and write it encoded;
- * plain where it does not save a sector, as the kernel does.
+ * Write one chunk the workers encoded: encoded, or plain where it does not
+ * save a sector, as the kernel does.
  */
-static void job_write_chunk(struct copy_job *job,
-			    const struct compress_spec *spec, const void *buf,
-			    size_t len, uint64_t offset)
+static void job_write_encoded_chunk(struct copy_job *job,
+				    const struct cpool_task *t)
 {
 	struct copy_ctx *ctx = job->ctx;
-	uint64_t ulen = compress_unencoded_len(len, job->sectorsize);
-	int id = compress_encoded_id(spec, job->sectorsize);
-	ssize_t n;
 	int ret;
+
+	if (t->res == -E2BIG ||
+	    (t->res >= 0 &&
+	     !compress_worth(t->res, t->unencoded_len, job->sectorsize))) {
+		ctx->stats.chunks_incompressible++;
+		job_write_plain(job, t->in, t->len, t->offset);
+		return;
+	}
+	if (t->res < 0) {
+		job_fail(job, t->res, "compress", false, t->offset);
+		return;
+	}
+	ret = encoded_write_sync(job->dst_fd, t->out, t->res, t->offset, t->len,
+				 t->unencoded_len, t->compression);
+	if (ret) {
+		job_fail(job, ret, "encoded write", true, t->offset);
+		return;
+	}
+	ctx->stats.chunks_compressed++;
+	ctx->stats.encoded_bytes += t->res;
+	ctx->stats.encoded_logical += t->len;
+	ctx->stats.logical_bytes += t->len;
+	job_progress(job, t->offset, t->offset + t->len);
+}
+
+/* Write what the workers encoded; with @wait, at least one if any is busy. */
+static void ctx_collect_chunks(struct copy_ctx *ctx, bool wait)
+{
+	struct cpool_task *t, *next;
+	struct copy_job *job;
+
+	if (!ctx->cpool_started)
+		return;
+	for (t = cpool_collect(&ctx->cpool, wait); t; t = next) {
+		next = t->next;
+		job = t->owner;
+		job->chunks--;
+		if (!job->err)
+			job_write_encoded_chunk(job, t);
+		cpool_put(&ctx->cpool, t);
+	}
+}
+
+void copy_ctx_poll_chunks(struct copy_ctx *ctx)
+{
+	ctx_collect_chunks(ctx, false);
+}
+
+void copy_ctx_wait_chunks(struct copy_ctx *ctx)
+{
+	ctx_collect_chunks(ctx, true);
+}
+
+unsigned int copy_ctx_chunks_busy(const struct copy_ctx *ctx)
+{
+	return ctx->cpool_started ? cpool_busy(&ctx->cpool) : 0;
+}
+
+/* Hand one chunk (within one COMPRESS_CHUNK window) to the workers. */
+static void job_submit_chunk(struct copy_job *job,
+			     const struct compress_spec *spec, const void *buf,
+			     size_t len, uint64_t offset)
+{
+	struct copy_ctx *ctx = job->ctx;
+	int id = compress_encoded_id(spec, job->sectorsize);
+	struct cpool_task *t;
 
 	if (id < 0) {
 		job_fail(job, EINVAL, "compress (sector size)", true, offset);
 		return;
 	}
-	memcpy(ctx->chunk_buf, buf, len);
-	memset((char *)ctx->chunk_buf + len, 0, ulen - len);
-	n = codec_encode(ctx->codec, id, spec->level, ctx->chunk_buf, ulen,
-			 ctx->encode_buf, ulen - 1);
-	if (n == -E2BIG ||
-	    (n >= 0 && !compress_worth(n, ulen, job->sectorsize))) {
-		ctx->stats.chunks_incompressible++;
-		job_write_plain(job, buf, len, offset);
-		return;
-	}
-	if (n < 0) {
-		job_fail(job, n, "compress", false, offset);
-		return;
-	}
-	ret = encoded_write_sync(job->dst_fd, ctx->encode_buf, n, offset, len,
-				 ulen, id);
-	if (ret) {
-		job_fail(job, ret, "encoded write", true, offset);
-		return;
-	}
-	ctx->stats.chunks_compressed++;
-	ctx->stats.encoded_bytes += n;
-	ctx->stats.encoded_logical += len;
-	ctx->stats.logical_bytes += len;
-	job_progress(job, offset, offset + len);
+	while (!(t = cpool_get(&ctx->cpool)))
+		copy_ctx_wait_chunks(ctx);
+	t->owner = job;
+	t->offset = offset;
+	t->len = len;
+	t->unencoded_len = compress_unencoded_len(len, job->sectorsize);
+	t->compression = id;
+	t->level = spec->level;
+	memcpy(t->in, buf, len);
+	job->chunks++;
+	cpool_submit(&ctx->cpool, t);
 }
 
 /* Plain file data: compressed in chunks with --compress, else written. */
@@ -324,7 +384,7 @@ static void job_write_data(struct copy_job *job,
 	}
 	while (len && !job->err) {
 		n = compress_chunk_len(offset, offset + len);
-		job_write_chunk(job, spec, buf, n, offset);
+		job_submit_chunk(job, spec, buf, n, offset);
 		buf += n;
 		len -= n;
 		offset += n;
@@ -511,14 +571,19 @@ static void job_run(struct copy_job *job)
 	int err;
 
 	for (;;) {
+		copy_ctx_poll_chunks(job->ctx);
 		while (!job->err && (req = engine_get_req(engine))) {
 			if (!copy_job_issue(job, req)) {
 				engine_put_req(engine, req);
 				break;
 			}
 		}
-		if (!engine_inflight(engine))
-			break;
+		if (!engine_inflight(engine)) {
+			if (!copy_ctx_chunks_busy(job->ctx))
+				break;
+			copy_ctx_wait_chunks(job->ctx);
+			continue;
+		}
 		req = engine_reap(engine, true, &err);
 		if (err) {
 			job_fail(job, err, "io_uring wait", false, 0);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "compress.h"
+#include "cpool.h"
 #include "engine.h"
 #include "error.h"
 #include "extents.h"
@@ -27,6 +28,7 @@ struct copy_options {
 	struct compress_spec compress; /* plain data; alg NONE: kept plain */
 	struct compress_spec recompress; /* compressed extents; NONE: kept */
 	bool verify; /* decode every extent written encoded and compare */
+	unsigned int threads; /* codec workers, 0: one per CPU */
 };
 
 struct copy_stats {
@@ -50,6 +52,8 @@ struct copy_ctx {
 	struct copy_options opts;
 	struct engine engine;
 	struct codec *codec;
+	struct cpool cpool; /* codec workers, with --compress/--recompress */
+	bool cpool_started;
 	void *decode_buf;
 	void *chunk_buf; /* a chunk padded with zeros to its unencoded_len */
 	void *encode_buf;
@@ -91,6 +95,7 @@ struct copy_job {
 	enum encio_io_mode
 		plain_mode; /* for plain reads when read_mode is NONE */
 	unsigned int inflight; /* requests in the engine */
+	unsigned int chunks; /* chunks with the codec workers */
 	uint64_t done; /* bytes of the file done (bytes_done) */
 	struct encio_error *e;
 	int err;
@@ -99,6 +104,17 @@ struct copy_job {
 
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
 void copy_ctx_release(struct copy_ctx *ctx);
+
+/*
+ * Chunks are encoded by worker threads while the engine goes on; their
+ * results are written by the thread that drives the engine: poll (write
+ * what is ready) after each completion, wait (for at least one) when the
+ * engine is idle but chunks are busy. A job is idle only when none of its
+ * chunks is busy.
+ */
+void copy_ctx_poll_chunks(struct copy_ctx *ctx);
+void copy_ctx_wait_chunks(struct copy_ctx *ctx);
+unsigned int copy_ctx_chunks_busy(const struct copy_ctx *ctx);
 
 /*
  * Probe encoded I/O for reading @src and writing to @dst as copy_file()
@@ -149,7 +165,7 @@ void copy_job_release(struct copy_job *job);
 
 static inline bool copy_job_idle(const struct copy_job *job)
 {
-	return job->inflight == 0;
+	return job->inflight == 0 && job->chunks == 0;
 }
 
 #endif

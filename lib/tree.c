@@ -1325,6 +1325,7 @@ static void tree_reap(struct tree *t)
 	job = req->priv;
 	if (!copy_job_complete(job, req))
 		engine_put_req(engine, req);
+	copy_ctx_poll_chunks(t->ctx);
 	if (copy_job_idle(job) && (job->err || !copy_job_has_work(job)))
 		tree_file_finish(t, job->owner);
 }
@@ -1333,7 +1334,12 @@ static void tree_drain(struct tree *t)
 {
 	unsigned int spins = 0;
 
-	while (engine_inflight(&t->ctx->engine)) {
+	while (engine_inflight(&t->ctx->engine) ||
+	       copy_ctx_chunks_busy(t->ctx)) {
+		if (!engine_inflight(&t->ctx->engine)) {
+			copy_ctx_wait_chunks(t->ctx);
+			continue;
+		}
 		tree_reap(t);
 		/* an io_uring wait error with requests left: give up */
 		if (t->fatal && ++spins > 100000)
@@ -1470,6 +1476,11 @@ static void tree_run(struct tree *t)
 		}
 		if (engine_inflight(engine)) {
 			tree_reap(t);
+			tree_progress(t);
+			continue;
+		}
+		if (copy_ctx_chunks_busy(t->ctx)) {
+			copy_ctx_wait_chunks(t->ctx);
 			tree_progress(t);
 			continue;
 		}
