@@ -15,6 +15,7 @@
 
 #include "../../lib/codec.h"
 #include "../../lib/compress.h"
+#include "../../lib/cpool.h"
 #include "../../lib/kernel.h"
 
 #define K 1024ULL
@@ -149,6 +150,73 @@ static void test_verify(void **state)
 	codec_free(codec);
 }
 
+/*
+ * The worker pool: many more chunks than tasks, each a different pattern
+ * (compressible, the last one incompressible), every result decodes to its
+ * own input, all tasks come back, nothing is lost when the caller waits.
+ */
+static void test_cpool(void **state)
+{
+	struct codec *codec = codec_new();
+	char *scratch = malloc(128 * K);
+	struct cpool pool;
+	struct cpool_task *t, *next;
+	unsigned int submitted = 0, collected = 0, incompressible = 0, i;
+	const unsigned int nr = 100;
+	uint64_t bad;
+
+	(void)state;
+	assert_int_equal(cpool_init(&pool, 2), 0);
+	assert_int_equal(pool.nr_tasks, 6);
+	while (collected < nr) {
+		while (submitted < nr && (t = cpool_get(&pool))) {
+			t->owner = NULL;
+			t->offset = submitted * 128 * K;
+			t->len = 4097 + submitted * 1000;
+			t->unencoded_len = compress_unencoded_len(t->len, 4096);
+			t->compression = BTRFS_ENCODED_IO_COMPRESSION_ZSTD;
+			t->level = 1 + submitted % 15;
+			for (i = 0; i < t->len; i++)
+				t->in[i] =
+					submitted == nr - 1 ?
+						(char)(i * 2654435761u >> 13) :
+						"0123456789"[(i + submitted) %
+							     (submitted % 9 +
+							      2)];
+			cpool_submit(&pool, t);
+			submitted++;
+		}
+		for (t = cpool_collect(&pool, true); t; t = next) {
+			unsigned int n = t->offset / (128 * K);
+
+			next = t->next;
+			if (t->res == -E2BIG) {
+				incompressible++;
+			} else {
+				assert_true(t->res > 0);
+				assert_int_equal(
+					compress_verify(
+						codec, t->compression, t->out,
+						t->res, t->unencoded_len, 0,
+						t->in, t->len, scratch, &bad),
+					0);
+				assert_int_equal(t->len, 4097 + n * 1000);
+			}
+			collected++;
+			cpool_put(&pool, t);
+		}
+	}
+	assert_int_equal(cpool_busy(&pool), 0);
+	assert_null(cpool_collect(&pool, true));
+	assert_true(incompressible <= 1);
+	for (i = 0; (t = cpool_get(&pool)); i++)
+		;
+	assert_int_equal(i, 6);
+	cpool_release(&pool);
+	codec_free(codec);
+	free(scratch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_encoded_id),
 		cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_cpool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
