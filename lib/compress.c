@@ -74,9 +74,19 @@ uint64_t compress_unencoded_len(uint64_t len, uint32_t sectorsize)
 	return (len + sectorsize - 1) / sectorsize * sectorsize;
 }
 
+uint64_t compress_chunk_unencoded_len(uint64_t offset, uint64_t len,
+				      uint64_t size, uint32_t sectorsize)
+{
+	if (offset == 0 && len == size && len < sectorsize)
+		return len;
+	return compress_unencoded_len(len, sectorsize);
+}
+
 bool compress_worth(uint64_t encoded_len, uint64_t unencoded_len,
 		    uint32_t sectorsize)
 {
+	if (unencoded_len < sectorsize)
+		return encoded_len < unencoded_len;
 	return compress_unencoded_len(encoded_len, sectorsize) < unencoded_len;
 }
 

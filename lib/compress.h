@@ -36,12 +36,22 @@ int compress_encoded_id(const struct compress_spec *spec, uint32_t sectorsize);
 /* Bytes of the chunk that starts at @offset of data ending at @end. */
 uint64_t compress_chunk_len(uint64_t offset, uint64_t end);
 
-/* The unencoded_len of a chunk of @len file bytes: rounded up a sector. */
+/* @len rounded up to a multiple of @sectorsize. */
 uint64_t compress_unencoded_len(uint64_t len, uint32_t sectorsize);
 
 /*
+ * The unencoded_len to write the chunk of @len bytes at @offset of a file of
+ * @size bytes with: a whole file smaller than a sector is an inline
+ * candidate, written with unencoded_len == len (the kernel then stores it
+ * inline, compressed); any other chunk is rounded up a sector.
+ */
+uint64_t compress_chunk_unencoded_len(uint64_t offset, uint64_t len,
+				      uint64_t size, uint32_t sectorsize);
+
+/*
  * Whether @encoded_len bytes are worth writing encoded in place of
- * @unencoded_len: like the kernel, only when it saves at least a sector.
+ * @unencoded_len: like the kernel, only when it saves at least a sector;
+ * for an inline candidate (less than a sector), when it is smaller.
  */
 bool compress_worth(uint64_t encoded_len, uint64_t unencoded_len,
 		    uint32_t sectorsize);

@@ -363,7 +363,8 @@ static void job_submit_chunk(struct copy_job *job,
 	t->owner = job;
 	t->offset = offset;
 	t->len = len;
-	t->unencoded_len = compress_unencoded_len(len, job->sectorsize);
+	t->unencoded_len = compress_chunk_unencoded_len(offset, len, job->size,
+							job->sectorsize);
 	t->compression = id;
 	t->level = spec->level;
 	memcpy(t->in, buf, len);

@@ -47,9 +47,32 @@ static void test_unencoded_len(void **state)
 	assert_int_equal(compress_unencoded_len(65537, 65536), 128 * K);
 }
 
+static void test_chunk_unencoded_len(void **state)
+{
+	(void)state;
+	/* A whole file under a sector: an inline candidate, not rounded. */
+	assert_int_equal(compress_chunk_unencoded_len(0, 3000, 3000, 4096),
+			 3000);
+	assert_int_equal(compress_chunk_unencoded_len(0, 1, 1, 4096), 1);
+	/* A sector or more, not the whole file, or not at 0: rounded. */
+	assert_int_equal(compress_chunk_unencoded_len(0, 4096, 4096, 4096),
+			 4096);
+	assert_int_equal(compress_chunk_unencoded_len(0, 4097, 4097, 4096),
+			 8192);
+	assert_int_equal(compress_chunk_unencoded_len(128 * K, 1, 128 * K + 1,
+						      4096),
+			 4096);
+	assert_int_equal(compress_chunk_unencoded_len(0, 128 * K, 128 * K + 1,
+						      4096),
+			 128 * K);
+}
+
 static void test_worth(void **state)
 {
 	(void)state;
+	/* Inline candidates: a byte saved is enough. */
+	assert_true(compress_worth(2999, 3000, 4096));
+	assert_false(compress_worth(3000, 3000, 4096));
 	/* A sector must be saved. */
 	assert_false(compress_worth(1, 4096, 4096));
 	assert_true(compress_worth(1, 8192, 4096));
@@ -222,6 +245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunk_len),
 		cmocka_unit_test(test_unencoded_len),
+		cmocka_unit_test(test_chunk_unencoded_len),
 		cmocka_unit_test(test_worth),
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_encoded_id),

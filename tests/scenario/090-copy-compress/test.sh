@@ -18,7 +18,7 @@ SRC=$MNT
 make_btrfs dst 1G ""
 DST=$MNT
 
-for s in 1 4097 131073 10485760; do
+for s in 1 3000 4097 131073 10485760; do
 	compressible "$s" >"$SRC/text-$s"
 done
 random_bytes 1048576 r >"$SRC/random"
@@ -43,6 +43,9 @@ for spec in zstd zstd:1 zstd:15 zlib zlib:1 zlib:9 lzo; do
 		[ "$disk" -lt "$uncomp" ] || _fail "$spec: text-$s does not shrink: $line"
 	done
 	compsize_bytes "$out/text-4097" | grep -q "^$alg " || _fail "$spec: text-4097 not compressed"
+	# A file under a sector is stored inline, compressed, like the kernel's.
+	[ "$(types "$out/text-3000")" = "$alg" ] || _fail "$spec: text-3000 not $alg inline: $(types "$out/text-3000")"
+	[ "$(types "$out/text-1")" = none ] || _fail "$spec: text-1 not plain: $(types "$out/text-1")"
 	[ "$(types "$out/random")" = none ] ||
 		_fail "$spec: random data was written encoded: $(compsize_bytes "$out/random")"
 	[ "$(types "$out/mixed")" = "$(echo "$alg none" | xargs -n1 | sort | xargs)" ] ||
