@@ -15,6 +15,7 @@ make_btrfs dst 1G ""
 DST=$MNT
 
 compressible 1000000 >"$TSRC/text"
+compressible 3000 >"$TSRC/small"
 compressible 1000000 >"$BSRC/text"
 sync
 
@@ -27,6 +28,9 @@ echo "$sum"
 echo "$sum" | grep -q "extents 8 encoded" && echo "$sum" | grep -q " 8 verified" || _fail "encoded copies not verified"
 mkdir "$DST/r"
 run_check "$ENCIO" copy -r --verify --compress=zstd "$TSRC" "$DST/r"
+sum=$("$ENCIO" copy --verify --compress=lzo "$TSRC/small" "$DST/small")
+echo "$sum"
+echo "$sum" | grep -qE " 1 verified" || _fail "inline extent not verified"
 run_check "$ENCIO" copy --verify-only "$TSRC/text" "$DST/a"
 run_check "$ENCIO" copy --verify-only "$BSRC/text" "$DST/b"
 
