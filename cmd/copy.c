@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,19 @@ static const char *const copy_usage[] = {
 	"device nodes, xattrs, owners, modes and times, many files in flight in",
 	"one pipeline. A rerun onto an interrupted copy skips what is complete.",
 	"",
+	"With --compress, plain data (from any filesystem) is compressed in user",
+	"space in chunks of 128 KiB and written with encoded writes; a chunk",
+	"that does not save a sector is written plain, as the kernel does.",
+	"Compressed source extents are kept as they are unless --recompress.",
+	"",
 	"-r|--recursive       copy directories and their contents",
+	"--compress=ALG[:LEVEL]  compress plain data: zstd (1..15), zlib (1..9),",
+	"                     lzo; level 3 by default (needs encoded writes)",
+	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
+	"--threads N          codec worker threads (default: one per CPU)",
+	"--verify             after each file, decode every encoded extent of the",
+	"                     copy and compare with the source",
+	"--verify-only        copy nothing: verify existing copies SRC DEST",
 	"-j|--jobs N          files in flight with -r (default 64)",
 	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
 	"-d|--queue-depth QD  requests in flight (default 32)",
@@ -43,12 +57,14 @@ static const char *const copy_usage[] = {
 
 struct copy_cmd {
 	struct copy_ctx ctx;
+	struct copy_options opts;
 	int json;
 	double seconds;
 	int failed;
 	bool recursive;
 	bool no_target_dir;
 	bool progress;
+	bool verify_only;
 	unsigned int jobs;
 	struct tree_stats tree;
 	double start;
@@ -58,6 +74,11 @@ struct copy_cmd {
 
 enum {
 	OPT_PROGRESS = OPT_HELP + 1,
+	OPT_COMPRESS,
+	OPT_RECOMPRESS,
+	OPT_VERIFY,
+	OPT_VERIFY_ONLY,
+	OPT_THREADS,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -74,7 +95,6 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
 
 static void print_probe(const struct copy_ctx *ctx)
 {
@@ -156,6 +176,17 @@ static void print_summary_text(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed), c->seconds,
 	       pretty_size(rate,
 			   c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
+	if (c->opts.compress.alg || c->opts.recompress.alg || c->opts.verify)
+		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed, %llu verified; ratio %.1f%% (%s encoded of %s written encoded)\n",
+		       (unsigned long long)s->chunks_compressed,
+		       (unsigned long long)s->chunks_incompressible,
+		       (unsigned long long)s->extents_recompressed,
+		       (unsigned long long)s->extents_verified,
+		       s->encoded_logical ?
+			       100.0 * s->encoded_bytes / s->encoded_logical :
+			       100.0,
+		       pretty_size(encoded, s->encoded_bytes),
+		       pretty_size(logical, s->encoded_logical));
 }
 
 static void print_summary_json(const struct copy_cmd *c)
@@ -181,6 +212,14 @@ static void print_summary_json(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed),
 	       bufpool_backing_name(engine->pool.backing),
 	       engine->registered_bytes, c->seconds);
+	printf(", \"encoded_logical_bytes\": %llu, \"chunks_compressed\": %llu, "
+	       "\"chunks_incompressible\": %llu, \"extents_recompressed\": %llu, "
+	       "\"extents_verified\": %llu",
+	       (unsigned long long)s->encoded_logical,
+	       (unsigned long long)s->chunks_compressed,
+	       (unsigned long long)s->chunks_incompressible,
+	       (unsigned long long)s->extents_recompressed,
+	       (unsigned long long)s->extents_verified);
 	if (c->recursive)
 		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
 		       "\"specials\": %llu, \"skipped\": %llu, \"peak_files_in_flight\": %u, "
@@ -249,6 +288,11 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "no-target-directory", no_argument, NULL, 'T' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "compress", required_argument, NULL, OPT_COMPRESS },
+		{ "recompress", required_argument, NULL, OPT_RECOMPRESS },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -275,6 +319,30 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case OPT_PROGRESS:
 			c->progress = true;
+			break;
+		case OPT_COMPRESS:
+		case OPT_RECOMPRESS:
+			if (compress_spec_parse(optarg,
+						opt == OPT_COMPRESS ?
+							&c->opts.compress :
+							&c->opts.recompress))
+				return usage_error(
+					cmd,
+					"bad algorithm '%s' (zstd[:1..15], zlib[:1..9], lzo)",
+					optarg);
+			break;
+		case OPT_VERIFY:
+			c->opts.verify = true;
+			break;
+		case OPT_VERIFY_ONLY:
+			c->verify_only = true;
+			break;
+		case OPT_THREADS:
+			c->opts.threads = strtoul(optarg, &end, 10);
+			if (*end || c->opts.threads < 1 ||
+			    c->opts.threads > 256)
+				return usage_error(cmd,
+						   "threads must be 1..256");
 			break;
 		case 'q':
 			global_opts.verbose = -1;
@@ -384,10 +452,40 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	return ret;
 }
 
+/* SRC DEST, or SRC... DIR: compare existing copies, write nothing. */
+static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
+		       const char *dst)
+{
+	char path[PATH_MAX];
+	struct encio_error e;
+	struct stat st;
+	char *tmp;
+	int i;
+
+	for (i = 0; i < nr_src; i++) {
+		snprintf(path, sizeof(path), "%s", dst);
+		if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
+			tmp = strdup(srcs[i]);
+			snprintf(path, sizeof(path), "%s/%s", dst,
+				 tmp ? basename(tmp) : srcs[i]);
+			free(tmp);
+		}
+		if (copy_verify(&c->ctx, srcs[i], path, &e)) {
+			print_encio_error(&e);
+			c->failed++;
+		}
+	}
+	if (global_opts.verbose >= 0)
+		printf("verified %llu encoded extent%s, %d file%s failed\n",
+		       (unsigned long long)c->ctx.stats.extents_verified,
+		       c->ctx.stats.extents_verified == 1 ? "" : "s", c->failed,
+		       c->failed == 1 ? "" : "s");
+	return 0;
+}
+
 static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 {
-	struct copy_options opts = { .force_backing = -1 };
-	struct copy_cmd c = { 0 };
+	struct copy_cmd c = { .opts.force_backing = -1 };
 	struct encio_error e;
 	const char *dst;
 	double start;
@@ -402,15 +500,19 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	if (check_sources(nr_src, argv + optind, dst, c.recursive))
 		return 1;
 
-	opts.io_mode = global_opts.io_mode;
-	opts.depth = global_opts.queue_depth;
-	ret = copy_ctx_init(&c.ctx, &opts);
+	c.opts.io_mode = global_opts.io_mode;
+	c.opts.depth = global_opts.queue_depth;
+	ret = copy_ctx_init(&c.ctx, &c.opts);
 	if (ret) {
 		error("cannot set up the I/O engine: %s", strerror(-ret));
 		return 1;
 	}
 	start = now();
 	c.start = start;
+	if (c.verify_only) {
+		ret = verify_only(&c, argv + optind, nr_src, dst);
+		goto out;
+	}
 	if (c.recursive) {
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
@@ -437,6 +539,7 @@ summary:
 		print_summary_text(&c);
 	if (!c.json && global_opts.verbose >= 0 && c.recursive)
 		print_tree_summary_text(&c);
+out:
 	copy_ctx_release(&c.ctx);
 	if (ret == -EINTR && stop_signal) {
 		signal(stop_signal, SIG_DFL);

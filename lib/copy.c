@@ -15,14 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
 #include "copy.h"
+#include "cpool.h"
 #include "extents.h"
-
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		    uint64_t offset)
@@ -49,18 +51,36 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 		return ret;
 	ctx->codec = codec_new();
 	ctx->decode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
-	if (!ctx->codec || !ctx->decode_buf) {
+	ctx->chunk_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	ctx->encode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	ctx->verify_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
+	if (!ctx->codec || !ctx->decode_buf || !ctx->chunk_buf ||
+	    !ctx->encode_buf || !ctx->verify_buf) {
 		copy_ctx_release(ctx);
 		return -ENOMEM;
+	}
+	if (opts->compress.alg != BTRFS_COMPRESS_NONE ||
+	    opts->recompress.alg != BTRFS_COMPRESS_NONE) {
+		ret = cpool_init(&ctx->cpool, opts->threads);
+		if (ret) {
+			copy_ctx_release(ctx);
+			return ret;
+		}
+		ctx->cpool_started = true;
 	}
 	return 0;
 }
 
 void copy_ctx_release(struct copy_ctx *ctx)
 {
+	if (ctx->cpool_started)
+		cpool_release(&ctx->cpool);
 	engine_release(&ctx->engine);
 	codec_free(ctx->codec);
 	free(ctx->decode_buf);
+	free(ctx->chunk_buf);
+	free(ctx->encode_buf);
+	free(ctx->verify_buf);
 	memset(ctx, 0, sizeof(*ctx));
 }
 
@@ -190,6 +210,8 @@ bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 	len = r->end - r->start;
 	if (!r->whole && len > engine->pool.slot_size)
 		len = engine->pool.slot_size;
+	if (!r->whole && job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE)
+		len = compress_chunk_len(r->start, r->start + len);
 	if (job->read_mode != ENCIO_IO_NONE)
 		engine_encoded_read(engine, req, job->read_mode, job->src_fd,
 				    r->start);
@@ -235,8 +257,144 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 	job_progress(job, offset, offset + len);
 }
 
+static int encoded_write_sync(int fd, const void *buf, size_t n,
+			      uint64_t offset, uint64_t len,
+			      uint64_t unencoded_len, int compression)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct btrfs_ioctl_encoded_io_args a = {
+		.iov = &iov,
+		.iovcnt = 1,
+		.offset = offset,
+		.len = len,
+		.unencoded_len = unencoded_len,
+		.compression = compression,
+	};
+
+	while (ioctl(fd, BTRFS_IOC_ENCODED_WRITE, &a) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Write one chunk the workers encoded: encoded, or plain where it does not
+ * save a sector, as the kernel does.
+ */
+static void job_write_encoded_chunk(struct copy_job *job,
+				    const struct cpool_task *t)
+{
+	struct copy_ctx *ctx = job->ctx;
+	int ret;
+
+	if (t->res == -E2BIG ||
+	    (t->res >= 0 &&
+	     !compress_worth(t->res, t->unencoded_len, job->sectorsize))) {
+		ctx->stats.chunks_incompressible++;
+		job_write_plain(job, t->in, t->len, t->offset);
+		return;
+	}
+	if (t->res < 0) {
+		job_fail(job, t->res, "compress", false, t->offset);
+		return;
+	}
+	ret = encoded_write_sync(job->dst_fd, t->out, t->res, t->offset, t->len,
+				 t->unencoded_len, t->compression);
+	if (ret) {
+		job_fail(job, ret, "encoded write", true, t->offset);
+		return;
+	}
+	ctx->stats.chunks_compressed++;
+	ctx->stats.encoded_bytes += t->res;
+	ctx->stats.encoded_logical += t->len;
+	ctx->stats.logical_bytes += t->len;
+	job_progress(job, t->offset, t->offset + t->len);
+}
+
+/* Write what the workers encoded; with @wait, at least one if any is busy. */
+static void ctx_collect_chunks(struct copy_ctx *ctx, bool wait)
+{
+	struct cpool_task *t, *next;
+	struct copy_job *job;
+
+	if (!ctx->cpool_started)
+		return;
+	for (t = cpool_collect(&ctx->cpool, wait); t; t = next) {
+		next = t->next;
+		job = t->owner;
+		job->chunks--;
+		if (!job->err)
+			job_write_encoded_chunk(job, t);
+		cpool_put(&ctx->cpool, t);
+	}
+}
+
+void copy_ctx_poll_chunks(struct copy_ctx *ctx)
+{
+	ctx_collect_chunks(ctx, false);
+}
+
+void copy_ctx_wait_chunks(struct copy_ctx *ctx)
+{
+	ctx_collect_chunks(ctx, true);
+}
+
+unsigned int copy_ctx_chunks_busy(const struct copy_ctx *ctx)
+{
+	return ctx->cpool_started ? cpool_busy(&ctx->cpool) : 0;
+}
+
+/* Hand one chunk (within one COMPRESS_CHUNK window) to the workers. */
+static void job_submit_chunk(struct copy_job *job,
+			     const struct compress_spec *spec, const void *buf,
+			     size_t len, uint64_t offset)
+{
+	struct copy_ctx *ctx = job->ctx;
+	int id = compress_encoded_id(spec, job->sectorsize);
+	struct cpool_task *t;
+
+	if (id < 0) {
+		job_fail(job, EINVAL, "compress (sector size)", true, offset);
+		return;
+	}
+	while (!(t = cpool_get(&ctx->cpool)))
+		copy_ctx_wait_chunks(ctx);
+	t->owner = job;
+	t->offset = offset;
+	t->len = len;
+	t->unencoded_len = compress_chunk_unencoded_len(offset, len, job->size,
+							job->sectorsize);
+	t->compression = id;
+	t->level = spec->level;
+	memcpy(t->in, buf, len);
+	job->chunks++;
+	cpool_submit(&ctx->cpool, t);
+}
+
+/* Plain file data: compressed in chunks with --compress, else written. */
+static void job_write_data(struct copy_job *job,
+			   const struct compress_spec *spec, const char *buf,
+			   size_t len, uint64_t offset)
+{
+	uint64_t n;
+
+	if (spec->alg == BTRFS_COMPRESS_NONE) {
+		job_write_plain(job, buf, len, offset);
+		return;
+	}
+	while (len && !job->err) {
+		n = compress_chunk_len(offset, offset + len);
+		job_submit_chunk(job, spec, buf, n, offset);
+		buf += n;
+		len -= n;
+		offset += n;
+	}
+}
+
 /* Decode the encoded extent in @req's slot and write its range plain. */
-static void job_write_decoded(struct copy_job *job, struct engine_req *req)
+static void job_write_decoded(struct copy_job *job, struct engine_req *req,
+			      const struct compress_spec *spec)
 {
 	struct copy_ctx *ctx = job->ctx;
 	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
@@ -258,9 +416,12 @@ static void job_write_decoded(struct copy_job *job, struct engine_req *req)
 		job_fail(job, n, "decode", false, req->offset);
 		return;
 	}
-	job_write_plain(job, (char *)ctx->decode_buf + a->unencoded_offset,
-			a->len, req->offset);
-	ctx->stats.extents_decoded++;
+	job_write_data(job, spec, (char *)ctx->decode_buf + a->unencoded_offset,
+		       a->len, req->offset);
+	if (spec->alg != BTRFS_COMPRESS_NONE)
+		ctx->stats.extents_recompressed++;
+	else
+		ctx->stats.extents_decoded++;
 }
 
 /* The destination refused the encoded write for a reason decoding avoids. */
@@ -280,6 +441,23 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 		job_fail(job, ENOMEM, "map", false, done_to);
 }
 
+static const struct compress_spec none_spec = { BTRFS_COMPRESS_NONE, 0 };
+
+/*
+ * Plain bytes an encoded read returned, up to the end of the piece asked
+ * for: with --compress pieces end at chunk boundaries, the rest is issued
+ * on its own.
+ */
+static size_t job_plain_len(struct copy_job *job, struct engine_req *req)
+{
+	uint64_t len = req->res;
+
+	if (job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE &&
+	    req->offset + len > req->cookie)
+		len = req->cookie - req->offset;
+	return len;
+}
+
 static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 {
 	struct btrfs_ioctl_encoded_io_args *a = &req->args;
@@ -293,13 +471,18 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 	job_requeue_rest(job, req, req->offset + a->len);
 	if (a->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
 		/* Plain bytes (the range was rewritten since it was mapped). */
-		job_write_plain(job, engine_req_buf(&job->ctx->engine, req),
-				req->res, req->offset);
+		job_write_data(job, &job->ctx->opts.compress,
+			       engine_req_buf(&job->ctx->engine, req),
+			       job_plain_len(job, req), req->offset);
 		job->ctx->stats.ranges_plain++;
 		return false;
 	}
 	if (job->write_mode == ENCIO_IO_NONE) {
-		job_write_decoded(job, req);
+		job_write_decoded(job, req, &none_spec);
+		return false;
+	}
+	if (job->ctx->opts.recompress.alg != BTRFS_COMPRESS_NONE) {
+		job_write_decoded(job, req, &job->ctx->opts.recompress);
 		return false;
 	}
 	engine_encoded_write(&job->ctx->engine, req, job->write_mode,
@@ -312,12 +495,13 @@ static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 	if (req->res >= 0) {
 		job->ctx->stats.extents_encoded++;
 		job->ctx->stats.encoded_bytes += req->len;
+		job->ctx->stats.encoded_logical += req->args.len;
 		job->ctx->stats.logical_bytes += req->args.len;
 		job_progress(job, req->offset, req->offset + req->args.len);
 		return;
 	}
 	if (write_refusal(-req->res)) {
-		job_write_decoded(job, req);
+		job_write_decoded(job, req, &none_spec);
 		return;
 	}
 	job_fail(job, req->res, "encoded write", true, req->offset);
@@ -332,8 +516,9 @@ static void job_read_done(struct copy_job *job, struct engine_req *req)
 	if (req->res == 0)
 		return;
 	job_requeue_rest(job, req, req->offset + req->res);
-	job_write_plain(job, engine_req_buf(&job->ctx->engine, req), req->res,
-			req->offset);
+	job_write_data(job, &job->ctx->opts.compress,
+		       engine_req_buf(&job->ctx->engine, req), req->res,
+		       req->offset);
 	job->ctx->stats.ranges_plain++;
 }
 
@@ -387,14 +572,19 @@ static void job_run(struct copy_job *job)
 	int err;
 
 	for (;;) {
+		copy_ctx_poll_chunks(job->ctx);
 		while (!job->err && (req = engine_get_req(engine))) {
 			if (!copy_job_issue(job, req)) {
 				engine_put_req(engine, req);
 				break;
 			}
 		}
-		if (!engine_inflight(engine))
-			break;
+		if (!engine_inflight(engine)) {
+			if (!copy_ctx_chunks_busy(job->ctx))
+				break;
+			copy_ctx_wait_chunks(job->ctx);
+			continue;
+		}
 		req = engine_reap(engine, true, &err);
 		if (err) {
 			job_fail(job, err, "io_uring wait", false, 0);
@@ -462,10 +652,34 @@ static int copy_metadata(int fd, const struct stat *st)
 	return 0;
 }
 
+/* --compress and --recompress need encoded writes and the sector size. */
+static int job_check_compress(struct copy_job *job)
+{
+	const struct copy_options *o = &job->ctx->opts;
+	struct statfs sfs;
+
+	if (o->compress.alg == BTRFS_COMPRESS_NONE &&
+	    o->recompress.alg == BTRFS_COMPRESS_NONE)
+		return 0;
+	if (job->write_mode == ENCIO_IO_NONE)
+		return job->err = encio_error_set(
+			       job->e, EOPNOTSUPP,
+			       "compress (no encoded writes possible) into",
+			       job->dst_path, false, 0);
+	if (fstatfs(job->dst_fd, &sfs))
+		return job->err = encio_error_set(job->e, errno, "statfs",
+						  job->dst_path, false, 0);
+	job->sectorsize = sfs.f_bsize;
+	return 0;
+}
+
 int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
 
+	ret = job_check_compress(job);
+	if (ret)
+		return ret;
 	job->size = st->st_size;
 	ret = extent_map_build(job->src_fd, &job->map);
 	if (ret)
@@ -475,6 +689,105 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
 	return 0;
+}
+
+static ssize_t pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done,
+				  offset + done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+/* Decode one encoded extent of the destination and compare with @src_fd. */
+static int verify_extent(struct copy_ctx *ctx,
+			 const struct btrfs_ioctl_encoded_io_args *a,
+			 size_t enc_len, int src_fd, uint64_t *bad)
+{
+	uint64_t n_bad;
+	ssize_t n;
+	int ret;
+
+	*bad = a->offset;
+	if (a->len > BTRFS_MAX_UNCOMPRESSED)
+		return -EINVAL;
+	n = pread_all(src_fd, ctx->chunk_buf, a->len, a->offset);
+	if (n < 0)
+		return n;
+	if ((uint64_t)n != a->len)
+		return -EBADMSG; /* the source is shorter */
+	ret = compress_verify(ctx->codec, a->compression, ctx->encode_buf,
+			      enc_len, a->unencoded_len, a->unencoded_offset,
+			      ctx->chunk_buf, a->len, ctx->verify_buf, &n_bad);
+	*bad += n_bad;
+	if (!ret)
+		ctx->stats.extents_verified++;
+	return ret;
+}
+
+int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
+		    const char *dst_path, struct encio_error *e)
+{
+	struct btrfs_ioctl_encoded_io_args a;
+	struct iovec iov;
+	uint64_t offset = 0, bad;
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		iov = (struct iovec){ ctx->encode_buf, BTRFS_MAX_COMPRESSED };
+		memset(&a, 0, sizeof(a));
+		a.iov = &iov;
+		a.iovcnt = 1;
+		a.offset = offset;
+		n = ioctl(dst_fd, BTRFS_IOC_ENCODED_READ, &a);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return encio_error_set(e, errno,
+					       "verify (encoded read)",
+					       dst_path, true, offset);
+		if (n == 0 || a.len == 0)
+			return 0;
+		if (a.compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+			ret = verify_extent(ctx, &a, n, src_fd, &bad);
+			if (ret)
+				return encio_error_set(e, ret, "verify",
+						       dst_path, true, bad);
+		}
+		offset += a.len;
+	}
+}
+
+int copy_verify(struct copy_ctx *ctx, const char *src, const char *dst,
+		struct encio_error *e)
+{
+	int src_fd, dst_fd, ret;
+
+	src_fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (src_fd < 0)
+		return encio_error_set(e, errno, "open", src, false, 0);
+	dst_fd = open(dst, O_RDONLY | O_CLOEXEC);
+	if (dst_fd < 0) {
+		ret = encio_error_set(e, errno, "open", dst, false, 0);
+		goto out;
+	}
+	ret = copy_verify_fds(ctx, src_fd, dst_fd, dst, e);
+	close(dst_fd);
+out:
+	close(src_fd);
+	return ret;
 }
 
 static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
@@ -492,6 +805,12 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	if (fsync(job->dst_fd))
 		return encio_error_set(job->e, errno, "sync", job->dst_path,
 				       false, 0);
+	if (ctx->opts.verify) {
+		ret = copy_verify_fds(ctx, job->src_fd, job->dst_fd,
+				      job->dst_path, job->e);
+		if (ret)
+			return ret;
+	}
 	ret = copy_metadata(job->dst_fd, st);
 	if (ret)
 		return encio_error_set(job->e, ret, "set metadata of",

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "compress.h"
+#include "cpool.h"
 #include "engine.h"
 #include "error.h"
 #include "extents.h"
@@ -23,6 +25,10 @@ struct copy_options {
 	enum encio_io_mode io_mode;
 	unsigned int depth;
 	int force_backing; /* -1, BUFPOOL_THP or BUFPOOL_NORMAL */
+	struct compress_spec compress; /* plain data; alg NONE: kept plain */
+	struct compress_spec recompress; /* compressed extents; NONE: kept */
+	bool verify; /* decode every extent written encoded and compare */
+	unsigned int threads; /* codec workers, 0: one per CPU */
 };
 
 struct copy_stats {
@@ -35,13 +41,23 @@ struct copy_stats {
 	uint64_t holes;
 	uint64_t prealloc;
 	uint64_t bytes_done; /* of the files' sizes: data, holes, prealloc */
+	uint64_t encoded_logical; /* file bytes written encoded */
+	uint64_t chunks_compressed; /* chunks encoded in user space */
+	uint64_t chunks_incompressible; /* chunks written plain: no gain */
+	uint64_t extents_recompressed; /* decoded and encoded again */
+	uint64_t extents_verified;
 };
 
 struct copy_ctx {
 	struct copy_options opts;
 	struct engine engine;
 	struct codec *codec;
+	struct cpool cpool; /* codec workers, with --compress/--recompress */
+	bool cpool_started;
 	void *decode_buf;
+	void *chunk_buf; /* a chunk padded with zeros to its unencoded_len */
+	void *encode_buf;
+	void *verify_buf;
 	struct copy_stats stats;
 	struct encio_probe probe; /* of the last source / destination probed */
 	dev_t read_dev;
@@ -68,6 +84,7 @@ struct copy_job {
 	int src_fd;
 	int dst_fd;
 	uint64_t size;
+	uint32_t sectorsize; /* of the destination */
 	struct extent_map map;
 	size_t next_extent;
 	struct copy_range *pending;
@@ -78,6 +95,7 @@ struct copy_job {
 	enum encio_io_mode
 		plain_mode; /* for plain reads when read_mode is NONE */
 	unsigned int inflight; /* requests in the engine */
+	unsigned int chunks; /* chunks with the codec workers */
 	uint64_t done; /* bytes of the file done (bytes_done) */
 	struct encio_error *e;
 	int err;
@@ -86,6 +104,17 @@ struct copy_job {
 
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
 void copy_ctx_release(struct copy_ctx *ctx);
+
+/*
+ * Chunks are encoded by worker threads while the engine goes on; their
+ * results are written by the thread that drives the engine: poll (write
+ * what is ready) after each completion, wait (for at least one) when the
+ * engine is idle but chunks are busy. A job is idle only when none of its
+ * chunks is busy.
+ */
+void copy_ctx_poll_chunks(struct copy_ctx *ctx);
+void copy_ctx_wait_chunks(struct copy_ctx *ctx);
+unsigned int copy_ctx_chunks_busy(const struct copy_ctx *ctx);
 
 /*
  * Probe encoded I/O for reading @src and writing to @dst as copy_file()
@@ -102,6 +131,17 @@ int copy_probe(struct copy_ctx *ctx, const char *src, const char *dst,
  */
 int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	      struct encio_error *e);
+
+/*
+ * Decode every encoded extent of @dst_fd (encoded reads, the engine is not
+ * used) and compare with the same range of @src_fd read plain. Call it only
+ * when no encoded read of @src_fd is in flight. Returns 0, or -errno with
+ * @e naming @dst_path and the offset of the first difference (-EBADMSG).
+ */
+int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
+		    const char *dst_path, struct encio_error *e);
+int copy_verify(struct copy_ctx *ctx, const char *src, const char *dst,
+		struct encio_error *e);
 
 /* copy_probe() on open files; the engine must be idle (nothing in flight). */
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
@@ -125,7 +165,7 @@ void copy_job_release(struct copy_job *job);
 
 static inline bool copy_job_idle(const struct copy_job *job)
 {
-	return job->inflight == 0;
+	return job->inflight == 0 && job->chunks == 0;
 }
 
 #endif

@@ -787,6 +787,10 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 	int ret;
 
 	tree_remove_active(t, f);
+	/* Every request of this file completed: plain reads of it are safe. */
+	if (!f->job.err && t->ctx->opts.verify)
+		f->job.err = copy_verify_fds(t->ctx, f->job.src_fd,
+					     f->job.dst_fd, f->dst, &f->e);
 	if (!f->job.err) {
 		ret = file_metadata(t, f, &op);
 		if (ret)
@@ -1321,6 +1325,7 @@ static void tree_reap(struct tree *t)
 	job = req->priv;
 	if (!copy_job_complete(job, req))
 		engine_put_req(engine, req);
+	copy_ctx_poll_chunks(t->ctx);
 	if (copy_job_idle(job) && (job->err || !copy_job_has_work(job)))
 		tree_file_finish(t, job->owner);
 }
@@ -1329,7 +1334,12 @@ static void tree_drain(struct tree *t)
 {
 	unsigned int spins = 0;
 
-	while (engine_inflight(&t->ctx->engine)) {
+	while (engine_inflight(&t->ctx->engine) ||
+	       copy_ctx_chunks_busy(t->ctx)) {
+		if (!engine_inflight(&t->ctx->engine)) {
+			copy_ctx_wait_chunks(t->ctx);
+			continue;
+		}
 		tree_reap(t);
 		/* an io_uring wait error with requests left: give up */
 		if (t->fatal && ++spins > 100000)
@@ -1466,6 +1476,11 @@ static void tree_run(struct tree *t)
 		}
 		if (engine_inflight(engine)) {
 			tree_reap(t);
+			tree_progress(t);
+			continue;
+		}
+		if (copy_ctx_chunks_busy(t->ctx)) {
+			copy_ctx_wait_chunks(t->ctx);
 			tree_progress(t);
 			continue;
 		}

@@ -1,0 +1,95 @@
+#!/bin/bash
+# Benchmark compression on import: a "many files" corpus in tmpfs copied
+#   - by encio copy -r --compress=zstd:L into a btrfs mounted without
+#     compression (user-space compression on every core), versus
+#   - by cp -a into a btrfs mounted compress-force=zstd:L (the kernel
+#     compresses on the writing thread and its workers),
+# for L = 3, 9, 15. Times include the final sync; each result is checked
+# against the source (diff -r) and its ratio taken with compsize (disk
+# usage / uncompressed). Prints a table.
+#
+# usage: bench/compress.sh [ENCIO] [CORPUS_DIR...]
+#   (needs root and compsize; default corpus: /usr/share /usr/bin
+#   /usr/lib/x86_64-linux-gnu, ~2.4 GiB: ~6 GiB of free memory)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+ENCIO=${1:-$top/build/encio}
+shift || true
+CORPUS=("$@")
+[ ${#CORPUS[@]} -gt 0 ] || CORPUS=(/usr/share /usr/bin /usr/lib/x86_64-linux-gnu)
+LEVELS=${LEVELS:-"3 9 15"}
+[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+[ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
+command -v compsize >/dev/null || { echo "needs compsize" >&2; exit 1; }
+
+work=$(mktemp -d /dev/shm/encio-bench.XXXXXX)
+mounts=() loops=()
+cleanup()
+{
+	local i
+	cd /
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
+	done
+	for l in "${loops[@]}"; do losetup -d "$l"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir "$work/src" "$work/dst"
+mount -t tmpfs -o size=8G tmpfs "$work/src" || exit 1
+mounts+=("$work/src")
+truncate -s 12G "$work/dst.img"
+loop=$(losetup -f --show "$work/dst.img") || exit 1
+loops+=("$loop")
+mkfs.btrfs -q -f "$loop" >/dev/null || exit 1
+mount "$loop" "$work/dst" || exit 1
+mounts+=("$work/dst")
+SRC=$work/src/many DST=$work/dst
+
+echo "== building the corpus: ${CORPUS[*]}"
+mkdir "$SRC"
+cp -a "${CORPUS[@]}" "$SRC/"
+printf '  %s files, %s\n' "$(find "$SRC" -type f | wc -l)" "$(du -sh --apparent-size "$SRC" | cut -f1)"
+
+now() { date +%s.%N; }
+clear_dst() { rm -rf "${DST:?}"/*; sync; }
+ratio() { compsize -b "$1" 2>/dev/null | awk '$1 == "TOTAL" { printf "%.1f%%", 100 * $3 / $4 }'; }
+
+declare -A T R
+run_one()
+{
+	local method=$1 level=$2 t0 t1
+	clear_dst
+	if [ "$method" = cp ]; then
+		mount -o remount,compress-force=zstd:$level "$DST"
+	else
+		mount -o remount,compress=no,compress-force=no "$DST" 2>/dev/null ||
+			mount -o remount,compress=no "$DST"
+	fi
+	t0=$(now)
+	case $method in
+	encio) "$ENCIO" -q copy -r --compress=zstd:$level "$SRC" "$DST/" || echo "encio failed" >&2 ;;
+	cp) cp -a "$SRC" "$DST/" ;;
+	esac
+	sync
+	t1=$(now)
+	T[$method-$level]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	R[$method-$level]=$(ratio "$DST/many")
+	diff -r --no-dereference "$SRC" "$DST/many" >/dev/null || echo "  WARNING: $method zstd:$level: result differs" >&2
+	printf '  %-6s zstd:%-3s %7s s  ratio %s\n' "$method" "$level" "${T[$method-$level]}" "${R[$method-$level]}"
+}
+
+echo "== timing (sync included; $(nproc) CPUs)"
+for l in $LEVELS; do
+	run_one encio "$l"
+	run_one cp "$l"
+done
+echo
+echo "| level | encio --compress (s) | ratio | cp -a into compress-force (s) | ratio | speedup |"
+echo "|---|---|---|---|---|---|"
+for l in $LEVELS; do
+	awk -v l="$l" -v a="${T[encio-$l]}" -v ra="${R[encio-$l]}" -v b="${T[cp-$l]}" -v rb="${R[cp-$l]}" \
+		'BEGIN { printf "| zstd:%s | %.2f | %s | %.2f | %s | %.2fx |\n", l, a, ra, b, rb, b / a }'
+done
