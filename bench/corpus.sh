@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by the benchmarks: two compress-force=zstd loopback images in
+# /dev/shm (SRC, DST), removed on exit, and the two corpora of the tree
+# issue as read-only snapshots SRC/many-snap and SRC/big-snap:
+#   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
+#   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
+# Expects $ENCIO. Provides drop (sync + drop caches) and now (seconds).
+
+work=$(mktemp -d /dev/shm/encio-bench.XXXXXX)
+mounts=() loops=()
+cleanup()
+{
+	local i
+	cd /
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
+	done
+	for l in "${loops[@]}"; do losetup -d "$l"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+image()
+{
+	local name=$1 loop
+	truncate -s 12G "$work/$name.img"
+	loop=$(losetup -f --show "$work/$name.img") || exit 1
+	loops+=("$loop")
+	mkfs.btrfs -q -f "$loop" >/dev/null || exit 1
+	mkdir "$work/$name"
+	mount -o compress-force=zstd "$loop" "$work/$name" || exit 1
+	mounts+=("$work/$name")
+}
+
+image src
+image dst
+SRC=$work/src DST=$work/dst
+
+echo "== building the corpora"
+btrfs -q subvolume create "$SRC/many" >/dev/null
+mkdir -p "$SRC/many/usr/lib"
+cp -a /usr/share /usr/bin "$SRC/many/usr/"
+cp -a /usr/lib/x86_64-linux-gnu "$SRC/many/usr/lib/"
+btrfs -q subvolume create "$SRC/big" >/dev/null
+tar -cf "$SRC/big/corpus.tar" -C "$SRC/many" usr 2>/dev/null
+truncate -s 3G "$SRC/big/sparse.img"
+head -c 200M "$SRC/big/corpus.tar" | dd of="$SRC/big/sparse.img" bs=1M seek=1024 conv=notrunc status=none
+sync
+for c in many big; do
+	btrfs -q subvolume snapshot -r "$SRC/$c" "$SRC/$c-snap" >/dev/null
+	printf '  %-5s %s files, %s logical, %s on disk\n' "$c" \
+		"$(find "$SRC/$c" -type f | wc -l)" "$(du -sh --apparent-size "$SRC/$c" | cut -f1)" \
+		"$("$ENCIO" list -r "$SRC/$c" 2>/dev/null | awk '$1 == "TOTAL" {print $2}')"
+done
+sync
+
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+now() { date +%s.%N; }
