@@ -34,7 +34,8 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 
 void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void verbose(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void verbose(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* "12.3MiB" into @buf */
 const char *pretty_size(char *buf, unsigned long long bytes);

@@ -26,9 +26,9 @@ struct bench_pass {
 	uint64_t extents; /* encoded reads that returned data */
 	uint64_t logical; /* file bytes they cover (args.len) */
 	uint64_t encoded; /* encoded bytes returned */
-	uint64_t plain; /* reads that came back uncompressed (not written) */
-	uint64_t *sums; /* per target, bench_extent_sum(); NULL: none */
-	int err; /* first error (positive errno), 0 if none */
+	uint64_t plain;	  /* reads that came back uncompressed (not written) */
+	uint64_t *sums;	  /* per target, bench_extent_sum(); NULL: none */
+	int err;	  /* first error (positive errno), 0 if none */
 	uint64_t err_offset;
 	const char *err_op;
 };

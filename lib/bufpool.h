@@ -36,7 +36,8 @@ void bufpool_release(struct bufpool *pool);
 int bufpool_get_slot(struct bufpool *pool);
 void bufpool_put_slot(struct bufpool *pool, unsigned int slot);
 
-static inline void *bufpool_slot_addr(const struct bufpool *pool, unsigned int slot)
+static inline void *bufpool_slot_addr(const struct bufpool *pool,
+				      unsigned int slot)
 {
 	return (char *)pool->base + (size_t)slot * pool->slot_size;
 }

@@ -17,7 +17,7 @@ struct codec;
 #define COMPRESS_CHUNK (128 * 1024)
 
 struct compress_spec {
-	int alg; /* BTRFS_COMPRESS_ZLIB/LZO/ZSTD, NONE when off */
+	int alg;   /* BTRFS_COMPRESS_ZLIB/LZO/ZSTD, NONE when off */
 	int level; /* 0 for lzo */
 };
 

@@ -24,8 +24,8 @@ struct codec;
 struct copy_options {
 	enum encio_io_mode io_mode;
 	unsigned int depth;
-	int force_backing; /* -1, BUFPOOL_THP or BUFPOOL_NORMAL */
-	struct compress_spec compress; /* plain data; alg NONE: kept plain */
+	int force_backing;		 /* -1, BUFPOOL_THP or BUFPOOL_NORMAL */
+	struct compress_spec compress;	 /* plain data; alg NONE: kept plain */
 	struct compress_spec recompress; /* compressed extents; NONE: kept */
 	bool verify; /* decode every extent written encoded and compare */
 	unsigned int threads; /* codec workers, 0: one per CPU */
@@ -33,18 +33,18 @@ struct copy_options {
 
 struct copy_stats {
 	uint64_t files;
-	uint64_t logical_bytes; /* file data written (holes excluded) */
-	uint64_t encoded_bytes; /* encoded bytes moved without decoding */
+	uint64_t logical_bytes;	  /* file data written (holes excluded) */
+	uint64_t encoded_bytes;	  /* encoded bytes moved without decoding */
 	uint64_t extents_encoded; /* read encoded, written encoded */
 	uint64_t extents_decoded; /* read encoded, decoded in user space */
-	uint64_t ranges_plain; /* plain data ranges (uncompressed, inline) */
+	uint64_t ranges_plain;	  /* plain data ranges (uncompressed, inline) */
 	uint64_t holes;
 	uint64_t prealloc;
 	uint64_t bytes_done; /* of the files' sizes: data, holes, prealloc */
-	uint64_t encoded_logical; /* file bytes written encoded */
-	uint64_t chunks_compressed; /* chunks encoded in user space */
+	uint64_t encoded_logical;	/* file bytes written encoded */
+	uint64_t chunks_compressed;	/* chunks encoded in user space */
 	uint64_t chunks_incompressible; /* chunks written plain: no gain */
-	uint64_t extents_recompressed; /* decoded and encoded again */
+	uint64_t extents_recompressed;	/* decoded and encoded again */
 	uint64_t extents_verified;
 };
 
@@ -93,10 +93,10 @@ struct copy_job {
 	enum encio_io_mode read_mode;
 	enum encio_io_mode write_mode;
 	enum encio_io_mode
-		plain_mode; /* for plain reads when read_mode is NONE */
+		plain_mode;    /* for plain reads when read_mode is NONE */
 	unsigned int inflight; /* requests in the engine */
-	unsigned int chunks; /* chunks with the codec workers */
-	uint64_t done; /* bytes of the file done (bytes_done) */
+	unsigned int chunks;   /* chunks with the codec workers */
+	uint64_t done;	       /* bytes of the file done (bytes_done) */
 	struct encio_error *e;
 	int err;
 	void *owner; /* the caller's */

@@ -15,14 +15,14 @@
 #include <sys/types.h>
 
 struct cpool_task {
-	void *owner; /* the caller's (the job) */
-	uint64_t offset; /* file offset of the chunk */
-	size_t len; /* file bytes */
+	void *owner;	      /* the caller's (the job) */
+	uint64_t offset;      /* file offset of the chunk */
+	size_t len;	      /* file bytes */
 	size_t unencoded_len; /* @len rounded up a sector, zero padded */
-	int compression; /* BTRFS_ENCODED_IO_COMPRESSION_* */
+	int compression;      /* BTRFS_ENCODED_IO_COMPRESSION_* */
 	int level;
 	ssize_t res; /* codec_encode()'s */
-	char *in; /* unencoded_len bytes */
+	char *in;    /* unencoded_len bytes */
 	char *out;
 	struct cpool_task *next;
 };

@@ -18,9 +18,9 @@
 enum encio_io_mode {
 	ENCIO_IO_AUTO,
 	ENCIO_IO_URING_FIXED, /* URING_CMD + IORING_URING_CMD_FIXED, registered slots */
-	ENCIO_IO_URING,	      /* URING_CMD on the same slots, unregistered */
-	ENCIO_IO_IOCTL,	      /* BTRFS_IOC_ENCODED_READ/WRITE */
-	ENCIO_IO_NONE,	      /* encoded I/O impossible: plain or decoded */
+	ENCIO_IO_URING, /* URING_CMD on the same slots, unregistered */
+	ENCIO_IO_IOCTL, /* BTRFS_IOC_ENCODED_READ/WRITE */
+	ENCIO_IO_NONE,	/* encoded I/O impossible: plain or decoded */
 	ENCIO_IO_NR_MODES,
 };
 
@@ -50,9 +50,9 @@ struct engine_req {
 	enum encio_io_mode mode;
 	int fd;
 	uint64_t offset;
-	size_t len;  /* bytes asked: plain read, or encoded bytes written */
-	ssize_t res; /* bytes, or -errno */
-	void *priv;  /* the caller's */
+	size_t len;	 /* bytes asked: plain read, or encoded bytes written */
+	ssize_t res;	 /* bytes, or -errno */
+	void *priv;	 /* the caller's */
 	uint64_t cookie; /* the caller's too */
 	struct engine_req *next;
 };
@@ -86,17 +86,17 @@ struct engine {
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;
-	unsigned int in_ring;	   /* submitted to the ring, not yet reaped */
-	unsigned int to_submit;	   /* prepared SQEs not yet submitted */
-	struct engine_req *done;   /* completed synchronously, not yet reaped */
+	unsigned int in_ring;	 /* submitted to the ring, not yet reaped */
+	unsigned int to_submit;	 /* prepared SQEs not yet submitted */
+	struct engine_req *done; /* completed synchronously, not yet reaped */
 	struct engine_req **done_tail;
 };
 
 /* What the probe found for one file (reads) or directory (writes). */
 struct encio_probe {
-	int read_err[ENCIO_IO_NR_MODES];  /* 0 works, else errno (-1 untried) */
+	int read_err[ENCIO_IO_NR_MODES]; /* 0 works, else errno (-1 untried) */
 	int write_err[ENCIO_IO_NR_MODES];
-	enum encio_io_mode read_mode;	  /* chosen */
+	enum encio_io_mode read_mode; /* chosen */
 	enum encio_io_mode write_mode;
 	enum encio_fixed_state fixed;
 	bool write_punted; /* a uring encoded write ran on io-wq workers */
@@ -152,8 +152,8 @@ ssize_t engine_wait(struct engine *engine, struct engine_req *req);
  */
 int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		      struct encio_probe *probe);
-int engine_probe_write(struct engine *engine, int dirfd, enum encio_io_mode want,
-		       struct encio_probe *probe);
+int engine_probe_write(struct engine *engine, int dirfd,
+		       enum encio_io_mode want, struct encio_probe *probe);
 
 /*
  * A scratch O_TMPFILE in the directory @dirfd holding one small zstd extent

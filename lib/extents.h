@@ -20,9 +20,9 @@ enum extent_kind {
 /* Where the map came from, best first. */
 enum extent_source {
 	EXTENT_SOURCE_TREE_SEARCH, /* btrfs tree search: exact, needs CAP_SYS_ADMIN */
-	EXTENT_SOURCE_FIEMAP,	   /* kinds exact, compression "unknown" */
-	EXTENT_SOURCE_SEEK,	   /* SEEK_DATA/SEEK_HOLE: data and holes only */
-	EXTENT_SOURCE_WHOLE,	   /* nothing known: one data range */
+	EXTENT_SOURCE_FIEMAP, /* kinds exact, compression "unknown" */
+	EXTENT_SOURCE_SEEK,   /* SEEK_DATA/SEEK_HOLE: data and holes only */
+	EXTENT_SOURCE_WHOLE,  /* nothing known: one data range */
 };
 
 /*
@@ -39,7 +39,7 @@ struct file_extent {
 	uint64_t ram_bytes;	/* unencoded size of the whole extent */
 	uint64_t extent_offset; /* start of the range inside the extent */
 	enum extent_kind kind;
-	int compression;	/* BTRFS_COMPRESS_*, ENCIO_COMPRESS_UNKNOWN */
+	int compression; /* BTRFS_COMPRESS_*, ENCIO_COMPRESS_UNKNOWN */
 };
 
 struct extent_map {
@@ -104,7 +104,8 @@ struct extent_totals {
 };
 
 void extent_totals_init(struct extent_totals *totals);
-int extent_totals_add(struct extent_totals *totals, const struct extent_map *map);
+int extent_totals_add(struct extent_totals *totals,
+		      const struct extent_map *map);
 void extent_totals_release(struct extent_totals *totals);
 
 #endif

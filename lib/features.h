@@ -12,19 +12,19 @@
 #include "engine.h"
 
 struct encio_features {
-	char kernel[65]; /* uname release */
-	bool btrfs; /* PATH is on btrfs; the fields below need it */
-	unsigned long fs_type; /* statfs f_type */
-	uint32_t sector_size; /* statfs f_bsize */
+	char kernel[65];	/* uname release */
+	bool btrfs;		/* PATH is on btrfs; the fields below need it */
+	unsigned long fs_type;	/* statfs f_type */
+	uint32_t sector_size;	/* statfs f_bsize */
 	char mount_point[4096]; /* from /proc/self/mountinfo, "" unknown */
 	char compress_opt[64]; /* "compress=zstd:3", "compress-force=...", "none" */
-	bool path_is_file; /* reads probed on PATH itself */
-	int scratch_err; /* making the scratch file for reads (errno) */
+	bool path_is_file;     /* reads probed on PATH itself */
+	int scratch_err;       /* making the scratch file for reads (errno) */
 	struct encio_probe probe; /* read_err/write_err per mode, fixed, punted */
 	bool cap_sys_admin;
 	int send_stream_version; /* 0 unknown; 1 when the sysfs file is absent */
-	bool defer_taskrun; /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
-	bool ring; /* io_uring available at all */
+	bool defer_taskrun;	 /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
+	bool ring;		 /* io_uring available at all */
 	uint64_t hugepages_total;
 	uint64_t hugepages_free;
 	uint64_t hugepage_kib;

@@ -50,7 +50,7 @@ struct receive_ctx {
 	enum encio_io_mode write_mode;
 
 	int dest_fd;
-	int root_fd; /* root of the subvolume holding dest: uuid lookups */
+	int root_fd;   /* root of the subvolume holding dest: uuid lookups */
 	int subvol_fd; /* the subvolume being received, -1 between two */
 	char subvol_name[NAME_MAX + 1];
 	uint8_t uuid[BTRFS_UUID_SIZE];
@@ -66,7 +66,7 @@ struct receive_ctx {
 	void *progress_arg;
 
 	const char *why; /* the cause of a callback's failure */
-	bool finishing; /* the failure came from finishing a subvolume */
+	bool finishing;	 /* the failure came from finishing a subvolume */
 	char what[RECEIVE_WHAT_LEN]; /* the error's operation, outlives run */
 };
 

@@ -22,8 +22,8 @@ struct receive_options {
 struct receive_stats {
 	uint64_t subvols; /* received completely */
 	uint64_t commands;
-	uint64_t bytes_written; /* file data (logical) */
-	uint64_t encoded_bytes; /* written without decoding */
+	uint64_t bytes_written;	  /* file data (logical) */
+	uint64_t encoded_bytes;	  /* written without decoding */
 	uint64_t extents_encoded; /* encoded writes that stayed encoded */
 	uint64_t extents_decoded; /* encoded writes decoded in user space */
 	uint64_t stream_bytes;

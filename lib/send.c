@@ -67,8 +67,8 @@ struct send_ctx {
 	struct encio_error *e;
 	struct send_link *links[SEND_LINK_BUCKETS];
 	char src[PATH_MAX]; /* full source path of the entry at hand */
-	char *buf; /* SEND_WRITE_MAX bytes for pread */
-	char *xattr_buf; /* XATTR_SIZE_MAX bytes */
+	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
+	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
 	uint64_t file_base; /* bytes_done when the file at hand started */
 	struct send_piece *pieces;
 	size_t nr_pieces;

@@ -20,7 +20,7 @@ typedef void (*send_progress_fn)(const struct send_stats *stats, void *arg);
 
 struct send_options {
 	enum encio_io_mode io_mode; /* for encoded reads; AUTO by default */
-	unsigned int depth; /* reads in flight per file; 0 default */
+	unsigned int depth;	    /* reads in flight per file; 0 default */
 	bool snapshot; /* send from a temporary read-only snapshot */
 	/* with a callback, the tree is walked first for bytes_total */
 	send_progress_fn progress;
@@ -30,13 +30,13 @@ struct send_options {
 struct send_stats {
 	uint64_t files;
 	uint64_t dirs;
-	uint64_t others; /* symlinks, links, special files */
-	uint64_t bytes_logical; /* file data sent, as unencoded bytes */
-	uint64_t bytes_encoded; /* ENCODED_WRITE payload bytes */
+	uint64_t others;	  /* symlinks, links, special files */
+	uint64_t bytes_logical;	  /* file data sent, as unencoded bytes */
+	uint64_t bytes_encoded;	  /* ENCODED_WRITE payload bytes */
 	uint64_t extents_encoded; /* ENCODED_WRITE commands */
 	uint64_t stream_bytes;
 	uint64_t bytes_total; /* file sizes (a hard-linked inode once) */
-	uint64_t bytes_done; /* of bytes_total */
+	uint64_t bytes_done;  /* of bytes_total */
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 

@@ -37,11 +37,11 @@ struct stream_reader {
 	uint32_t version;
 	uint64_t offset; /* stream bytes consumed */
 	unsigned char *buf;
-	size_t buf_len;	 /* valid bytes in buf */
-	size_t buf_pos;	 /* next unread byte */
+	size_t buf_len; /* valid bytes in buf */
+	size_t buf_pos; /* next unread byte */
 	size_t buf_cap;
 	bool eof;
-	const char *name; /* for messages */
+	const char *name;	    /* for messages */
 	char what[STREAM_WHAT_LEN]; /* the last error's description */
 };
 
@@ -65,9 +65,9 @@ struct stream_encoded_write {
 struct stream_ops {
 	int (*subvol)(const char *path, const uint8_t *uuid, uint64_t ctransid,
 		      void *arg);
-	int (*snapshot)(const char *path, const uint8_t *uuid, uint64_t ctransid,
-			const uint8_t *parent_uuid, uint64_t parent_ctransid,
-			void *arg);
+	int (*snapshot)(const char *path, const uint8_t *uuid,
+			uint64_t ctransid, const uint8_t *parent_uuid,
+			uint64_t parent_ctransid, void *arg);
 	int (*mkfile)(const char *path, void *arg);
 	int (*mkdir)(const char *path, void *arg);
 	int (*mknod)(const char *path, uint64_t mode, uint64_t rdev, void *arg);
@@ -90,8 +90,8 @@ struct stream_ops {
 	int (*chmod)(const char *path, uint64_t mode, void *arg);
 	int (*chown)(const char *path, uint64_t uid, uint64_t gid, void *arg);
 	int (*utimes)(const char *path, const struct timespec *atime,
-		      const struct timespec *mtime, const struct timespec *ctime,
-		      void *arg);
+		      const struct timespec *mtime,
+		      const struct timespec *ctime, void *arg);
 	int (*update_extent)(const char *path, uint64_t offset, uint64_t len,
 			     void *arg);
 	int (*fallocate)(const char *path, uint32_t mode, uint64_t offset,
@@ -130,11 +130,11 @@ struct stream_writer {
 	int fd;
 	uint32_t version;
 	unsigned char *buf;
-	size_t len;	    /* bytes in buf */
+	size_t len; /* bytes in buf */
 	size_t cap;
-	size_t cmd_start;   /* of the command being built */
-	uint64_t written;   /* bytes written to fd */
-	int err;	    /* first error, sticky */
+	size_t cmd_start; /* of the command being built */
+	uint64_t written; /* bytes written to fd */
+	int err;	  /* first error, sticky */
 };
 
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
@@ -145,7 +145,8 @@ void stream_begin_cmd(struct stream_writer *w, uint16_t cmd);
 void stream_put_u32(struct stream_writer *w, uint16_t attr, uint32_t value);
 void stream_put_u64(struct stream_writer *w, uint16_t attr, uint64_t value);
 void stream_put_string(struct stream_writer *w, uint16_t attr, const char *s);
-void stream_put_uuid(struct stream_writer *w, uint16_t attr, const uint8_t *uuid);
+void stream_put_uuid(struct stream_writer *w, uint16_t attr,
+		     const uint8_t *uuid);
 void stream_put_timespec(struct stream_writer *w, uint16_t attr,
 			 const struct timespec *ts);
 void stream_put_bytes(struct stream_writer *w, uint16_t attr, const void *data,

@@ -56,7 +56,7 @@
 struct walk_level {
 	DIR *dir;
 	size_t prefix; /* length of rel before a child's name */
-	bool fresh; /* its copy was made by this run: nothing to resume */
+	bool fresh;    /* its copy was made by this run: nothing to resume */
 };
 
 struct walker {

@@ -17,19 +17,19 @@
 #define TREE_MAX_FILES 1024
 
 struct tree_stats {
-	uint64_t files; /* regular files copied */
-	uint64_t dirs; /* directories created or reused */
-	uint64_t symlinks; /* symbolic links created */
-	uint64_t specials; /* FIFOs, sockets and device nodes created */
+	uint64_t files;	    /* regular files copied */
+	uint64_t dirs;	    /* directories created or reused */
+	uint64_t symlinks;  /* symbolic links created */
+	uint64_t specials;  /* FIFOs, sockets and device nodes created */
 	uint64_t hardlinks; /* names linked to a file copied before */
-	uint64_t skipped; /* entries already complete in DEST (resume) */
-	uint64_t failed; /* entries not copied, each reported */
+	uint64_t skipped;   /* entries already complete in DEST (resume) */
+	uint64_t failed;    /* entries not copied, each reported */
 	uint64_t entries_done;
-	uint64_t checkpoints; /* syncfs + renames */
-	uint64_t bytes_skipped; /* sizes of the files skipped */
+	uint64_t checkpoints;	 /* syncfs + renames */
+	uint64_t bytes_skipped;	 /* sizes of the files skipped */
 	unsigned int peak_files; /* most files in flight at once */
-	uint64_t ring_waits; /* the ring thread idle, waiting for files */
-	uint64_t walker_waits; /* the walker waiting for room in flight */
+	uint64_t ring_waits;	 /* the ring thread idle, waiting for files */
+	uint64_t walker_waits;	 /* the walker waiting for room in flight */
 	/* from the counting walk (tree_options.count_first), else 0 */
 	uint64_t total_entries;
 	uint64_t total_bytes;
@@ -38,8 +38,8 @@ struct tree_stats {
 
 struct tree_options {
 	unsigned int max_files; /* files in flight, 0 for the default */
-	bool count_first; /* walk once first, for totals */
-	bool no_target_dir; /* DEST is the copy even if it exists (cp -T) */
+	bool count_first;	/* walk once first, for totals */
+	bool no_target_dir;	/* DEST is the copy even if it exists (cp -T) */
 	/* set by the caller (a signal handler): stop cleanly at once */
 	volatile sig_atomic_t *stop;
 	/* an entry failed; the copy goes on */

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fd < 0)
 		return 0;
-	if (write(fd, data, size) == (ssize_t)size && lseek(fd, 0, SEEK_SET) == 0 &&
+	if (write(fd, data, size) == (ssize_t)size &&
+	    lseek(fd, 0, SEEK_SET) == 0 &&
 	    stream_reader_init(&r, fd, "fuzz", &e) == 0)
 		stream_process(&r, &ops, &seen, &e);
 	stream_reader_release(&r);

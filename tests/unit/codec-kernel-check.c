@@ -29,8 +29,8 @@
 
 struct check {
 	struct codec *codec;
-	unsigned char *enc; /* BTRFS_MAX_COMPRESSED */
-	unsigned char *dec; /* BTRFS_MAX_UNCOMPRESSED */
+	unsigned char *enc;   /* BTRFS_MAX_COMPRESSED */
+	unsigned char *dec;   /* BTRFS_MAX_UNCOMPRESSED */
 	unsigned char *plain; /* BTRFS_MAX_UNCOMPRESSED */
 	const char *dump_dir;
 	unsigned long extents, zlib, zstd, lzo, mismatches;

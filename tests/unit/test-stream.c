@@ -384,11 +384,11 @@ static void test_encoded_write_sizes(void **state)
 		int attr;
 		uint64_t value;
 	} bad[] = {
-		{ 4, 8 }, /* compression out of range */
-		{ 5, 1 }, /* encryption out of range */
-		{ 2, 262144 }, /* unencoded_len past 128 KiB */
+		{ 4, 8 },	      /* compression out of range */
+		{ 5, 1 },	      /* encryption out of range */
+		{ 2, 262144 },	      /* unencoded_len past 128 KiB */
 		{ 3, 131072 + 4096 }, /* unencoded_offset past unencoded_len */
-		{ 1, 0 }, /* empty range */
+		{ 1, 0 },	      /* empty range */
 	};
 	size_t offs[8], len, i;
 	int fd;
