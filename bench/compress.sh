@@ -22,30 +22,10 @@ LEVELS=${LEVELS:-"3 9 15"}
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
 command -v compsize >/dev/null || { echo "needs compsize" >&2; exit 1; }
 
-work=$(mktemp -d /dev/shm/encio-bench.XXXXXX)
-mounts=() loops=()
-cleanup()
-{
-	local i
-	cd /
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
-	done
-	for l in "${loops[@]}"; do losetup -d "$l"; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mkdir "$work/src" "$work/dst"
-mount -t tmpfs -o size=8G tmpfs "$work/src" || exit 1
-mounts+=("$work/src")
-truncate -s 12G "$work/dst.img"
-loop=$(losetup -f --show "$work/dst.img") || exit 1
-loops+=("$loop")
-mkfs.btrfs -q -f "$loop" >/dev/null || exit 1
-mount "$loop" "$work/dst" || exit 1
-mounts+=("$work/dst")
+source "$top/scripts/loopback.sh"
+loopback_init encio-bench
+loopback_tmpfs src 8G
+loopback_image dst 12G
 SRC=$work/src/many DST=$work/dst
 
 echo "== building the corpus: ${CORPUS[*]}"
@@ -53,7 +33,6 @@ mkdir "$SRC"
 cp -a "${CORPUS[@]}" "$SRC/"
 printf '  %s files, %s\n' "$(find "$SRC" -type f | wc -l)" "$(du -sh --apparent-size "$SRC" | cut -f1)"
 
-now() { date +%s.%N; }
 clear_dst() { rm -rf "${DST:?}"/*; sync; }
 ratio() { compsize -b "$1" 2>/dev/null | awk '$1 == "TOTAL" { printf "%.1f%%", 100 * $3 / $4 }'; }
 

@@ -4,37 +4,12 @@
 # issue as read-only snapshots SRC/many-snap and SRC/big-snap:
 #   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
 #   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
-# Expects $ENCIO. Provides drop (sync + drop caches) and now (seconds).
+# Expects $ENCIO and $top; drop and now come from scripts/loopback.sh.
 
-work=$(mktemp -d /dev/shm/encio-bench.XXXXXX)
-mounts=() loops=()
-cleanup()
-{
-	local i
-	cd /
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
-	done
-	for l in "${loops[@]}"; do losetup -d "$l"; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-image()
-{
-	local name=$1 loop
-	truncate -s 12G "$work/$name.img"
-	loop=$(losetup -f --show "$work/$name.img") || exit 1
-	loops+=("$loop")
-	mkfs.btrfs -q -f "$loop" >/dev/null || exit 1
-	mkdir "$work/$name"
-	mount -o compress-force=zstd "$loop" "$work/$name" || exit 1
-	mounts+=("$work/$name")
-}
-
-image src
-image dst
+source "$top/scripts/loopback.sh"
+loopback_init encio-bench
+loopback_image src 12G compress-force=zstd
+loopback_image dst 12G compress-force=zstd
 SRC=$work/src DST=$work/dst
 
 echo "== building the corpora"
@@ -55,5 +30,3 @@ for c in many big; do
 done
 sync
 
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-now() { date +%s.%N; }

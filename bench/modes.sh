@@ -15,38 +15,13 @@ rounds=${1:-5}
 bash "$top/scripts/build.sh" build || exit 1
 ENCIO=$top/build/encio
 
-work=$(mktemp -d /dev/shm/encio-modes.XXXXXX) || exit 1
-mounts=() loops=()
-cleanup()
-{
-	local i
-	cd /
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
-	done
-	for l in "${loops[@]}"; do losetup -d "$l"; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$top/scripts/loopback.sh"
+loopback_init encio-modes
 
-image()
-{
-	local name=$1 opts=$2 loop
-	truncate -s 4G "$work/$name.img"
-	loop=$(losetup -f --show "$work/$name.img") || exit 1
-	loops+=("$loop")
-	mkfs.btrfs -q -f "$loop" >/dev/null || exit 1
-	mkdir "$work/$name"
-	mount ${opts:+-o "$opts"} "$loop" "$work/$name" || exit 1
-	mounts+=("$work/$name")
-}
-
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-image src compress-force=zstd
-image dst ""
+loopback_image src 4G compress-force=zstd
+loopback_image dst 4G
 SRC=$work/src/data.tar DST=$work/dst
 
 echo "== a 1 GiB file on a compress-force=zstd image"

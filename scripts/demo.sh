@@ -10,32 +10,8 @@ bash scripts/build.sh build || exit 1
 ENCIO=$top/build/encio
 
 [ "$(id -u)" = 0 ] || { echo "the demo needs root (loop devices, mounts)" >&2; exit 1; }
-work=$(mktemp -d /dev/shm/encio-demo.XXXXXX)
-mounts=() loops=()
-cleanup()
-{
-	local i
-	cd /
-	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
-		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
-	done
-	for l in "${loops[@]}"; do losetup -d "$l"; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-image()
-{
-	local name=$1 opts=$2 loop
-	truncate -s 3G "$work/$name.img"
-	loop=$(losetup -f --show "$work/$name.img")
-	loops+=("$loop")
-	mkfs.btrfs -q -f "$loop" >/dev/null
-	mkdir "$work/$name"
-	mount ${opts:+-o "$opts"} "$loop" "$work/$name"
-	mounts+=("$work/$name")
-}
+source "$top/scripts/loopback.sh"
+loopback_init encio-demo
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 timed()
 {
@@ -50,8 +26,8 @@ timed()
 	awk -v l="$label" -v a="$t0" -v b="$t1" 'BEGIN { printf "  %-34s %6.3f s\n", l, b - a }'
 }
 
-image src compress-force=zstd
-image dst ""
+loopback_image src 3G compress-force=zstd
+loopback_image dst 3G
 SRC=$work/src DST=$work/dst
 
 step "Building a corpus on a compress-force=zstd btrfs image"
