@@ -727,11 +727,10 @@ static int parse_bench_options(const struct cmd_struct *cmd, int argc,
 						   optarg);
 			b->json = c;
 			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			exit(0);
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, c, NULL))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (argc - optind != 1)

@@ -43,6 +43,13 @@ const char *pretty_size(char *buf, unsigned long long bytes);
 
 void print_encio_error(const struct encio_error *e);
 
+/*
+ * Options every command takes alike: --format=text|json (where @json is
+ * not NULL), -v, -q, -h (prints the help and exits). Returns 0 when @opt was
+ * one of them, EXIT_USAGE otherwise or on a bad value.
+ */
+int common_option(const struct cmd_struct *cmd, int opt, int *json);
+
 /* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
 int parse_format(const char *arg);
 

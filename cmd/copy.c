@@ -344,9 +344,6 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 				return usage_error(cmd,
 						   "threads must be 1..256");
 			break;
-		case 'q':
-			global_opts.verbose = -1;
-			break;
 		case 'd':
 			global_opts.queue_depth = strtoul(optarg, &end, 10);
 			if (*end || global_opts.queue_depth < 1 ||
@@ -355,17 +352,10 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 						   "queue depth must be 1..%d",
 						   ENGINE_MAX_DEPTH);
 			break;
-		case OPT_FORMAT:
-			c->json = parse_format(optarg);
-			if (c->json < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			exit(0);
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, opt, &c->json))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (argc - optind < 2)

@@ -114,17 +114,10 @@ static int parse_read_options(const struct cmd_struct *cmd, int argc,
 						   "buffer size must be 16..%d",
 						   16 * ENGINE_SLOT_SIZE);
 			break;
-		case OPT_FORMAT:
-			o->json = parse_format(optarg);
-			if (o->json < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			exit(0);
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, c, &o->json))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (argc - optind != 1)

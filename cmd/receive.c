@@ -111,17 +111,10 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_FORCE_DECOMPRESS:
 			opts->force_decompress = true;
 			break;
-		case 'v':
-			global_opts.verbose++;
-			break;
-		case 'q':
-			global_opts.verbose = -1;
-			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			exit(0);
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, opt, NULL))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (argc - optind != 1)

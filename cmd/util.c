@@ -3,6 +3,7 @@
  * Messages, usage and formatting shared by the commands.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -149,4 +150,28 @@ int parse_size(const char *arg, uint64_t *out)
 		return -1;
 	*out = value << shift;
 	return 0;
+}
+
+int common_option(const struct cmd_struct *cmd, int opt, int *json)
+{
+	switch (opt) {
+	case OPT_FORMAT:
+		if (!json)
+			break;
+		*json = parse_format(optarg);
+		if (*json >= 0)
+			return 0;
+		usage_error(cmd, "unknown format '%s'", optarg);
+		break;
+	case 'v':
+		global_opts.verbose++;
+		return 0;
+	case 'q':
+		global_opts.verbose = -1;
+		return 0;
+	case 'h':
+		usage_print(cmd, true, 0);
+		exit(0);
+	}
+	return EXIT_USAGE;
 }

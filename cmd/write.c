@@ -99,17 +99,10 @@ static int parse_write_options(const struct cmd_struct *cmd, int argc,
 		case 'l':
 			ret = parse_one(cmd, optarg, &o->len, &o->has_len);
 			break;
-		case OPT_FORMAT:
-			o->json = parse_format(optarg);
-			if (o->json < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			exit(0);
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, c, &o->json))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (ret)
