@@ -35,12 +35,20 @@ check_partial()
 
 interrupt()
 {
-	local sig=$1 dest=$2 pid rc
+	local sig=$1 dest=$2 pid rc n
 	echo 3 >/proc/sys/vm/drop_caches
 	# one file and two requests in flight: slow enough to interrupt
 	timeout 120 "$ENCIO" copy -r -T -j 1 -d 2 "$T" "$dest" >"$TEST_TMP/out" 2>&1 &
 	pid=$!
-	sleep 0.3
+	# Interrupt once two files are complete (with -j 1 the walker makes a
+	# file's temporary only after the one before it finished): a fixed
+	# sleep was either too early to resume anything or too late.
+	n=0
+	while kill -0 $pid 2>/dev/null &&
+		[ "$(find "$dest" -name '.*.encio-*' 2>/dev/null | wc -l)" -lt 3 ]; do
+		n=$((n + 1))
+		[ $n -lt 20000 ] || _fail "no temporaries appeared in $dest"
+	done
 	kill -"$sig" $pid
 	wait $pid
 	rc=$?
