@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +85,26 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	memset(ctx, 0, sizeof(*ctx));
 }
 
+/*
+ * The filesystem type of a source, and whether it is read-only (mount or
+ * btrfs subvolume): then no file on it has data awaiting writeback, and
+ * mapping its extents needs no flush first.
+ */
+static int source_kind(int fd, long *fs_type, bool *clean)
+{
+	uint64_t flags = 0;
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs))
+		return errno;
+	*fs_type = sfs.f_type;
+	*clean = sfs.f_flags & ST_RDONLY;
+	if (!*clean && sfs.f_type == BTRFS_SUPER_MAGIC &&
+	    !ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags))
+		*clean = flags & BTRFS_SUBVOL_RDONLY;
+	return 0;
+}
+
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 		   const char *src, const char *dst_dir, struct encio_error *e)
 {
@@ -99,6 +120,9 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 			return encio_error_set(e, ret,
 					       "read with the forced --io mode",
 					       src, false, 0);
+		ret = source_kind(src_fd, &ctx->read_fs_type, &ctx->read_clean);
+		if (ret)
+			return encio_error_set(e, ret, "statfs", src, false, 0);
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
@@ -681,11 +705,21 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return ret;
 	job->size = st->st_size;
-	ret = extent_map_build(job->src_fd, &job->map);
+	if (job->ctx->read_probed && job->ctx->read_dev == st->st_dev)
+		ret = extent_map_build_stat(
+			job->src_fd, st, job->ctx->read_fs_type,
+			job->ctx->read_clean ? EXTENT_MAP_CLEAN : 0, &job->map);
+	else
+		ret = extent_map_build(job->src_fd, &job->map);
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",
 						  job->src_path, false, 0);
-	if (ftruncate(job->dst_fd, job->size))
+	/*
+	 * The new file grows with its writes: only a trailing hole or
+	 * prealloc range needs the size set (a transaction of its own).
+	 */
+	if (extent_map_data_end(&job->map) < job->size &&
+	    ftruncate(job->dst_fd, job->size))
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
 	return 0;

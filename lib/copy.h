@@ -61,6 +61,8 @@ struct copy_ctx {
 	struct copy_stats stats;
 	struct encio_probe probe; /* of the last source / destination probed */
 	dev_t read_dev;
+	long read_fs_type; /* statfs f_type of read_dev */
+	bool read_clean;   /* read_dev is read-only: no delalloc to flush */
 	dev_t write_dev;
 	bool read_probed;
 	bool write_probed;

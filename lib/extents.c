@@ -30,7 +30,14 @@
 #include "kernel.h"
 
 /* The search buffer: any item fits (nodesize <= 64 KiB). */
-#define SEARCH_BUF_SIZE (64 * 1024)
+/*
+ * The kernel stops a search early only when the next item does not fit in
+ * the buffer, and no item is larger than a 64 KiB leaf: a search that
+ * leaves SEARCH_ITEM_MAX free was complete, and needs no second call to
+ * find out.
+ */
+#define SEARCH_ITEM_MAX (64 * 1024 + sizeof(struct btrfs_ioctl_search_header))
+#define SEARCH_BUF_SIZE (128 * 1024)
 /* FIEMAP extents asked for per call. */
 #define FIEMAP_BATCH 256
 /* Inline items: the data starts where disk_bytenr would be. */
@@ -259,7 +266,7 @@ static void search_key_init(struct btrfs_ioctl_search_key *key, uint64_t ino,
 
 /*
  * Add the items of one search result to @map. Sets *@next to the offset to
- * search from next, or returns 1 when the last possible key was seen.
+ * search from next, or returns 1 when the search saw the last item.
  */
 static int search_parse(struct btrfs_ioctl_search_args_v2 *args, uint64_t ino,
 			struct extent_map *map, uint64_t *next)
@@ -292,7 +299,7 @@ next:
 			return 1;
 		*next = sh.offset + 1;
 	}
-	return 0;
+	return args->buf_size - pos >= SEARCH_ITEM_MAX;
 }
 
 static int map_tree_search(int fd, uint64_t ino, struct extent_map *map)
@@ -478,7 +485,7 @@ static int flush_delalloc(int fd)
 	return -errno;
 }
 
-static int map_build(int fd, const struct stat *st, bool btrfs,
+static int map_build(int fd, const struct stat *st, bool btrfs, bool clean,
 		     struct extent_map *map)
 {
 	/* Only btrfs compresses: elsewhere, plain data is uncompressed. */
@@ -486,7 +493,7 @@ static int map_build(int fd, const struct stat *st, bool btrfs,
 	int ret;
 
 	if (btrfs) {
-		ret = flush_delalloc(fd);
+		ret = clean ? 0 : flush_delalloc(fd);
 		if (ret)
 			return ret;
 		map_reset(map, EXTENT_SOURCE_TREE_SEARCH);
@@ -514,27 +521,49 @@ static int map_build(int fd, const struct stat *st, bool btrfs,
 	return map_whole(plain, map);
 }
 
+int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
+			  unsigned int flags, struct extent_map *map)
+{
+	int ret;
+
+	memset(map, 0, sizeof(*map));
+	if (!S_ISREG(st->st_mode))
+		return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+	map->size = st->st_size;
+	ret = map_build(fd, st, fs_type == BTRFS_SUPER_MAGIC,
+			flags & EXTENT_MAP_CLEAN, map);
+	if (ret)
+		extent_map_release(map);
+	return ret;
+}
+
 int extent_map_build(int fd, struct extent_map *map)
 {
 	struct statfs sfs;
 	struct stat st;
-	bool btrfs;
-	int ret;
 
 	memset(map, 0, sizeof(*map));
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	if (fstatfs(fd, &sfs) < 0)
 		return -errno;
-	btrfs = sfs.f_type == BTRFS_SUPER_MAGIC;
-	map->size = st.st_size;
+	return extent_map_build_stat(fd, &st, sfs.f_type, 0, map);
+}
 
-	ret = map_build(fd, &st, btrfs, map);
-	if (ret)
-		extent_map_release(map);
-	return ret;
+uint64_t extent_map_data_end(const struct extent_map *map)
+{
+	uint64_t end = 0;
+	size_t i;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+
+		if (fe->offset >= map->size)
+			break;
+		if (fe->kind == EXTENT_REGULAR || fe->kind == EXTENT_INLINE)
+			end = fe->offset + fe->len;
+	}
+	return end < map->size ? end : map->size;
 }
 
 /* ---- totals ---- */

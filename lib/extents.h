@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 enum extent_kind {
 	EXTENT_HOLE,
@@ -55,6 +56,19 @@ struct extent_map {
  * listed), and prealloc ranges past EOF follow. Returns 0 or -errno.
  */
 int extent_map_build(int fd, struct extent_map *map);
+
+/*
+ * The same for a caller that has already stat'ed the file and its
+ * filesystem (@fs_type: statfs f_type), which saves two syscalls a file.
+ * EXTENT_MAP_CLEAN: the file can hold no data awaiting writeback (it is on
+ * a read-only subvolume or mount), so the map needs no flush first.
+ */
+#define EXTENT_MAP_CLEAN (1U << 0)
+int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
+			  unsigned int flags, struct extent_map *map);
+
+/* End of the last range holding data (regular or inline) below map->size. */
+uint64_t extent_map_data_end(const struct extent_map *map);
 void extent_map_release(struct extent_map *map);
 
 /*

@@ -68,6 +68,9 @@ struct walker {
 	size_t name_at; /* the current entry's name in rel */
 	char rel[PATH_MAX];
 	struct stat st;
+	/* st holds only the type: a regular file is stat'ed once opened */
+	bool st_pending;
+	bool stat_files; /* stat regular files too (for their sizes) */
 };
 
 struct tree_file {
@@ -230,6 +233,7 @@ static int walk_next(struct walker *w)
 		w->root_done = true;
 		w->rel[0] = '\0';
 		w->name_at = 0;
+		w->st_pending = false;
 		return lstat(w->src_root, &w->st) ? -errno : 1;
 	}
 	while (w->depth) {
@@ -259,12 +263,34 @@ static int walk_next(struct walker *w)
 		}
 		memcpy(w->rel + top->prefix, de->d_name, len + 1);
 		w->name_at = top->prefix;
+		w->st_pending = de->d_type == DT_REG && !w->stat_files;
+		if (w->st_pending) {
+			memset(&w->st, 0, sizeof(w->st));
+			w->st.st_mode = S_IFREG;
+			return 1;
+		}
 		if (fstatat(dirfd(top->dir), de->d_name, &w->st,
 			    AT_SYMLINK_NOFOLLOW))
 			return -errno;
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Open the regular file the last walk_next() returned, by its name in the
+ * directory being read (@path is its full name): no path walk from the root.
+ */
+static int walk_open_file(const struct walker *w, const char *path)
+{
+	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+	int dir = w->depth ? dirfd(w->levels[w->depth - 1].dir) : AT_FDCWD;
+	const char *name = w->depth ? w->rel + w->name_at : path;
+	int fd = openat(dir, name, flags | O_NOATIME);
+
+	if (fd < 0 && errno == EPERM) /* O_NOATIME on someone else's */
+		fd = openat(dir, name, flags);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Enter the directory the last walk_next() returned. */
@@ -431,8 +457,10 @@ static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
 	return 0;
 }
 
-/* The process umask, read once before the threads start. */
+/* The process umask and ids, read once before the threads start. */
 static mode_t t_umask;
+static uid_t t_euid;
+static gid_t t_egid;
 
 /*
  * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
@@ -445,8 +473,7 @@ static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 	int ret;
 
 	*op = "set owner of";
-	if ((!made_ours || f->st.st_uid != geteuid() ||
-	     f->st.st_gid != getegid()) &&
+	if ((!made_ours || f->st.st_uid != t_euid || f->st.st_gid != t_egid) &&
 	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
 	ret = copy_xattrs(b, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
@@ -856,15 +883,6 @@ static bool probe_needed(struct tree *t, const struct stat *st)
 	       !ctx->write_probed || ctx->write_dev != t->dst_dev;
 }
 
-static int open_src(const char *src)
-{
-	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
-
-	if (fd < 0 && errno == EPERM)
-		fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
 /* Hand an opened file to the ring thread; waits while max_files are out. */
 static void queue_push(struct tree *t, struct tree_file *f)
 {
@@ -917,7 +935,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	const char *op;
 	int ret;
 
-	if (link_seen(t, &t->walk.st, dst))
+	if (!t->walk.st_pending && link_seen(t, &t->walk.st, dst))
 		return;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
@@ -931,7 +949,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
-	ret = open_src(src);
+	ret = walk_open_file(&t->walk, src);
 	if (ret < 0) {
 		encio_error_set(&f->e, ret, "open", src, false, 0);
 		goto fail;
@@ -940,6 +958,15 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	if (fstat(f->job.src_fd, &f->st)) {
 		encio_error_set(&f->e, errno, "stat", src, false, 0);
 		goto fail;
+	}
+	if (!S_ISREG(f->st.st_mode)) {
+		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
+				src, false, 0);
+		goto fail;
+	}
+	if (t->walk.st_pending && link_seen(t, &f->st, dst)) {
+		tree_file_free(f);
+		return;
 	}
 	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, dst)) {
 		pthread_mutex_lock(&t->lock);
@@ -1500,7 +1527,7 @@ static void tree_run(struct tree *t)
 
 static void count_tree(struct tree *t, const char *src)
 {
-	struct walker w = { 0 };
+	struct walker w = { .stat_files = true };
 	struct tree_stats *s = t->stats;
 	int ret;
 
@@ -1640,6 +1667,8 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	pthread_cond_init(&t.cond, NULL);
 	t_umask = umask(0);
 	umask(t_umask);
+	t_euid = geteuid();
+	t_egid = getegid();
 	pthread_cond_init(&t.r_cond, NULL);
 	ret = tree_setup(&t, e);
 	if (ret)

@@ -544,6 +544,79 @@ static void test_map_tmp(void **state)
 	close(fd);
 }
 
+/* The end of the data: a trailing hole or prealloc range is not data. */
+static void test_map_data_end(void **state)
+{
+	struct extent_map map = { .size = 100 * KiB };
+	struct file_extent fe = { .offset = 0,
+				  .len = 8 * KiB,
+				  .kind = EXTENT_REGULAR };
+
+	(void)state;
+	assert_int_equal(extent_map_data_end(&map), 0);
+	assert_int_equal(extent_map_add(&map, &fe), 0);
+	fe = (struct file_extent){ .offset = 32 * KiB,
+				   .len = 68 * KiB + 4 * KiB,
+				   .kind = EXTENT_REGULAR };
+	assert_int_equal(extent_map_add(&map, &fe), 0);
+	assert_int_equal(extent_map_finish(&map), 0);
+	/* the last extent reaches past EOF, rounded to the sector */
+	assert_int_equal(extent_map_data_end(&map), 100 * KiB);
+	extent_map_release(&map);
+
+	map = (struct extent_map){ .size = 100 * KiB };
+	fe = (struct file_extent){ .offset = 0,
+				   .len = 64 * KiB,
+				   .kind = EXTENT_REGULAR };
+	assert_int_equal(extent_map_add(&map, &fe), 0);
+	fe = (struct file_extent){ .offset = 64 * KiB,
+				   .len = 16 * KiB,
+				   .kind = EXTENT_PREALLOC };
+	assert_int_equal(extent_map_add(&map, &fe), 0);
+	assert_int_equal(extent_map_finish(&map), 0);
+	assert_int_equal(extent_map_data_end(&map), 64 * KiB);
+	extent_map_release(&map);
+}
+
+/* Given the stat and the file system type, the same map as from the fd. */
+static void test_map_build_stat(void **state)
+{
+	struct extent_map a, b;
+	struct statfs sfs;
+	struct stat st;
+	char path[64];
+	size_t i;
+	int fd;
+
+	(void)state;
+	fd = sparse_file("/dev/shm", path, sizeof(path));
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(fstatfs(fd, &sfs), 0);
+	assert_int_equal(extent_map_build(fd, &a), 0);
+	assert_int_equal(extent_map_build_stat(fd, &st, sfs.f_type,
+					       EXTENT_MAP_CLEAN, &b),
+			 0);
+	assert_int_equal(a.nr, b.nr);
+	assert_int_equal(a.size, b.size);
+	assert_int_equal(a.source, b.source);
+	for (i = 0; i < a.nr; i++) {
+		assert_int_equal(a.ext[i].offset, b.ext[i].offset);
+		assert_int_equal(a.ext[i].len, b.ext[i].len);
+		assert_int_equal(a.ext[i].kind, b.ext[i].kind);
+	}
+	assert_int_equal(extent_map_data_end(&b), MiB);
+	extent_map_release(&a);
+	extent_map_release(&b);
+	close(fd);
+
+	fd = open("/", O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(extent_map_build_stat(fd, &st, 0, 0, &a), -EISDIR);
+	close(fd);
+}
+
 static void test_map_empty_and_dir(void **state)
 {
 	struct extent_map map;
@@ -585,6 +658,8 @@ int main(void)
 		cmocka_unit_test(test_map_tmpfs),
 		cmocka_unit_test(test_map_tmp),
 		cmocka_unit_test(test_map_empty_and_dir),
+		cmocka_unit_test(test_map_data_end),
+		cmocka_unit_test(test_map_build_stat),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
