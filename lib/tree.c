@@ -14,12 +14,13 @@
  * Encoded-write errors arrive late, so a file is only renamed into place
  * after a syncfs() that succeeded. That happens at checkpoints: after
  * CHECKPOINT_FILES files or CHECKPOINT_BYTES bytes, and at the end. A
- * checkpoint first lets the requests in flight complete (the engine is then
- * idle), syncs, and renames the batch. Hard links are made at the end, once
+ * checkpoint hands the batch to a renamer thread, which syncs and renames
+ * while the pipeline goes on; a failed sync stops the copy. Hard links are
+ * made at the end, once
  * their first name is in place, and directories get their mode, xattrs and
  * times last, after everything inside them is written.
  *
- * Two threads. The calling thread owns the ring and only does I/O on open
+ * Three threads. The calling thread owns the ring and only does I/O on open
  * files and on DEST; a walker thread does every path operation on SRC
  * (readdir, stat, open, readlink, xattrs by path) and makes directories,
  * symlinks and device nodes, and hands opened files over through a queue.
@@ -160,6 +161,7 @@ struct tree {
 	size_t r_cap;
 	bool r_busy;
 	bool r_quit;
+	bool sync_failed; /* by the renamer only */
 	uint64_t batch_bytes;
 	struct tree_link *links;
 	size_t nr_links;
@@ -1375,11 +1377,52 @@ static void tree_drain(struct tree *t)
 }
 
 /* The renamer thread: renames synced batches while the ring goes on. */
+/* A batch whose sync failed, or that follows one: its files are lost. */
+static void tree_batch_drop(struct tree *t, struct tree_done *batch, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		unlink(batch[i].tmp);
+		free(batch[i].tmp);
+		free(batch[i].dst);
+	}
+	pthread_mutex_lock(&t->lock);
+	t->stats->files -= nr;
+	t->stats->failed += nr;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void tree_batch_rename(struct tree *t, struct tree_done *batch,
+			      size_t nr)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < nr; i++) {
+		if (rename(batch[i].tmp, batch[i].dst)) {
+			err = errno;
+			stat_add(t, &t->stats->files, -1);
+			stat_add(t, &t->stats->entries_done, -1);
+			entry_error(t, err, "rename into place", batch[i].dst);
+			unlink(batch[i].tmp);
+		}
+		free(batch[i].tmp);
+		free(batch[i].dst);
+	}
+}
+
+/*
+ * The renamer thread: syncs the destination, then renames a batch of
+ * finished files into place. Off the ring thread, so that the pipeline
+ * goes on while the sync waits for writeback. A failed sync stops the copy
+ * (encoded-write errors arrive late, and cannot be told apart by file):
+ * that batch and every later one are dropped.
+ */
 static void *tree_renamer(void *arg)
 {
 	struct tree *t = arg;
-	size_t i;
-	int err;
+	struct encio_error e;
 
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
@@ -1388,20 +1431,15 @@ static void *tree_renamer(void *arg)
 		if (!t->r_busy)
 			break;
 		pthread_mutex_unlock(&t->lock);
-		for (i = 0; i < t->r_nr; i++) {
-			struct tree_done *d = &t->r_batch[i];
-
-			if (rename(d->tmp, d->dst)) {
-				err = errno;
-				stat_add(t, &t->stats->files, -1);
-				stat_add(t, &t->stats->entries_done, -1);
-				entry_error(t, err, "rename into place",
-					    d->dst);
-				unlink(d->tmp);
-			}
-			free(d->tmp);
-			free(d->dst);
+		if (!t->sync_failed && syncfs(t->sync_fd)) {
+			encio_error_set(&e, errno, "sync", t->dest, false, 0);
+			t->sync_failed = true;
+			tree_stop(t, &e);
 		}
+		if (t->sync_failed)
+			tree_batch_drop(t, t->r_batch, t->r_nr);
+		else
+			tree_batch_rename(t, t->r_batch, t->r_nr);
 		pthread_mutex_lock(&t->lock);
 		t->r_nr = 0;
 		t->r_busy = false;
@@ -1412,36 +1450,18 @@ static void *tree_renamer(void *arg)
 }
 
 /*
- * Sync the destination, then have the batch renamed into place (by the
- * renamer thread: renames are the slowest part of small files, and need
- * not stall the ring).
+ * Hand the batch of finished files to the renamer thread, once it is done
+ * with the one before. Files still in flight need not be drained: the sync
+ * covers what finished before it started, and a failed sync stops it all.
  */
 static void tree_checkpoint(struct tree *t)
 {
 	struct tree_done *swap;
-	struct encio_error e;
-	size_t i, cap;
+	size_t cap;
 
-	tree_drain(t);
 	t->checkpoint_due = false;
 	if (!t->nr_batch)
 		return;
-	if (syncfs(t->sync_fd)) {
-		encio_error_set(&e, errno, "sync", t->dest, false, 0);
-		tree_stop(t, &e);
-		for (i = 0; i < t->nr_batch; i++) {
-			unlink(t->batch[i].tmp);
-			free(t->batch[i].tmp);
-			free(t->batch[i].dst);
-		}
-		pthread_mutex_lock(&t->lock);
-		t->stats->files -= t->nr_batch;
-		t->stats->failed += t->nr_batch;
-		pthread_mutex_unlock(&t->lock);
-		t->nr_batch = 0;
-		t->batch_bytes = 0;
-		return;
-	}
 	pthread_mutex_lock(&t->lock);
 	while (t->r_busy)
 		pthread_cond_wait(&t->r_cond, &t->lock);
@@ -1453,11 +1473,11 @@ static void tree_checkpoint(struct tree *t)
 	t->batch = swap;
 	t->cap_batch = cap;
 	t->r_busy = true;
+	t->stats->checkpoints++;
 	pthread_cond_broadcast(&t->r_cond);
 	pthread_mutex_unlock(&t->lock);
 	t->nr_batch = 0;
 	t->batch_bytes = 0;
-	t->stats->checkpoints++;
 }
 
 /* Stopped: the files in flight or queued lose their temporaries. */
