@@ -92,16 +92,20 @@ void copy_ctx_release(struct copy_ctx *ctx)
  */
 static int source_kind(int fd, long *fs_type, bool *clean)
 {
-	uint64_t flags = 0;
+	struct btrfs_ioctl_get_subvol_info_args info;
 	struct statfs sfs;
 
 	if (fstatfs(fd, &sfs))
 		return errno;
 	*fs_type = sfs.f_type;
 	*clean = sfs.f_flags & ST_RDONLY;
+	/*
+	 * Any file of the subvolume will do, unlike SUBVOL_GETFLAGS; success
+	 * can come back as 1 (a tree search's "not found exactly").
+	 */
 	if (!*clean && sfs.f_type == BTRFS_SUPER_MAGIC &&
-	    !ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags))
-		*clean = flags & BTRFS_SUBVOL_RDONLY;
+	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) >= 0)
+		*clean = info.flags & BTRFS_ROOT_SUBVOL_RDONLY;
 	return 0;
 }
 
