@@ -9,16 +9,17 @@
  * file is opened only when a slot is free and no open file has work to
  * issue, so the queue stays full across file boundaries. A completion finds
  * its job through req->priv; a job whose last request completed gets its
- * metadata and joins the batch of files written under temporary names.
+ * metadata and joins the batch of finished files, unnamed until synced.
  *
- * Encoded-write errors arrive late, so a file is only renamed into place
- * after a syncfs() that succeeded. That happens at checkpoints: after
- * CHECKPOINT_FILES files or CHECKPOINT_BYTES bytes, and at the end. A
- * checkpoint hands the batch to a renamer thread, which syncs and renames
- * while the pipeline goes on; a failed sync stops the copy. Hard links are
- * made at the end, once
- * their first name is in place, and directories get their mode, xattrs and
- * times last, after everything inside them is written.
+ * Encoded-write errors arrive late, so a file is written as an O_TMPFILE
+ * (or under a hidden temporary name where there is none) and only linked
+ * into place after a syncfs() that succeeded; a copy that dies leaves no
+ * temporaries. That happens at checkpoints: after checkpoint_files files
+ * or CHECKPOINT_BYTES bytes, and at the end. A checkpoint hands the batch
+ * to a renamer thread, which syncs and links while the pipeline goes on; a
+ * failed sync stops the copy. Hard links are made at the end, once their
+ * first name is in place, and directories get their mode, xattrs and times
+ * last, after everything inside them is written.
  *
  * Three threads. The calling thread owns the ring and only does I/O on open
  * files and on DEST; a walker thread does every path operation on SRC
@@ -42,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -81,11 +83,13 @@ struct tree_file {
 	bool redo_metadata; /* writes clear set-id bits and capabilities */
 	char *src;
 	char *dst;
-	char *tmp;
+	char *tmp; /* NULL: job.dst_fd is an O_TMPFILE */
 };
 
+/* A finished file, to sync and put in place: an O_TMPFILE, or a name. */
 struct tree_done {
-	char *tmp;
+	int fd;	   /* the unnamed file to link, or -1 */
+	char *tmp; /* else its temporary name */
 	char *dst;
 };
 
@@ -161,7 +165,9 @@ struct tree {
 	size_t r_cap;
 	bool r_busy;
 	bool r_quit;
-	bool sync_failed; /* by the renamer only */
+	size_t checkpoint_files; /* batches hold an fd a file: a bound */
+	bool named_temps;	 /* no O_TMPFILE in DEST */
+	bool sync_failed;	 /* by the renamer only */
 	uint64_t batch_bytes;
 	struct tree_link *links;
 	size_t nr_links;
@@ -570,6 +576,70 @@ static int make_file(void *arg, const char *tmp)
 	return a->fd < 0 ? -errno : 0;
 }
 
+/*
+ * An unnamed file in @dst's directory, linked into place at a checkpoint:
+ * half the tree updates of a named temporary and a rename, and nothing
+ * left behind by a copy that dies. -EOPNOTSUPP or -EISDIR where the file
+ * system has no O_TMPFILE.
+ */
+static int make_unnamed(const char *dst, struct make_file_arg *a)
+{
+	const char *slash = strrchr(dst, '/');
+	char dir[PATH_MAX];
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - dst + 1), dst);
+	a->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, a->mode);
+	return a->fd < 0 ? -errno : 0;
+}
+
+static int link_fd(int fd, const char *path)
+{
+	char proc[32];
+
+	if (!linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH))
+		return 0;
+	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
+	if (errno != ENOENT && errno != EPERM)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) ?
+		       -errno :
+		       0;
+}
+
+static int make_fd_link(void *arg, const char *tmp)
+{
+	return link_fd(*(int *)arg, tmp);
+}
+
+/*
+ * Give a finished file its name: link the unnamed file, or rename the
+ * temporary. A name already there (an older copy, on a rerun) is replaced
+ * atomically, through a temporary name.
+ */
+static int place_file(struct tree_done *d)
+{
+	char tmp[PATH_MAX];
+	int ret;
+
+	if (d->fd < 0)
+		return rename(d->tmp, d->dst) ? -errno : 0;
+	ret = link_fd(d->fd, d->dst);
+	if (ret != -EEXIST)
+		return ret;
+	ret = make_temp(d->dst, tmp, make_fd_link, &d->fd);
+	if (ret)
+		return ret;
+	if (rename(tmp, d->dst)) {
+		ret = -errno;
+		unlink(tmp);
+	}
+	return ret;
+}
+
 /* ----- hard links ----- */
 
 static size_t inode_hash(dev_t dev, ino_t ino, size_t mask)
@@ -772,6 +842,13 @@ static bool file_complete(int src_fd, const struct stat *src, const char *dst)
 
 /* ----- regular files ----- */
 
+/* A file that will not be finished: its temporary goes. */
+static void tree_file_discard(struct tree_file *f)
+{
+	if (f->tmp)
+		unlink(f->tmp);
+}
+
 static void tree_file_free(struct tree_file *f)
 {
 	if (f->job.src_fd >= 0)
@@ -833,7 +910,7 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		f->job.err = encio_error_set(&f->e, ENOMEM, "finish", f->dst,
 					     false, 0);
 	if (f->job.err) {
-		unlink(f->tmp);
+		tree_file_discard(f);
 		t->ctx->stats.bytes_done += f->st.st_size - f->job.done;
 		tree_report(t, &f->e);
 		tree_file_free(f);
@@ -842,8 +919,11 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 	}
 	t->batch = d;
 	d = &t->batch[t->nr_batch++];
+	d->fd = f->tmp ? -1 : f->job.dst_fd;
 	d->tmp = f->tmp;
 	d->dst = f->dst;
+	if (!f->tmp)
+		f->job.dst_fd = -1;
 	f->tmp = f->dst = NULL;
 	t->batch_bytes += f->st.st_size;
 	pthread_mutex_lock(&t->lock);
@@ -852,7 +932,7 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 	t->outstanding--;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
-	if (t->nr_batch >= CHECKPOINT_FILES ||
+	if (t->nr_batch >= t->checkpoint_files ||
 	    t->batch_bytes >= CHECKPOINT_BYTES)
 		t->checkpoint_due = true;
 	tree_file_free(f);
@@ -895,7 +975,7 @@ static void queue_push(struct tree *t, struct tree_file *f)
 		pthread_cond_wait(&t->cond, &t->lock);
 	if (t->stopping) {
 		pthread_mutex_unlock(&t->lock);
-		unlink(f->tmp);
+		tree_file_discard(f);
 		tree_file_free(f);
 		return;
 	}
@@ -984,16 +1064,18 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	 * final permissions: where the umask leaves them whole, no chmod.
 	 */
 	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
-	ret = make_temp(dst, tmp, make_file, &mf);
+	ret = t->named_temps ? -EOPNOTSUPP : make_unnamed(dst, &mf);
+	if (ret == -EOPNOTSUPP || ret == -EISDIR) {
+		t->named_temps = true;
+		ret = make_temp(dst, tmp, make_file, &mf);
+		if (!ret && !(f->tmp = strdup(tmp))) {
+			unlink(tmp);
+			ret = -ENOMEM;
+		}
+	}
 	f->job.dst_fd = mf.fd;
 	if (ret) {
 		encio_error_set(&f->e, ret, "create", dst, false, 0);
-		goto fail;
-	}
-	f->tmp = strdup(tmp);
-	if (!f->tmp) {
-		unlink(tmp);
-		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
 	/* Metadata here, off the ring thread's path. */
@@ -1007,7 +1089,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	queue_push(t, f);
 	return;
 fail_tmp:
-	unlink(f->tmp);
+	tree_file_discard(f);
 fail:
 	tree_report(t, &f->e);
 	tree_file_free(f);
@@ -1024,7 +1106,7 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 		tree_drain(t);
 		if (tree_probe(t, f)) {
 			tree_stop(t, &f->e);
-			unlink(f->tmp);
+			tree_file_discard(f);
 			tree_file_free(f);
 			file_done(t);
 			return;
@@ -1383,7 +1465,10 @@ static void tree_batch_drop(struct tree *t, struct tree_done *batch, size_t nr)
 	size_t i;
 
 	for (i = 0; i < nr; i++) {
-		unlink(batch[i].tmp);
+		if (batch[i].fd >= 0)
+			close(batch[i].fd);
+		else
+			unlink(batch[i].tmp);
 		free(batch[i].tmp);
 		free(batch[i].dst);
 	}
@@ -1397,16 +1482,19 @@ static void tree_batch_rename(struct tree *t, struct tree_done *batch,
 			      size_t nr)
 {
 	size_t i;
-	int err;
+	int ret;
 
 	for (i = 0; i < nr; i++) {
-		if (rename(batch[i].tmp, batch[i].dst)) {
-			err = errno;
+		ret = place_file(&batch[i]);
+		if (ret) {
 			stat_add(t, &t->stats->files, -1);
 			stat_add(t, &t->stats->entries_done, -1);
-			entry_error(t, err, "rename into place", batch[i].dst);
-			unlink(batch[i].tmp);
+			entry_error(t, -ret, "put into place", batch[i].dst);
+			if (batch[i].fd < 0)
+				unlink(batch[i].tmp);
 		}
+		if (batch[i].fd >= 0)
+			close(batch[i].fd);
 		free(batch[i].tmp);
 		free(batch[i].dst);
 	}
@@ -1488,12 +1576,12 @@ static void tree_abort_active(struct tree *t)
 	tree_drain(t);
 	while (t->nr_active) {
 		f = t->active[--t->nr_active];
-		unlink(f->tmp);
+		tree_file_discard(f);
 		tree_file_free(f);
 		file_done(t);
 	}
 	while ((f = queue_pop(t, false))) {
-		unlink(f->tmp);
+		tree_file_discard(f);
 		tree_file_free(f);
 		file_done(t);
 	}
@@ -1569,6 +1657,32 @@ static void count_tree(struct tree *t, const char *src)
 	walk_release(&w);
 }
 
+/*
+ * Files a batch may hold: each keeps its unnamed file open until it is
+ * linked, and two batches exist at once (one filling, one being synced),
+ * beside two fds a file in flight. Raise the soft fd limit to the hard one
+ * for that, and make batches smaller where the limit stays low.
+ */
+static size_t checkpoint_files(unsigned int max_files)
+{
+	struct rlimit rl;
+	rlim_t room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 64;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	room = rl.rlim_cur > 2 * max_files + 64 ?
+		       (rl.rlim_cur - 2 * max_files - 64) / 2 :
+		       0;
+	if (room > CHECKPOINT_FILES)
+		return CHECKPOINT_FILES;
+	return room < 16 ? 16 : room;
+}
+
 static int tree_setup(struct tree *t, struct encio_error *e)
 {
 	char tmp[PATH_MAX];
@@ -1578,6 +1692,7 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	t->max_files = max ? max : TREE_DEFAULT_FILES;
 	if (t->max_files > TREE_MAX_FILES)
 		t->max_files = TREE_MAX_FILES;
+	t->checkpoint_files = checkpoint_files(t->max_files);
 	t->active = calloc(t->max_files, sizeof(*t->active));
 	t->queue = calloc(t->max_files, sizeof(*t->queue));
 	t->ring_xattr.list = malloc(XATTR_LIST_BYTES);
