@@ -5,71 +5,85 @@
 #   btrfs send | btrfs receive (v1), cp -a
 # on two corpora: "many files" (copies of /usr/share, /usr/bin and
 # /usr/lib/x86_64-linux-gnu) and "big files" (a tar of that corpus and a
-# 3 GiB sparse file holding 200 MiB of data). Caches are dropped before
-# each run, each result is checked against the source (diff -r), times
-# include the final sync. Prints a table: time, ratio to encio, and
-# encio's peak RSS (/usr/bin/time -f %M).
+# 3 GiB sparse file holding 200 MiB of data). Each run starts on a fresh
+# destination filesystem with caches dropped, times include the final
+# sync, each result is checked against the source (diff -r). The methods
+# take turns for ROUNDS rounds; the table gives the median time, its ratio
+# to encio copy -r, and the median CPU time the whole machine was busy
+# (all threads, kernel workers included): on a machine whose cores are all
+# busy, that CPU time over the number of cores is the floor for the time.
+# Also encio's peak RSS (/usr/bin/time -f %M).
 #
-# usage: bench/copy.sh [ENCIO]   (needs root; ~6 GiB of free memory)
+# usage: bench/copy.sh [ENCIO] [ROUNDS]   (needs root; ~6 GiB of free memory;
+#                                          ROUNDS defaults to 3)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
+ROUNDS=${2:-3}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 source "$top/bench/corpus.sh"
 
-declare -A T
+declare -A TIMES CPUS
 RSS=()
-clear_dst() { rm -rf "${DST:?}"/* 2>/dev/null; btrfs -q subvolume delete "$DST"/*-snap >/dev/null 2>&1; rm -rf "${DST:?}"/*; sync; }
 
 run_one()
 {
-	local corpus=$1 method=$2 t0 t1 out
-	clear_dst
+	local corpus=$1 method=$2 t0 t1 c0 c1 out=$DST/$1-snap
+	loopback_reformat dst
 	drop
+	c0=$(cpu_busy)
 	t0=$(now)
 	case $method in
 	encio)
 		/usr/bin/time -f %M -o "$work/rss" "$ENCIO" -q copy -r "$SRC/$corpus-snap" "$DST/" || echo "encio failed" >&2
-		out=$DST/$corpus-snap
 		;;
 	send-compressed)
 		btrfs -q send --compressed-data "$SRC/$corpus-snap" 2>/dev/null | btrfs -q receive "$DST" || echo "receive failed" >&2
-		out=$DST/$corpus-snap
 		;;
 	send-v1)
 		btrfs -q send "$SRC/$corpus-snap" 2>/dev/null | btrfs -q receive "$DST" || echo "receive failed" >&2
-		out=$DST/$corpus-snap
 		;;
 	cp-a)
 		cp -a "$SRC/$corpus-snap" "$DST/"
-		out=$DST/$corpus-snap
 		;;
 	esac
 	sync
 	t1=$(now)
-	T[$corpus-$method]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	c1=$(cpu_busy)
+	t1=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	c1=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
+	TIMES[$corpus-$method]+="$t1 "
+	CPUS[$corpus-$method]+="$c1 "
 	[ "$method" = encio ] && RSS+=("$corpus $(cat "$work/rss") KiB")
 	diff -r --no-dereference "$SRC/$corpus-snap" "$out" >/dev/null || echo "  WARNING: $method on $corpus: result differs from SRC" >&2
-	printf '  %-6s %-16s %7s s\n' "$corpus" "$method" "${T[$corpus-$method]}"
+	printf '  %-6s %-16s %7s s   cpu %7s s\n' "$corpus" "$method" "$t1" "$c1"
 }
 
+med() { echo $1 | tr ' ' '\n' | median; }
+
 methods="encio send-compressed send-v1 cp-a"
-echo "== timing (caches dropped before each, sync included)"
+echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
 for c in many big; do
-	for m in $methods; do
-		run_one "$c" "$m"
+	for ((r = 0; r < ROUNDS; r++)); do
+		for m in $methods; do
+			run_one "$c" "$m"
+		done
 	done
 done
 
 echo
-echo "| method | many files (s) | ratio | big files (s) | ratio |"
-echo "|---|---|---|---|---|"
+echo "Median of $ROUNDS rounds; cpu: busy CPU time of the whole machine during the run."
+echo
+echo "| method | many files | ratio | cpu | big files | ratio | cpu |"
+echo "|---|---|---|---|---|---|---|"
 for m in $methods; do
-	awk -v m="$m" -v a="${T[many-$m]}" -v ea="${T[many-encio]}" -v b="${T[big-$m]}" -v eb="${T[big-encio]}" \
-		'BEGIN { printf "| %s | %.2f | %.2fx | %.2f | %.2fx |\n", m, a, a / ea, b, b / eb }'
+	awk -v m="$m" -v a="$(med "${TIMES[many-$m]}")" -v ea="$(med "${TIMES[many-encio]}")" \
+		-v ca="$(med "${CPUS[many-$m]}")" -v cb="$(med "${CPUS[big-$m]}")" \
+		-v b="$(med "${TIMES[big-$m]}")" -v eb="$(med "${TIMES[big-encio]}")" \
+		'BEGIN { printf "| %s | %.2f s | %.2fx | %.2f s | %.2f s | %.2fx | %.2f s |\n", m, a, a / ea, ca, b, b / eb, cb }'
 done
 echo
 echo "encio peak RSS: ${RSS[*]}"

@@ -3,39 +3,34 @@
 # tmpfs (both compress-force=zstd), on the corpora of bench/copy.sh:
 #   encio send | encio receive      against  btrfs send --compressed-data | btrfs receive
 #   encio receive -f STREAM         against  btrfs receive -f STREAM
-# (STREAM saved once from btrfs send --compressed-data). Caches are dropped
-# before each run, times include the final sync, every result is checked
-# with diff -r. Prints a table with ratios (btrfs-progs / encio) and the
-# peak RSS of each encio side.
+# (STREAM saved once from btrfs send --compressed-data). Each run starts on
+# a fresh destination filesystem with caches dropped, times include the
+# final sync, every result is checked with diff -r. The methods take turns
+# for ROUNDS rounds; the table gives median times, ratios (btrfs-progs /
+# encio) and the median busy CPU time of the whole machine, then the peak
+# RSS of each encio side.
 #
-# usage: bench/stream.sh [ENCIO]   (needs root; ~10 GiB of free memory)
+# usage: bench/stream.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of free
+#                                            memory; ROUNDS defaults to 3)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
+ROUNDS=${2:-3}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 source "$top/bench/corpus.sh"
 
-declare -A T
+declare -A TIMES CPUS
 RSS=()
-clear_dst()
-{
-	local v
-	for v in "$DST"/*; do
-		[ -e "$v" ] || continue
-		btrfs property set -ts "$v" ro false 2>/dev/null
-		btrfs -q subvolume delete "$v" >/dev/null 2>&1 || rm -rf "$v"
-	done
-	sync
-}
 
 run_one()
 {
-	local corpus=$1 method=$2 snap=$SRC/$1-snap stream=$work/$1.stream t0 t1
-	clear_dst
+	local corpus=$1 method=$2 snap=$SRC/$1-snap stream=$work/$1.stream t0 t1 c0 c1
+	loopback_reformat dst
 	drop
+	c0=$(cpu_busy)
 	t0=$(now)
 	case $method in
 	encio-pipe)
@@ -57,15 +52,21 @@ run_one()
 	esac
 	sync
 	t1=$(now)
-	T[$corpus-$method]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	c1=$(cpu_busy)
+	t1=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	c1=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
+	TIMES[$corpus-$method]+="$t1 "
+	CPUS[$corpus-$method]+="$c1 "
 	case $method in
 	encio-pipe) RSS+=("$corpus send $(cat "$work/rss-send") KiB, receive $(cat "$work/rss-recv") KiB") ;;
 	encio-file) RSS+=("$corpus receive -f $(cat "$work/rss-file") KiB") ;;
 	esac
 	diff -r --no-dereference "$snap" "$DST/$corpus-snap" >/dev/null ||
 		echo "  WARNING: $method on $corpus: result differs from SRC" >&2
-	printf '  %-6s %-12s %7s s\n' "$corpus" "$method" "${T[$corpus-$method]}"
+	printf '  %-6s %-12s %7s s   cpu %7s s\n' "$corpus" "$method" "$t1" "$c1"
 }
+
+med() { echo $1 | tr ' ' '\n' | median; }
 
 echo "== saving the btrfs send --compressed-data streams"
 for c in many big; do
@@ -73,20 +74,26 @@ for c in many big; do
 	printf '  %-5s %s\n' "$c" "$(du -h "$work/$c.stream" | cut -f1)"
 done
 
-echo "== timing (caches dropped before each, sync included)"
+echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
 for c in many big; do
-	for m in encio-pipe btrfs-pipe encio-file btrfs-file; do
-		run_one "$c" "$m"
+	for ((r = 0; r < ROUNDS; r++)); do
+		for m in encio-pipe btrfs-pipe encio-file btrfs-file; do
+			run_one "$c" "$m"
+		done
 	done
 done
 
 echo
+echo "Median of $ROUNDS rounds; cpu: busy CPU time of the whole machine during the run."
+echo
 echo "| corpus | encio send\\|receive | btrfs send\\|receive | ratio | encio receive -f | btrfs receive -f | ratio |"
 echo "|---|---|---|---|---|---|---|"
 for c in many big; do
-	awk -v c="$c" -v a="${T[$c-encio-pipe]}" -v b="${T[$c-btrfs-pipe]}" \
-		-v e="${T[$c-encio-file]}" -v f="${T[$c-btrfs-file]}" \
-		'BEGIN { printf "| %s | %.2f s | %.2f s | %.2fx | %.2f s | %.2f s | %.2fx |\n", c, a, b, b / a, e, f, f / e }'
+	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
+		-v e="$(med "${TIMES[$c-encio-file]}")" -v f="$(med "${TIMES[$c-btrfs-file]}")" \
+		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
+		-v ce="$(med "${CPUS[$c-encio-file]}")" -v cf="$(med "${CPUS[$c-btrfs-file]}")" \
+		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
 done
 echo
 echo "encio peak RSS: ${RSS[*]}"

@@ -4,11 +4,15 @@
 #   loopback_init PREFIX                  creates $work
 #   loopback_image NAME SIZE [MOUNT_OPTS] a fresh btrfs mounted at $work/NAME
 #   loopback_tmpfs NAME SIZE              a tmpfs mounted at $work/NAME
+#   loopback_reformat NAME                a fresh, empty filesystem on NAME's image
 #   drop                                  sync and drop the page cache
 #   now                                   seconds, with nanoseconds
+#   cpu_busy                              CPU seconds all CPUs were busy since boot
+#   median                                the median of the numbers on stdin
 
 _loopback_mounts=()
 _loopback_loops=()
+declare -A _loopback_dev _loopback_opts
 
 _loopback_cleanup()
 {
@@ -38,6 +42,18 @@ loopback_image()
 	mkdir "$work/$name"
 	mount ${opts:+-o "$opts"} "$loop" "$work/$name" || exit 1
 	_loopback_mounts+=("$work/$name")
+	_loopback_dev[$name]=$loop
+	_loopback_opts[$name]=$opts
+}
+
+# Deleting what a run wrote leaves the btrfs cleaner busy during the next
+# one: benchmarks start each run on a new filesystem instead.
+loopback_reformat()
+{
+	local name=$1 opts=${_loopback_opts[$1]}
+	umount "$work/$name" || exit 1
+	mkfs.btrfs -q -f "${_loopback_dev[$name]}" >/dev/null || exit 1
+	mount ${opts:+-o "$opts"} "${_loopback_dev[$name]}" "$work/$name" || exit 1
 }
 
 loopback_tmpfs()
@@ -49,3 +65,6 @@ loopback_tmpfs()
 
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 now() { date +%s.%N; }
+# user + nice + system + irq + softirq of all CPUs (steal is not ours)
+cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
