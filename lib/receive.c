@@ -1098,6 +1098,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	int ret;
 
 	memset(e, 0, sizeof(*e));
+	stream_fd_tune(stream_fd);
 	ctx->dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ctx->dest_fd < 0)
 		return encio_error_set(e, errno, "open the destination", dest,

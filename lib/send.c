@@ -995,6 +995,7 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 
 	memset(stats, 0, sizeof(*stats));
 	stats->read_mode = ENCIO_IO_NONE;
+	stream_fd_tune(out_fd);
 	for (i = 0; i < nr; i++) {
 		ret = subvol_name(paths[i], base, &name, e);
 		if (ret)

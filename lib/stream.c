@@ -9,15 +9,18 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "crc32c.h"
 #include "stream.h"
 
 #define READ_CHUNK (256 * 1024)
+#define STREAM_PIPE_BYTES (1024 * 1024)
 
 static const char *const cmd_names[BTRFS_SEND_C_MAX + 1] = {
 	[BTRFS_SEND_C_UNSPEC] = "unspec",
@@ -873,4 +876,12 @@ int stream_end_cmd(struct stream_writer *w)
 	memcpy(p + 6, &crc, sizeof(crc));
 	w->cmd_start = w->len;
 	return 0;
+}
+
+void stream_fd_tune(int fd)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && S_ISFIFO(st.st_mode))
+		fcntl(fd, F_SETPIPE_SZ, STREAM_PIPE_BYTES);
 }

@@ -155,4 +155,11 @@ void stream_put_bytes(struct stream_writer *w, uint16_t attr, const void *data,
 void stream_put_data(struct stream_writer *w, const void *data, size_t len);
 int stream_end_cmd(struct stream_writer *w);
 
+/*
+ * A pipe carrying a stream gets a larger buffer (1 MiB, the default
+ * pipe-max-size), so that sender and receiver block on each other less
+ * often; nothing for other files, and failure is harmless.
+ */
+void stream_fd_tune(int fd);
+
 #endif
