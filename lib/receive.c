@@ -38,6 +38,8 @@
 #define RECEIVE_ENGINE_DEPTH 2
 #define RECEIVE_WHAT_LEN (STREAM_WHAT_LEN + 2 * NAME_MAX)
 
+#define DIR_CACHE_SLOTS 8
+
 struct receive_ctx {
 	struct receive_options opts;
 	struct engine engine;
@@ -59,6 +61,19 @@ struct receive_ctx {
 	/* Streams send many writes to one file in a row. */
 	int write_fd;
 	char write_path[PATH_MAX];
+
+	/*
+	 * The parent directories last resolved, by their path in the stream:
+	 * the commands for one entry come in a row, and each resolution is
+	 * an openat2() and a close() otherwise. Forgotten when a rename or a
+	 * removal could change what a path names, and with the subvolume.
+	 */
+	struct dir_slot {
+		int fd;
+		uint64_t used;
+		char path[PATH_MAX];
+	} dirs[DIR_CACHE_SLOTS];
+	uint64_t dir_clock;
 
 	struct receive_stats stats;
 	const struct stream_reader *reader;
@@ -89,7 +104,7 @@ int receive_ctx_new(struct receive_ctx **ret,
 	struct engine_config config = { .depth = RECEIVE_ENGINE_DEPTH,
 					.force_backing = -1 };
 	struct receive_ctx *ctx;
-	int err;
+	int err, i;
 
 	*ret = NULL;
 	ctx = calloc(1, sizeof(*ctx));
@@ -98,6 +113,8 @@ int receive_ctx_new(struct receive_ctx **ret,
 				       0);
 	ctx->opts = *opts;
 	ctx->dest_fd = ctx->root_fd = ctx->subvol_fd = ctx->write_fd = -1;
+	for (i = 0; i < DIR_CACHE_SLOTS; i++)
+		ctx->dirs[i].fd = -1;
 	err = engine_init(&ctx->engine, &config);
 	if (err) {
 		receive_ctx_free(ctx);
@@ -123,11 +140,39 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* @path is @top or beneath it, as stream paths go. */
+static bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static void dir_cache_clear(struct receive_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; i < DIR_CACHE_SLOTS; i++)
+		close_fd(&ctx->dirs[i].fd);
+}
+
+/* What @path names may have changed: so may what names beneath it. */
+static void dir_cache_forget(struct receive_ctx *ctx, const char *path)
+{
+	int i;
+
+	for (i = 0; i < DIR_CACHE_SLOTS; i++)
+		if (ctx->dirs[i].fd >= 0 &&
+		    path_within(ctx->dirs[i].path, path))
+			close_fd(&ctx->dirs[i].fd);
+}
+
 void receive_ctx_free(struct receive_ctx *ctx)
 {
 	if (!ctx)
 		return;
 	close_fd(&ctx->write_fd);
+	dir_cache_clear(ctx);
 	close_fd(&ctx->subvol_fd);
 	close_fd(&ctx->root_fd);
 	close_fd(&ctx->dest_fd);
@@ -209,15 +254,16 @@ static int check_path(struct receive_ctx *ctx, const char *path)
 }
 
 /*
- * Open the parent directory of @path beneath the subvolume and put the last
- * component in @last ("." for the subvolume itself). Returns an O_PATH fd.
+ * The parent directory of @path beneath the subvolume, with the last
+ * component put in @last ("." for the subvolume itself): an O_PATH fd
+ * that the directory cache owns (callers do not close it).
  */
 static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 {
-	char parent[PATH_MAX];
+	struct dir_slot *slot = &ctx->dirs[0];
 	const char *slash, *name;
 	size_t len;
-	int fd, ret;
+	int fd, ret, i;
 
 	ret = check_path(ctx, path);
 	if (ret)
@@ -228,11 +274,27 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 		return -ENAMETOOLONG;
 	snprintf(last, NAME_MAX + 1, "%s", *name ? name : ".");
 	len = slash ? (size_t)(slash - path) : 0;
-	memcpy(parent, path, len);
-	parent[len] = '\0';
-	fd = openat2_beneath(ctx->subvol_fd, len ? parent : ".",
+	for (i = 0; i < DIR_CACHE_SLOTS; i++) {
+		struct dir_slot *d = &ctx->dirs[i];
+
+		if (d->fd >= 0 && !strncmp(d->path, path, len) &&
+		    d->path[len] == '\0') {
+			d->used = ++ctx->dir_clock;
+			return d->fd;
+		}
+		if (d->fd < 0 || (slot->fd >= 0 && d->used < slot->used))
+			slot = d;
+	}
+	close_fd(&slot->fd);
+	memcpy(slot->path, path, len);
+	slot->path[len] = '\0';
+	fd = openat2_beneath(ctx->subvol_fd, len ? slot->path : ".",
 			     O_PATH | O_DIRECTORY);
-	return fd < 0 ? resolve_failed(ctx, fd) : fd;
+	if (fd < 0)
+		return resolve_failed(ctx, fd);
+	slot->fd = fd;
+	slot->used = ++ctx->dir_clock;
+	return fd;
 }
 
 /*
@@ -296,6 +358,20 @@ static int get_write_fd(struct receive_ctx *ctx, const char *path)
 	ctx->write_fd = fd;
 	snprintf(ctx->write_path, sizeof(ctx->write_path), "%s", path);
 	return fd;
+}
+
+/* The file just made, open for its data: the write fd for @path. */
+static void keep_write_fd(struct receive_ctx *ctx, int fd, const char *path)
+{
+	close_fd(&ctx->write_fd);
+	ctx->write_fd = fd;
+	snprintf(ctx->write_path, sizeof(ctx->write_path), "%s", path);
+}
+
+/* @path is the regular file open for writing: its metadata by fd. */
+static bool written_file(const struct receive_ctx *ctx, const char *path)
+{
+	return ctx->write_fd >= 0 && !strcmp(ctx->write_path, path);
 }
 
 /* Subvolumes. */
@@ -425,6 +501,7 @@ static int start_subvol(struct receive_ctx *ctx, const char *name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open the new subvolume");
+	dir_cache_clear(ctx);
 	ctx->subvol_fd = fd;
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
@@ -455,6 +532,7 @@ static int finish_subvol(struct receive_ctx *ctx)
 	err = btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "make it read-only");
+	dir_cache_clear(ctx);
 	close_fd(&ctx->subvol_fd);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
@@ -530,13 +608,14 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 		return pfd;
 	switch (kind) {
 	case MK_FILE:
+		/* Kept: its data, owner, mode and times usually follow. */
 		fd = openat(pfd, last,
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_CLOEXEC,
 			    0600);
-		if (fd >= 0)
-			close(fd);
 		ret = fd < 0 ? -1 : 0;
+		if (fd >= 0)
+			keep_write_fd(ctx, fd, path);
 		break;
 	case MK_DIR:
 		ret = mkdirat(pfd, last, 0700);
@@ -551,9 +630,7 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 		ret = symlinkat(target, pfd, last);
 		break;
 	}
-	ret = ret ? -errno : 0;
-	close(pfd);
-	return ret;
+	return ret ? -errno : 0;
 }
 
 static int rcv_mkfile(const char *path, void *arg)
@@ -600,20 +677,20 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	int pfrom, pto, ret;
 
 	ctx->stats.commands++;
-	ret = close_write_fd(ctx);
-	if (ret)
-		return fail(ctx, ret, "close the previous file");
 	pfrom = open_parent(ctx, from, last_from);
 	if (pfrom < 0)
 		return pfrom;
 	pto = open_parent(ctx, to, last_to);
-	if (pto < 0) {
-		close(pfrom);
+	if (pto < 0)
 		return pto;
-	}
 	ret = renameat(pfrom, last_from, pto, last_to) ? -errno : 0;
-	close(pfrom);
-	close(pto);
+	dir_cache_forget(ctx, from);
+	dir_cache_forget(ctx, to);
+	if (ctx->write_fd >= 0 && !ret && !strcmp(ctx->write_path, from))
+		snprintf(ctx->write_path, sizeof(ctx->write_path), "%s", to);
+	else if (ctx->write_fd >= 0 && (path_within(ctx->write_path, from) ||
+					path_within(ctx->write_path, to)))
+		ret = close_write_fd(ctx) ?: ret;
 	return ret;
 }
 
@@ -621,7 +698,7 @@ static int rcv_link(const char *path, const char *target, void *arg)
 {
 	struct receive_ctx *ctx = arg;
 	char last[NAME_MAX + 1], last_target[NAME_MAX + 1];
-	int pfd, ptarget, ret;
+	int pfd, ptarget;
 
 	ctx->stats.commands++;
 	pfd = open_parent(ctx, path, last);
@@ -629,14 +706,9 @@ static int rcv_link(const char *path, const char *target, void *arg)
 		return pfd;
 	/* The target is a stream path too, so it is beneath the subvolume. */
 	ptarget = open_parent(ctx, target, last_target);
-	if (ptarget < 0) {
-		close(pfd);
+	if (ptarget < 0)
 		return ptarget;
-	}
-	ret = linkat(ptarget, last_target, pfd, last, 0) ? -errno : 0;
-	close(pfd);
-	close(ptarget);
-	return ret;
+	return linkat(ptarget, last_target, pfd, last, 0) ? -errno : 0;
 }
 
 static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
@@ -645,14 +717,16 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 	int pfd, ret;
 
 	ctx->stats.commands++;
-	ret = close_write_fd(ctx);
-	if (ret)
-		return fail(ctx, ret, "close the previous file");
+	if (ctx->write_fd >= 0 && path_within(ctx->write_path, path)) {
+		ret = close_write_fd(ctx);
+		if (ret)
+			return fail(ctx, ret, "close the previous file");
+	}
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	ret = unlinkat(pfd, last, flags) ? -errno : 0;
-	close(pfd);
+	dir_cache_forget(ctx, path);
 	return ret;
 }
 
@@ -692,9 +766,7 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
-	ret = lsetxattr(full, name, data, len, 0) ? -errno : 0;
-	close(pfd);
-	return ret;
+	return lsetxattr(full, name, data, len, 0) ? -errno : 0;
 }
 
 static int rcv_remove_xattr(const char *path, const char *name, void *arg)
@@ -707,9 +779,7 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
-	ret = lremovexattr(full, name) ? -errno : 0;
-	close(pfd);
-	return ret;
+	return lremovexattr(full, name) ? -errno : 0;
 }
 
 static int rcv_chmod(const char *path, uint64_t mode, void *arg)
@@ -719,31 +789,30 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	int pfd, ret;
 
 	ctx->stats.commands++;
+	if (written_file(ctx, path))
+		return fchmod(ctx->write_fd, mode & 07777) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	ret = fchmodat(pfd, last, mode & 07777, AT_SYMLINK_NOFOLLOW) ? -errno :
 								       0;
 	/* glibc refuses a symlink, whose mode Linux cannot change anyway. */
-	if (ret == -EOPNOTSUPP)
-		ret = 0;
-	close(pfd);
-	return ret;
+	return ret == -EOPNOTSUPP ? 0 : ret;
 }
 
 static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 {
 	struct receive_ctx *ctx = arg;
 	char last[NAME_MAX + 1];
-	int pfd, ret;
+	int pfd;
 
 	ctx->stats.commands++;
+	if (written_file(ctx, path))
+		return fchown(ctx->write_fd, uid, gid) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
-	ret = fchownat(pfd, last, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	close(pfd);
-	return ret;
+	return fchownat(pfd, last, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
 static int rcv_utimes(const char *path, const struct timespec *atime,
@@ -753,16 +822,16 @@ static int rcv_utimes(const char *path, const struct timespec *atime,
 	struct receive_ctx *ctx = arg;
 	struct timespec ts[2] = { *atime, *mtime };
 	char last[NAME_MAX + 1];
-	int pfd, ret;
+	int pfd;
 
 	(void)ctime;
 	ctx->stats.commands++;
+	if (written_file(ctx, path))
+		return futimens(ctx->write_fd, ts) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
-	ret = utimensat(pfd, last, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
-	close(pfd);
-	return ret;
+	return utimensat(pfd, last, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
 static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
@@ -1114,6 +1183,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		describe_error(ctx, e);
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
+	dir_cache_clear(ctx);
 	close_fd(&ctx->subvol_fd);
 	close_fd(&ctx->root_fd);
 	close_fd(&ctx->dest_fd);

@@ -33,6 +33,10 @@ chmod 4755 "$V/random"
 chmod 0600 "$V/text"
 touch -d '2001-02-03 04:05:06.789' "$V/random" "$V/dir/sub"
 touch -h -d '2002-02-03 04:05:06' "$V/dir/symlink"
+mkdir -p "$V/left/deep" "$V/right" "$V/gone"
+echo left >"$V/left/deep/f"
+echo right >"$V/right/f"
+echo gone >"$V/gone/f"
 run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap1"
 
 # Changes for an incremental stream: renames, unlinks, clone, truncate, xattrs.
@@ -46,6 +50,12 @@ setfattr -x user.note "$V/text"
 setfattr -n user.new -v new "$V/inline"
 compressible 5000 >>"$V/text"
 random_bytes 70000 more | dd of="$V/sparse" bs=4K seek=10 conv=notrunc status=none
+# Directories that swap names, and one replaced by a new one of the same
+# name: what a path names changes under receive's cache of directories.
+mv "$V/left" "$V/tmp" && mv "$V/right" "$V/left" && mv "$V/tmp" "$V/right"
+echo new >"$V/left/new"
+echo deeper >"$V/right/deep/g"
+rm -r "$V/gone" && mkdir "$V/gone" && echo again >"$V/gone/f2"
 run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap2"
 
 S=$TEST_TMP/streams

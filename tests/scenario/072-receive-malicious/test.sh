@@ -250,6 +250,50 @@ end
 END
 must_reject noparent "no subvolume with that UUID"
 
+# receive caches the directories it resolved by their stream path: after
+# a rename or a removal, a path must name what is there now.
+_log "directories renamed, swapped and replaced under the cache"
+gen swap <<END
+subvol vol
+mkdir a
+mkdir b
+mkdir a/in
+mkfile a/in/x
+write a/in/x 0 first-a
+mkfile b/y
+rename a t
+rename b a
+rename t b
+mkfile a/z
+write a/z 0 into-old-b
+mkfile b/in/w
+write b/in/w 0 into-old-a
+end
+END
+mkdir "$DST/case-swap"
+run_check "$ENCIO" receive -f "$TEST_TMP/swap.stream" "$DST/case-swap"
+V=$DST/case-swap/vol
+[ "$(cat "$V/b/in/x")" = first-a ] || _fail "swap: b/in/x"
+[ "$(cat "$V/b/in/w")" = into-old-a ] || _fail "swap: b/in/w"
+[ -e "$V/a/y" ] || _fail "swap: a/y"
+[ "$(cat "$V/a/z")" = into-old-b ] || _fail "swap: a/z"
+[ ! -e "$V/a/in" ] && [ ! -e "$V/b/z" ] || _fail "swap: stale directory used"
+gen replace <<END
+subvol vol
+mkdir d
+mkfile d/old
+write d/old 0 old
+unlink d/old
+rmdir d
+mkdir d
+mkfile d/new
+write d/new 0 new
+end
+END
+mkdir "$DST/case-replace"
+run_check "$ENCIO" receive -f "$TEST_TMP/replace.stream" "$DST/case-replace"
+[ "$(ls "$DST/case-replace/vol/d")" = new ] || _fail "replace: $(ls "$DST/case-replace/vol/d")"
+
 _log "damaged and truncated streams"
 gen long <<END
 subvol vol
