@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,30 +84,6 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	memset(ctx, 0, sizeof(*ctx));
 }
 
-/*
- * The filesystem type of a source, and whether it is read-only (mount or
- * btrfs subvolume): then no file on it has data awaiting writeback, and
- * mapping its extents needs no flush first.
- */
-static int source_kind(int fd, long *fs_type, bool *clean)
-{
-	struct btrfs_ioctl_get_subvol_info_args info;
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs))
-		return errno;
-	*fs_type = sfs.f_type;
-	*clean = sfs.f_flags & ST_RDONLY;
-	/*
-	 * Any file of the subvolume will do, unlike SUBVOL_GETFLAGS; success
-	 * can come back as 1 (a tree search's "not found exactly").
-	 */
-	if (!*clean && sfs.f_type == BTRFS_SUPER_MAGIC &&
-	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) >= 0)
-		*clean = info.flags & BTRFS_ROOT_SUBVOL_RDONLY;
-	return 0;
-}
-
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 		   const char *src, const char *dst_dir, struct encio_error *e)
 {
@@ -124,7 +99,8 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 			return encio_error_set(e, ret,
 					       "read with the forced --io mode",
 					       src, false, 0);
-		ret = source_kind(src_fd, &ctx->read_fs_type, &ctx->read_clean);
+		ret = extent_fs_kind(src_fd, &ctx->read_fs_type,
+				     &ctx->read_clean);
 		if (ret)
 			return encio_error_set(e, ret, "statfs", src, false, 0);
 		ctx->read_probed = true;

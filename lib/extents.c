@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -548,6 +549,30 @@ int extent_map_build(int fd, struct extent_map *map)
 	if (fstatfs(fd, &sfs) < 0)
 		return -errno;
 	return extent_map_build_stat(fd, &st, sfs.f_type, 0, map);
+}
+
+/*
+ * The filesystem type of a source, and whether it is read-only (mount or
+ * btrfs subvolume): then no file on it has data awaiting writeback, and
+ * mapping its extents needs no flush first.
+ */
+int extent_fs_kind(int fd, long *fs_type, bool *clean)
+{
+	struct btrfs_ioctl_get_subvol_info_args info;
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs))
+		return -errno;
+	*fs_type = sfs.f_type;
+	*clean = sfs.f_flags & ST_RDONLY;
+	/*
+	 * Any file of the subvolume will do, unlike SUBVOL_GETFLAGS; success
+	 * can come back as 1 (a tree search's "not found exactly").
+	 */
+	if (!*clean && sfs.f_type == BTRFS_SUPER_MAGIC &&
+	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) >= 0)
+		*clean = info.flags & BTRFS_ROOT_SUBVOL_RDONLY;
+	return 0;
 }
 
 uint64_t extent_map_data_end(const struct extent_map *map)

@@ -67,6 +67,13 @@ int extent_map_build(int fd, struct extent_map *map);
 int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
 			  unsigned int flags, struct extent_map *map);
 
+/*
+ * The file system type of @fd (statfs f_type), and whether it is read-only
+ * (the mount, or the btrfs subvolume): then no file there has data awaiting
+ * writeback, and EXTENT_MAP_CLEAN applies. 0 or -errno.
+ */
+int extent_fs_kind(int fd, long *fs_type, bool *clean);
+
 /* End of the last range holding data (regular or inline) below map->size. */
 uint64_t extent_map_data_end(const struct extent_map *map);
 void extent_map_release(struct extent_map *map);

@@ -58,6 +58,8 @@ struct send_ctx {
 	struct encio_probe probe;
 	bool probed;
 	dev_t probe_dev;
+	long probe_fs_type; /* of probe_dev */
+	bool probe_clean;   /* probe_dev is read-only: no flush to map */
 	const char *out_name;
 	dev_t out_dev;
 	dev_t root_dev;
@@ -469,6 +471,9 @@ static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 	if (ret)
 		return fail(ctx, ret, "read with the forced --io mode", 0,
 			    false);
+	ret = extent_fs_kind(fd, &ctx->probe_fs_type, &ctx->probe_clean);
+	if (ret)
+		return fail(ctx, ret, "statfs", 0, false);
 	ctx->probed = true;
 	ctx->probe_dev = st->st_dev;
 	ctx->stats->read_mode = ctx->probe.read_mode;
@@ -487,12 +492,13 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 	ret = probe_file(ctx, fd, st);
 	if (ret)
 		goto out;
-	ret = extent_map_build(fd, &map);
+	ret = extent_map_build_stat(fd, st, ctx->probe_fs_type,
+				    ctx->probe_clean ? EXTENT_MAP_CLEAN : 0,
+				    &map);
 	if (ret) {
 		ret = fail(ctx, ret, "map extents of", 0, false);
 		goto out;
 	}
-	map.size = st->st_size;
 	ctx->file_base = ctx->stats->bytes_done;
 	ret = send_prealloc(ctx, path, &map, false);
 	if (ret)
@@ -503,10 +509,14 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 		ret = send_data_encoded(ctx, fd, path, &map);
 	if (ret)
 		goto out;
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-	stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
-	ret = end_cmd(ctx) ?: send_prealloc(ctx, path, &map, true);
+	/* The writes make the size, but for a hole or prealloc at the end. */
+	if (extent_map_data_end(&map) < map.size) {
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
+		ret = end_cmd(ctx);
+	}
+	ret = ret ?: send_prealloc(ctx, path, &map, true);
 	progress(ctx, st->st_size);
 out:
 	extent_map_release(&map);
