@@ -20,22 +20,13 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-[ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 source "$top/bench/corpus.sh"
 
-declare -A TIMES CPUS
-RSS=()
-
 run_one()
 {
-	local corpus=$1 method=$2 t0 t1 c0 c1 out=$DST/$1-snap
-	loopback_reformat dst
-	drop
-	c0=$(cpu_busy)
-	t0=$(now)
+	local corpus=$1 method=$2 out=$DST/$1-snap
+	run_start
 	case $method in
 	encio)
 		/usr/bin/time -f %M -o "$work/rss" "$ENCIO" -q copy -r "$SRC/$corpus-snap" "$DST/" || echo "encio failed" >&2
@@ -50,19 +41,11 @@ run_one()
 		cp -a "$SRC/$corpus-snap" "$DST/"
 		;;
 	esac
-	sync
-	t1=$(now)
-	c1=$(cpu_busy)
-	t1=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	c1=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
-	TIMES[$corpus-$method]+="$t1 "
-	CPUS[$corpus-$method]+="$c1 "
+	run_end "$corpus-$method"
 	[ "$method" = encio ] && RSS+=("$corpus $(cat "$work/rss") KiB")
 	diff -r --no-dereference "$SRC/$corpus-snap" "$out" >/dev/null || echo "  WARNING: $method on $corpus: result differs from SRC" >&2
-	printf '  %-6s %-16s %7s s   cpu %7s s\n' "$corpus" "$method" "$t1" "$c1"
+	printf '  %-6s %-16s %7s s   cpu %7s s\n' "$corpus" "$method" "$RUN_T" "$RUN_C"
 }
-
-med() { echo $1 | tr ' ' '\n' | median; }
 
 methods="encio send-compressed send-v1 cp-a"
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"

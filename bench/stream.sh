@@ -16,22 +16,13 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-[ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 source "$top/bench/corpus.sh"
 
-declare -A TIMES CPUS
-RSS=()
-
 run_one()
 {
-	local corpus=$1 method=$2 snap=$SRC/$1-snap stream=$work/$1.stream t0 t1 c0 c1
-	loopback_reformat dst
-	drop
-	c0=$(cpu_busy)
-	t0=$(now)
+	local corpus=$1 method=$2 snap=$SRC/$1-snap stream=$work/$1.stream
+	run_start
 	case $method in
 	encio-pipe)
 		/usr/bin/time -f %M -o "$work/rss-send" "$ENCIO" -q send "$snap" |
@@ -50,23 +41,15 @@ run_one()
 		btrfs -q receive -f "$stream" "$DST" || echo "btrfs receive -f failed" >&2
 		;;
 	esac
-	sync
-	t1=$(now)
-	c1=$(cpu_busy)
-	t1=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	c1=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
-	TIMES[$corpus-$method]+="$t1 "
-	CPUS[$corpus-$method]+="$c1 "
+	run_end "$corpus-$method"
 	case $method in
 	encio-pipe) RSS+=("$corpus send $(cat "$work/rss-send") KiB, receive $(cat "$work/rss-recv") KiB") ;;
 	encio-file) RSS+=("$corpus receive -f $(cat "$work/rss-file") KiB") ;;
 	esac
 	diff -r --no-dereference "$snap" "$DST/$corpus-snap" >/dev/null ||
 		echo "  WARNING: $method on $corpus: result differs from SRC" >&2
-	printf '  %-6s %-12s %7s s   cpu %7s s\n' "$corpus" "$method" "$t1" "$c1"
+	printf '  %-6s %-12s %7s s   cpu %7s s\n' "$corpus" "$method" "$RUN_T" "$RUN_C"
 }
-
-med() { echo $1 | tr ' ' '\n' | median; }
 
 echo "== saving the btrfs send --compressed-data streams"
 for c in many big; do
