@@ -3,13 +3,14 @@
  * encio send: walk a tree (never following symlinks) and write it as a btrfs
  * send stream, version 2.
  *
- * Files are sent one at a time. A file's data ranges are read in windows of
- * up to the engine's depth: compressed extents whole, by encoded reads, plain
- * ranges in slot-sized pieces (by encoded reads too, which return them as
- * compression NONE, or by pread where encoded reads are impossible). Every
- * read of a window is reaped before its commands are written in file-offset
- * order, and before any other path operation in the source: a buffered read
- * or a path lookup while our own encoded reads are in flight can deadlock
+ * Small files are read in batches (see struct send_pending); a bigger
+ * file's data ranges are read in windows of up to the engine's depth:
+ * compressed extents whole, by encoded reads, plain ranges in slot-sized
+ * pieces (by encoded reads too, which return them as compression NONE, or
+ * by pread where encoded reads are impossible). Every read of a window or
+ * batch is reaped before its commands are written in file-offset order,
+ * and before any other path operation in the source: a buffered read or a
+ * path lookup while our own encoded reads are in flight can deadlock
  * against the extent locks they hold until this thread reaps them.
  */
 #include <dirent.h>
@@ -272,13 +273,15 @@ static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
 	return 0;
 }
 
-/* Data ranges of @map as pieces, in file order; holes and prealloc left. */
+/*
+ * Data ranges of @map as pieces, in file order, appended to ctx->pieces;
+ * holes and prealloc left out.
+ */
 static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 {
 	size_t slot = ctx->engine.pool.slot_size, i;
 	int ret;
 
-	ctx->nr_pieces = 0;
 	for (i = 0; i < map->nr; i++) {
 		const struct file_extent *fe = &map->ext[i];
 		uint64_t start = fe->offset, end = fe->offset + fe->len;
@@ -322,13 +325,10 @@ static int reap_all(struct send_ctx *ctx)
 	return ret;
 }
 
-/* Issue pieces [first, last), reap them all, and emit them in order. */
-static int send_window(struct send_ctx *ctx, int fd, const char *path,
-		       size_t first, size_t last, bool *eof)
+static void issue_pieces(struct send_ctx *ctx, int fd, size_t first,
+			 size_t last)
 {
-	uint64_t covered, pos;
 	size_t i;
-	int ret = 0;
 
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
@@ -337,7 +337,18 @@ static int send_window(struct send_ctx *ctx, int fd, const char *path,
 		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
 				    fd, p->start);
 	}
-	ret = reap_all(ctx);
+}
+
+/*
+ * Emit pieces [first, last) of @fd, read already, in order (@ret: the
+ * reaping's error, which only releases them).
+ */
+static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		       size_t first, size_t last, bool *eof, int ret)
+{
+	uint64_t covered, pos;
+	size_t i;
+
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
@@ -356,6 +367,14 @@ static int send_window(struct send_ctx *ctx, int fd, const char *path,
 	return ret;
 }
 
+/* Issue pieces [first, last), reap them all, and emit them in order. */
+static int send_window(struct send_ctx *ctx, int fd, const char *path,
+		       size_t first, size_t last, bool *eof)
+{
+	issue_pieces(ctx, fd, first, last);
+	return emit_pieces(ctx, fd, path, first, last, eof, reap_all(ctx));
+}
+
 /* The file at hand is done up to @offset. */
 static void progress(struct send_ctx *ctx, uint64_t offset)
 {
@@ -372,6 +391,7 @@ static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 	bool eof = false;
 	int ret;
 
+	ctx->nr_pieces = 0;
 	ret = map_pieces(ctx, map);
 	if (ret)
 		return fail(ctx, ret, "map extents of", 0, false);
@@ -480,45 +500,73 @@ static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 	return 0;
 }
 
-static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
-			  const char *path, const struct stat *st)
+/* Open and map a regular file; a path operation: nothing in flight. */
+static int file_open_map(struct send_ctx *ctx, int dirfd, const char *name,
+			 const struct stat *st, struct extent_map *map)
 {
-	struct extent_map map = { 0 };
 	int fd, ret;
 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open", 0, false);
 	ret = probe_file(ctx, fd, st);
-	if (ret)
-		goto out;
-	ret = extent_map_build_stat(fd, st, ctx->probe_fs_type,
-				    ctx->probe_clean ? EXTENT_MAP_CLEAN : 0,
-				    &map);
-	if (ret) {
-		ret = fail(ctx, ret, "map extents of", 0, false);
-		goto out;
+	if (!ret) {
+		ret = extent_map_build_stat(
+			fd, st, ctx->probe_fs_type,
+			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, map);
+		if (ret)
+			ret = fail(ctx, ret, "map extents of", 0, false);
 	}
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * The data commands of a regular file. With @read, its pieces [first,
+ * last) were read already (and are released here whatever happens); @ret
+ * an error that came before.
+ */
+static int file_emit(struct send_ctx *ctx, int fd, const char *path,
+		     const struct extent_map *map, size_t first, size_t last,
+		     bool read, int ret)
+{
+	bool eof = false;
+
 	ctx->file_base = ctx->stats->bytes_done;
-	ret = send_prealloc(ctx, path, &map, false);
+	ret = ret ?: send_prealloc(ctx, path, map, false);
+	if (read)
+		ret = emit_pieces(ctx, fd, path, first, last, &eof, ret);
+	else if (!ret && ctx->probe.read_mode == ENCIO_IO_NONE)
+		ret = send_data_plain(ctx, fd, path, map);
+	else if (!ret)
+		ret = send_data_encoded(ctx, fd, path, map);
 	if (ret)
-		goto out;
-	if (ctx->probe.read_mode == ENCIO_IO_NONE)
-		ret = send_data_plain(ctx, fd, path, &map);
-	else
-		ret = send_data_encoded(ctx, fd, path, &map);
-	if (ret)
-		goto out;
+		return ret;
 	/* The writes make the size, but for a hole or prealloc at the end. */
-	if (extent_map_data_end(&map) < map.size) {
+	if (extent_map_data_end(map) < map->size) {
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
 		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, st->st_size);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, map->size);
 		ret = end_cmd(ctx);
 	}
-	ret = ret ?: send_prealloc(ctx, path, &map, true);
-	progress(ctx, st->st_size);
-out:
+	ret = ret ?: send_prealloc(ctx, path, map, true);
+	progress(ctx, map->size);
+	return ret;
+}
+
+static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
+			  const char *path, const struct stat *st)
+{
+	struct extent_map map = { 0 };
+	int fd, ret;
+
+	fd = file_open_map(ctx, dirfd, name, st, &map);
+	if (fd < 0)
+		return fd;
+	ret = file_emit(ctx, fd, path, &map, 0, 0, false, 0);
 	extent_map_release(&map);
 	close(fd);
 	return ret;
@@ -711,25 +759,139 @@ nomem:
 	return fail(ctx, ENOMEM, "read directory", 0, false);
 }
 
+/*
+ * Small files are sent in batches, so that their reads overlap instead of
+ * waiting one round trip each: the entries of a batch are stat'ed, and its
+ * regular files opened and mapped (path operations, with nothing in
+ * flight); then all their encoded reads are issued and reaped; then every
+ * entry is sent in order (path operations again: nothing in flight).
+ */
+struct send_pending {
+	const char *name;
+	struct stat st;
+	int fd; /* a regular file whose pieces are read, or -1 */
+	struct extent_map map;
+	size_t first, last; /* its pieces in ctx->pieces */
+};
+
+#define SEND_BATCH 32
+
+/*
+ * Can @name join the batch @b (of *@nr)? Regular files join when their
+ * pieces fit in the engine with those before; a directory, a hard link, a
+ * file too big or an error ends the batch (send_entry() deals with it).
+ */
+static bool batch_add(struct send_ctx *ctx, int dirfd, const char *name,
+		      struct send_pending *b, size_t *nr)
+{
+	struct send_pending *p = &b[*nr];
+	size_t before = ctx->nr_pieces;
+
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->fd = -1;
+	if (fstatat(dirfd, name, &p->st, AT_SYMLINK_NOFOLLOW) ||
+	    S_ISDIR(p->st.st_mode) ||
+	    (p->st.st_dev == ctx->out_dev && p->st.st_ino == ctx->out_ino) ||
+	    (S_ISREG(p->st.st_mode) && p->st.st_nlink > 1))
+		return false;
+	if (S_ISREG(p->st.st_mode)) {
+		p->fd = file_open_map(ctx, dirfd, name, &p->st, &p->map);
+		if (p->fd < 0)
+			return false;
+		if (ctx->probe.read_mode == ENCIO_IO_NONE ||
+		    map_pieces(ctx, &p->map) ||
+		    ctx->nr_pieces > ctx->engine.depth) {
+			ctx->nr_pieces = before;
+			extent_map_release(&p->map);
+			close(p->fd);
+			return false;
+		}
+		p->first = before;
+		p->last = ctx->nr_pieces;
+	}
+	(*nr)++;
+	return true;
+}
+
+/* A regular file of the batch, its pieces read (@err: the reaping's). */
+static int send_batch_file(struct send_ctx *ctx, struct send_pending *p,
+			   const char *path, int err)
+{
+	int ret;
+
+	ctx->stats->files++;
+	ret = err ?: send_create(ctx, path, &p->st, NULL);
+	ret = file_emit(ctx, p->fd, path, &p->map, p->first, p->last, true,
+			ret);
+	ret = ret ?: send_xattrs(ctx, path);
+	return ret ?: send_inode_meta(ctx, path, &p->st);
+}
+
+/* Set the stream path and ctx->src of child @name of @path. */
+static int child_path(struct send_ctx *ctx, const char *path, size_t src_len,
+		      const char *name, char *child)
+{
+	if (snprintf(child, PATH_MAX, "%s%s%s", path, *path ? "/" : "", name) >=
+		    PATH_MAX ||
+	    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len, "/%s",
+		     name) >= (int)(sizeof(ctx->src) - src_len))
+		return fail(ctx, ENAMETOOLONG, "path", 0, false);
+	return 0;
+}
+
+/* Send the batch @b of @nr entries: read, then each in order. */
+static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
+		      size_t src_len, struct send_pending *b, size_t nr)
+{
+	char child[PATH_MAX];
+	int err, ret = 0;
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (b[i].fd >= 0)
+			issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
+	err = reap_all(ctx);
+	for (i = 0; i < nr; i++) {
+		int r = ret ?: child_path(ctx, path, src_len, b[i].name, child);
+
+		if (b[i].fd >= 0) {
+			/* releases the pieces, whatever came before */
+			r = send_batch_file(ctx, &b[i], child, r ?: err);
+			extent_map_release(&b[i].map);
+			close(b[i].fd);
+		} else if (!r) {
+			r = send_entry(ctx, dirfd, b[i].name, child);
+		}
+		ctx->src[src_len] = '\0';
+		ret = ret ?: r;
+	}
+	ctx->nr_pieces = 0;
+	return ret;
+}
+
 static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
 {
-	size_t src_len = strlen(ctx->src), nr = 0, i;
+	size_t src_len = strlen(ctx->src), nr = 0, i, n;
+	struct send_pending batch[SEND_BATCH];
 	char child[PATH_MAX];
 	char **names = NULL;
 	int ret;
 
 	ret = list_dir(ctx, dirfd, &names, &nr);
-	for (i = 0; !ret && i < nr; i++) {
-		if (snprintf(child, sizeof(child), "%s%s%s", path,
-			     *path ? "/" : "",
-			     names[i]) >= (int)sizeof(child) ||
-		    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len,
-			     "/%s",
-			     names[i]) >= (int)(sizeof(ctx->src) - src_len)) {
-			ret = fail(ctx, ENAMETOOLONG, "path", 0, false);
-			break;
+	ctx->nr_pieces = 0;
+	for (i = 0; !ret && i < nr; i += n) {
+		n = 0;
+		while (i + n < nr && n < SEND_BATCH &&
+		       batch_add(ctx, dirfd, names[i + n], batch, &n))
+			;
+		if (n) {
+			ret = send_batch(ctx, dirfd, path, src_len, batch, n);
+			continue;
 		}
-		ret = send_entry(ctx, dirfd, names[i], child);
+		n = 1;
+		ret = child_path(ctx, path, src_len, names[i], child);
+		ret = ret ?: send_entry(ctx, dirfd, names[i], child);
 		ctx->src[src_len] = '\0';
 	}
 	for (i = 0; i < nr; i++)
