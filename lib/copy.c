@@ -261,27 +261,6 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 	job_progress(job, offset, offset + len);
 }
 
-static int encoded_write_sync(int fd, const void *buf, size_t n,
-			      uint64_t offset, uint64_t len,
-			      uint64_t unencoded_len, int compression)
-{
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
-	struct btrfs_ioctl_encoded_io_args a = {
-		.iov = &iov,
-		.iovcnt = 1,
-		.offset = offset,
-		.len = len,
-		.unencoded_len = unencoded_len,
-		.compression = compression,
-	};
-
-	while (ioctl(fd, BTRFS_IOC_ENCODED_WRITE, &a) < 0) {
-		if (errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
 /*
  * Write one chunk the workers encoded: encoded, or plain where it does not
  * save a sector, as the kernel does.
@@ -303,8 +282,8 @@ static void job_write_encoded_chunk(struct copy_job *job,
 		job_fail(job, t->res, "compress", false, t->offset);
 		return;
 	}
-	ret = encoded_write_sync(job->dst_fd, t->out, t->res, t->offset, t->len,
-				 t->unencoded_len, t->compression);
+	ret = encoded_write_ioctl(job->dst_fd, t->out, t->res, t->offset,
+				  t->len, t->unencoded_len, 0, t->compression);
 	if (ret) {
 		job_fail(job, ret, "encoded write", true, t->offset);
 		return;

@@ -724,3 +724,25 @@ int engine_probe_one(struct engine *engine, int fd, enum encio_io_mode mode,
 	engine_put_req(engine, req);
 	return err;
 }
+
+int encoded_write_ioctl(int fd, const void *buf, size_t n, uint64_t offset,
+			uint64_t len, uint64_t unencoded_len,
+			uint64_t unencoded_offset, int compression)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct btrfs_ioctl_encoded_io_args a = {
+		.iov = &iov,
+		.iovcnt = 1,
+		.offset = offset,
+		.len = len,
+		.unencoded_len = unencoded_len,
+		.unencoded_offset = unencoded_offset,
+		.compression = compression,
+	};
+
+	while (ioctl(fd, BTRFS_IOC_ENCODED_WRITE, &a) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}

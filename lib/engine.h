@@ -126,6 +126,14 @@ static inline void *engine_req_buf(const struct engine *engine,
  */
 void engine_encoded_read(struct engine *engine, struct engine_req *req,
 			 enum encio_io_mode mode, int fd, uint64_t offset);
+/*
+ * One encoded write by ioctl from @buf (@n encoded bytes), no engine and no
+ * slot: for callers whose data is already in memory. 0 or -errno.
+ */
+int encoded_write_ioctl(int fd, const void *buf, size_t n, uint64_t offset,
+			uint64_t len, uint64_t unencoded_len,
+			uint64_t unencoded_offset, int compression);
+
 void engine_encoded_write(struct engine *engine, struct engine_req *req,
 			  enum encio_io_mode mode, int fd, uint64_t offset,
 			  size_t encoded_len);

@@ -989,6 +989,13 @@ static int write_encoded(struct receive_ctx *ctx, int fd,
 	ssize_t res;
 	int err;
 
+	/* From the stream's buffer: no copy into a slot. */
+	if (ctx->write_mode == ENCIO_IO_IOCTL)
+		return encoded_write_ioctl(fd, ew->data, ew->len, ew->offset,
+					   ew->unencoded_file_len,
+					   ew->unencoded_len,
+					   ew->unencoded_offset,
+					   ew->compression);
 	req = engine_get_req(engine);
 	if (!req)
 		return -EBUSY;
