@@ -578,9 +578,9 @@ static int make_file(void *arg, const char *tmp)
 
 /*
  * An unnamed file in @dst's directory, linked into place at a checkpoint:
- * half the tree updates of a named temporary and a rename, and nothing
- * left behind by a copy that dies. -EOPNOTSUPP or -EISDIR where the file
- * system has no O_TMPFILE.
+ * about the cost of a named temporary and a rename (measured: the orphan
+ * item replaces the temporary name), and nothing left behind by a copy
+ * that dies. -EOPNOTSUPP or -EISDIR where the file system has no O_TMPFILE.
  */
 static int make_unnamed(const char *dst, struct make_file_arg *a)
 {
