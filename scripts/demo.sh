@@ -69,5 +69,12 @@ cmp "$SRC/snap/corpus.tar" "$DST/snap/corpus.tar" && echo "  received content id
 btrfs subvolume show "$DST/snap" | grep -E "Received UUID|Flags" | sed 's/^[[:space:]]*/  /'
 "$ENCIO" list "$DST/snap/corpus.tar" | awk '$1 == "zstd" || $1 == "TOTAL"' | sed 's/^/  /'
 
+step "encio send | encio receive: a subvolume as a btrfs send stream"
+btrfs -q subvolume create "$SRC/tree-vol"
+cp -a "$SRC/tree/." "$SRC/tree-vol/"
+mkdir "$DST/recv"
+"$ENCIO" send --snapshot "$SRC/tree-vol" | "$ENCIO" receive "$DST/recv" || exit 1
+diff -r --no-dereference "$SRC/tree-vol" "$DST/recv/tree-vol" && echo "  trees identical (diff -r --no-dereference)"
+
 step "Summary"
 "$ENCIO" copy "$SRC/corpus.tar" "$SRC/vm.img" "$DST/"
