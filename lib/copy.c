@@ -87,6 +87,7 @@ void copy_ctx_release(struct copy_ctx *ctx)
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 		   const char *src, const char *dst_dir, struct encio_error *e)
 {
+	struct statfs sfs;
 	struct stat st;
 	int ret;
 
@@ -115,6 +116,10 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 			return encio_error_set(
 				e, ret, "write with the forced --io mode",
 				dst_dir, false, 0);
+		if (fstatfs(dir_fd, &sfs))
+			return encio_error_set(e, errno, "statfs", dst_dir,
+					       false, 0);
+		ctx->write_sectorsize = sfs.f_bsize;
 		ctx->write_probed = true;
 		ctx->write_dev = st.st_dev;
 	}
@@ -649,6 +654,11 @@ static int job_check_compress(struct copy_job *job)
 			       job->e, EOPNOTSUPP,
 			       "compress (no encoded writes possible) into",
 			       job->dst_path, false, 0);
+	/* Files of one copy land on the filesystem probed for writes. */
+	if (job->ctx->write_probed && job->ctx->write_sectorsize) {
+		job->sectorsize = job->ctx->write_sectorsize;
+		return 0;
+	}
 	if (fstatfs(job->dst_fd, &sfs))
 		return job->err = encio_error_set(job->e, errno, "statfs",
 						  job->dst_path, false, 0);

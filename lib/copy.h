@@ -64,6 +64,7 @@ struct copy_ctx {
 	long read_fs_type; /* statfs f_type of read_dev */
 	bool read_clean;   /* read_dev is read-only: no delalloc to flush */
 	dev_t write_dev;
+	uint32_t write_sectorsize; /* of write_dev */
 	bool read_probed;
 	bool write_probed;
 };
