@@ -4,9 +4,11 @@
 #     compression (user-space compression on every core), versus
 #   - by cp -a into a btrfs mounted compress-force=zstd:L (the kernel
 #     compresses on the writing thread and its workers),
-# for L = 3, 9, 15. Times include the final sync; each result is checked
-# against the source (diff -r) and its ratio taken with compsize (disk
-# usage / uncompressed). Prints a table.
+# for L = 3, 9, 15. Each run starts on a fresh destination filesystem with
+# caches dropped; times include the final sync, "cpu" is the busy CPU time
+# of the whole machine; each result is checked against the source (diff -r)
+# and its ratio taken with compsize (disk usage / uncompressed). Prints a
+# table.
 #
 # usage: bench/compress.sh [ENCIO] [CORPUS_DIR...]
 #   (needs root and compsize; default corpus: /usr/share /usr/bin
@@ -33,20 +35,21 @@ mkdir "$SRC"
 cp -a "${CORPUS[@]}" "$SRC/"
 printf '  %s files, %s\n' "$(find "$SRC" -type f | wc -l)" "$(du -sh --apparent-size "$SRC" | cut -f1)"
 
-clear_dst() { rm -rf "${DST:?}"/*; sync; }
 ratio() { compsize -b "$1" 2>/dev/null | awk '$1 == "TOTAL" { printf "%.1f%%", 100 * $3 / $4 }'; }
 
-declare -A T R
+declare -A T R C
 run_one()
 {
-	local method=$1 level=$2 t0 t1
-	clear_dst
+	local method=$1 level=$2 t0 t1 c0
+	loopback_reformat dst
 	if [ "$method" = cp ]; then
 		mount -o remount,compress-force=zstd:$level "$DST"
 	else
 		mount -o remount,compress=no,compress-force=no "$DST" 2>/dev/null ||
 			mount -o remount,compress=no "$DST"
 	fi
+	drop
+	c0=$(cpu_busy)
 	t0=$(now)
 	case $method in
 	encio) "$ENCIO" -q copy -r --compress=zstd:$level "$SRC" "$DST/" || echo "encio failed" >&2 ;;
@@ -55,9 +58,11 @@ run_one()
 	sync
 	t1=$(now)
 	T[$method-$level]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	C[$method-$level]=$(awk -v a="$c0" -v b="$(cpu_busy)" 'BEGIN { printf "%.2f", b - a }')
 	R[$method-$level]=$(ratio "$DST/many")
 	diff -r --no-dereference "$SRC" "$DST/many" >/dev/null || echo "  WARNING: $method zstd:$level: result differs" >&2
-	printf '  %-6s zstd:%-3s %7s s  ratio %s\n' "$method" "$level" "${T[$method-$level]}" "${R[$method-$level]}"
+	printf '  %-6s zstd:%-3s %7s s  cpu %7s s  ratio %s\n' "$method" "$level" "${T[$method-$level]}" \
+		"${C[$method-$level]}" "${R[$method-$level]}"
 }
 
 echo "== timing (sync included; $(nproc) CPUs)"
@@ -66,9 +71,10 @@ for l in $LEVELS; do
 	run_one cp "$l"
 done
 echo
-echo "| level | encio --compress (s) | ratio | cp -a into compress-force (s) | ratio | speedup |"
-echo "|---|---|---|---|---|---|"
+echo "| level | encio --compress | cpu | ratio | cp -a into compress-force | cpu | ratio | speedup |"
+echo "|---|---|---|---|---|---|---|---|"
 for l in $LEVELS; do
 	awk -v l="$l" -v a="${T[encio-$l]}" -v ra="${R[encio-$l]}" -v b="${T[cp-$l]}" -v rb="${R[cp-$l]}" \
-		'BEGIN { printf "| zstd:%s | %.2f | %s | %.2f | %s | %.2fx |\n", l, a, ra, b, rb, b / a }'
+		-v ca="${C[encio-$l]}" -v cb="${C[cp-$l]}" \
+		'BEGIN { printf "| zstd:%s | %.2f s | %.2f s | %s | %.2f s | %.2f s | %s | %.2fx |\n", l, a, ca, ra, b, cb, rb, b / a }'
 done
