@@ -256,7 +256,9 @@ static int check_path(struct receive_ctx *ctx, const char *path)
 /*
  * The parent directory of @path beneath the subvolume, with the last
  * component put in @last ("." for the subvolume itself): an O_PATH fd
- * that the directory cache owns (callers do not close it).
+ * that the directory cache owns (callers do not close it). The slot used
+ * last is never the one a miss takes, so the fds of two calls in a row
+ * (rename, link) are both valid.
  */
 static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 {
