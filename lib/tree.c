@@ -14,8 +14,8 @@
  * Encoded-write errors arrive late, so a file is written as an O_TMPFILE
  * (or under a hidden temporary name where there is none) and only linked
  * into place after a syncfs() that succeeded; a copy that dies leaves no
- * temporaries. That happens at checkpoints: after checkpoint_files files
- * or CHECKPOINT_BYTES bytes, and at the end. A checkpoint hands the batch
+ * regular file behind under a temporary name. That happens at checkpoints:
+ * after checkpoint_files files or CHECKPOINT_BYTES bytes, and at the end. A checkpoint hands the batch
  * to a renamer thread, which syncs and links while the pipeline goes on; a
  * failed sync stops the copy. Hard links are made at the end, once their
  * first name is in place, and directories get their mode, xattrs and times
