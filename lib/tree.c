@@ -15,11 +15,12 @@
  * (or under a hidden temporary name where there is none) and only linked
  * into place after a syncfs() that succeeded; a copy that dies leaves no
  * regular file behind under a temporary name. That happens at checkpoints:
- * after checkpoint_files files or CHECKPOINT_BYTES bytes, and at the end. A checkpoint hands the batch
- * to a renamer thread, which syncs and links while the pipeline goes on; a
- * failed sync stops the copy. Hard links are made at the end, once their
- * first name is in place, and directories get their mode, xattrs and times
- * last, after everything inside them is written.
+ * after checkpoint_files files or CHECKPOINT_BYTES bytes, and at the end.
+ * A checkpoint hands the batch to a renamer thread, which syncs and links
+ * while the pipeline goes on; a failed sync stops the copy. Hard links are
+ * made at the end, once their first name is in place, and directories get
+ * their mode, xattrs and times last, after everything inside them is
+ * written.
  *
  * Three threads. The calling thread owns the ring and only does I/O on open
  * files and on DEST; a walker thread does every path operation on SRC
