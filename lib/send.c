@@ -656,19 +656,37 @@ static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
 	return send_create(ctx, path, st, target);
 }
 
-static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
+/*
+ * Small files are sent in batches, so that their reads overlap instead of
+ * waiting one round trip each: the entries of a batch are stat'ed, and its
+ * regular files opened and mapped (path operations, with nothing in
+ * flight); then the encoded reads of the files small enough are issued and
+ * reaped; then every entry is sent in order (path operations again:
+ * nothing in flight).
+ */
+struct send_pending {
+	const char *name;
+	struct stat st;
+	bool have_st;
+	int fd; /* a regular file opened and mapped, or -1 */
+	struct extent_map map;
+	bool read; /* its pieces [first, last) of ctx->pieces are read */
+	size_t first, last;
+};
+
+static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		      const char *path)
 {
+	const struct stat *st = &p->st;
 	const char *first;
-	struct stat st;
 	int fd, ret;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, errno, "stat", 0, false);
-	if (st.st_dev == ctx->out_dev && st.st_ino == ctx->out_ino)
+	if (st->st_dev == ctx->out_dev && st->st_ino == ctx->out_ino)
 		return 0; /* the stream file itself */
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
-		first = link_seen(ctx, &st, path, &ret);
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
+		first = link_seen(ctx, st, path, &ret);
 		if (ret)
 			return fail(ctx, ret, "remember link", 0, false);
 		if (first) {
@@ -680,20 +698,24 @@ static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
 			return end_cmd(ctx);
 		}
 	}
-	if (S_ISLNK(st.st_mode))
-		ret = send_symlink(ctx, dirfd, name, path, &st);
+	if (S_ISLNK(st->st_mode))
+		ret = send_symlink(ctx, dirfd, p->name, path, st);
 	else
-		ret = send_create(ctx, path, &st, NULL);
+		ret = send_create(ctx, path, st, NULL);
 	if (ret)
 		return ret;
-	if (S_ISREG(st.st_mode)) {
+	if (S_ISREG(st->st_mode)) {
 		ctx->stats->files++;
-		ret = send_file_data(ctx, dirfd, name, path, &st);
-	} else if (S_ISDIR(st.st_mode)) {
+		if (p->fd >= 0)
+			ret = file_emit(ctx, p->fd, path, &p->map, p->first,
+					p->last, p->read, 0);
+		else
+			ret = send_file_data(ctx, dirfd, p->name, path, st);
+	} else if (S_ISDIR(st->st_mode)) {
 		ctx->stats->dirs++;
-		if (st.st_dev != ctx->root_dev)
+		if (st->st_dev != ctx->root_dev)
 			goto meta; /* a nested subvolume: empty, as btrfs send */
-		fd = openat(dirfd, name,
+		fd = openat(dirfd, p->name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return fail(ctx, errno, "open", 0, false);
@@ -707,7 +729,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, const char *name,
 meta:
 	/* ctx->src names this entry again after the children's. */
 	ret = send_xattrs(ctx, path);
-	return ret ?: send_inode_meta(ctx, path, &st);
+	return ret ?: send_inode_meta(ctx, path, st);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -759,73 +781,45 @@ nomem:
 	return fail(ctx, ENOMEM, "read directory", 0, false);
 }
 
-/*
- * Small files are sent in batches, so that their reads overlap instead of
- * waiting one round trip each: the entries of a batch are stat'ed, and its
- * regular files opened and mapped (path operations, with nothing in
- * flight); then all their encoded reads are issued and reaped; then every
- * entry is sent in order (path operations again: nothing in flight).
- */
-struct send_pending {
-	const char *name;
-	struct stat st;
-	int fd; /* a regular file whose pieces are read, or -1 */
-	struct extent_map map;
-	size_t first, last; /* its pieces in ctx->pieces */
-};
-
 #define SEND_BATCH 32
 
 /*
- * Can @name join the batch @b (of *@nr)? Regular files join when their
- * pieces fit in the engine with those before; a directory, a hard link, a
- * file too big or an error ends the batch (send_entry() deals with it).
+ * Take @name into the batch @b (*@nr entries); whether more can follow. A
+ * regular file is read with the batch when its pieces fit in the engine
+ * with those before; one that does not (it is streamed by windows, which
+ * reuse ctx->pieces), a directory (its children reuse them too), a hard
+ * link or an error ends the batch. send_entry() reports errors.
  */
-static bool batch_add(struct send_ctx *ctx, int dirfd, const char *name,
-		      struct send_pending *b, size_t *nr)
+static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
+		       struct send_pending *b, size_t *nr)
 {
-	struct send_pending *p = &b[*nr];
+	struct send_pending *p = &b[(*nr)++];
 	size_t before = ctx->nr_pieces;
 
 	memset(p, 0, sizeof(*p));
 	p->name = name;
 	p->fd = -1;
-	if (fstatat(dirfd, name, &p->st, AT_SYMLINK_NOFOLLOW) ||
-	    S_ISDIR(p->st.st_mode) ||
+	if (fstatat(dirfd, name, &p->st, AT_SYMLINK_NOFOLLOW))
+		return false;
+	p->have_st = true;
+	if (S_ISDIR(p->st.st_mode) ||
 	    (p->st.st_dev == ctx->out_dev && p->st.st_ino == ctx->out_ino) ||
 	    (S_ISREG(p->st.st_mode) && p->st.st_nlink > 1))
 		return false;
-	if (S_ISREG(p->st.st_mode)) {
-		p->fd = file_open_map(ctx, dirfd, name, &p->st, &p->map);
-		if (p->fd < 0)
-			return false;
-		if (ctx->probe.read_mode == ENCIO_IO_NONE ||
-		    map_pieces(ctx, &p->map) ||
-		    ctx->nr_pieces > ctx->engine.depth) {
-			ctx->nr_pieces = before;
-			extent_map_release(&p->map);
-			close(p->fd);
-			return false;
-		}
+	if (!S_ISREG(p->st.st_mode))
+		return *nr < SEND_BATCH;
+	p->fd = file_open_map(ctx, dirfd, name, &p->st, &p->map);
+	if (p->fd < 0)
+		return false;
+	if (ctx->probe.read_mode != ENCIO_IO_NONE &&
+	    !map_pieces(ctx, &p->map) && ctx->nr_pieces <= ctx->engine.depth) {
+		p->read = true;
 		p->first = before;
 		p->last = ctx->nr_pieces;
+		return *nr < SEND_BATCH;
 	}
-	(*nr)++;
-	return true;
-}
-
-/* A regular file of the batch, its pieces read (@err: the reaping's). */
-static int send_batch_file(struct send_ctx *ctx, struct send_pending *p,
-			   const char *path, int err)
-{
-	int ret;
-
-	ctx->stats->files++;
-	ret = err ?: send_create(ctx, path, &p->st, NULL);
-	ret = file_emit(ctx, p->fd, path, &p->map, p->first, p->last, true,
-			ret);
-	ret = ret ?: send_xattrs(ctx, path);
-	return ret ?: send_inode_meta(ctx, path, &p->st);
+	ctx->nr_pieces = before;
+	return false;
 }
 
 /* Set the stream path and ctx->src of child @name of @path. */
@@ -840,31 +834,34 @@ static int child_path(struct send_ctx *ctx, const char *path, size_t src_len,
 	return 0;
 }
 
-/* Send the batch @b of @nr entries: read, then each in order. */
+/*
+ * Send the batch @b of @nr entries: read, then each in order. Pieces an
+ * error left unsent are released at the end.
+ */
 static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
 		      size_t src_len, struct send_pending *b, size_t nr)
 {
 	char child[PATH_MAX];
-	int err, ret = 0;
 	size_t i;
+	int ret;
 
 	for (i = 0; i < nr; i++)
-		if (b[i].fd >= 0)
+		if (b[i].read)
 			issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
-	err = reap_all(ctx);
+	ret = reap_all(ctx);
 	for (i = 0; i < nr; i++) {
-		int r = ret ?: child_path(ctx, path, src_len, b[i].name, child);
-
+		ret = ret ?: child_path(ctx, path, src_len, b[i].name, child);
+		ret = ret ?: send_entry(ctx, dirfd, &b[i], child);
+		ctx->src[src_len] = '\0';
 		if (b[i].fd >= 0) {
-			/* releases the pieces, whatever came before */
-			r = send_batch_file(ctx, &b[i], child, r ?: err);
 			extent_map_release(&b[i].map);
 			close(b[i].fd);
-		} else if (!r) {
-			r = send_entry(ctx, dirfd, b[i].name, child);
 		}
-		ctx->src[src_len] = '\0';
-		ret = ret ?: r;
+	}
+	for (i = 0; i < ctx->nr_pieces; i++) {
+		if (ctx->pieces[i].req)
+			engine_put_req(&ctx->engine, ctx->pieces[i].req);
+		ctx->pieces[i].req = NULL;
 	}
 	ctx->nr_pieces = 0;
 	return ret;
@@ -874,7 +871,6 @@ static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
 {
 	size_t src_len = strlen(ctx->src), nr = 0, i, n;
 	struct send_pending batch[SEND_BATCH];
-	char child[PATH_MAX];
 	char **names = NULL;
 	int ret;
 
@@ -882,17 +878,10 @@ static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
 	ctx->nr_pieces = 0;
 	for (i = 0; !ret && i < nr; i += n) {
 		n = 0;
-		while (i + n < nr && n < SEND_BATCH &&
-		       batch_add(ctx, dirfd, names[i + n], batch, &n))
+		while (i + n < nr &&
+		       batch_take(ctx, dirfd, names[i + n], batch, &n))
 			;
-		if (n) {
-			ret = send_batch(ctx, dirfd, path, src_len, batch, n);
-			continue;
-		}
-		n = 1;
-		ret = child_path(ctx, path, src_len, names[i], child);
-		ret = ret ?: send_entry(ctx, dirfd, names[i], child);
-		ctx->src[src_len] = '\0';
+		ret = send_batch(ctx, dirfd, path, src_len, batch, n);
 	}
 	for (i = 0; i < nr; i++)
 		free(names[i]);
