@@ -37,10 +37,10 @@ printf '  %s files, %s\n' "$(find "$SRC" -type f | wc -l)" "$(du -sh --apparent-
 
 ratio() { compsize -b "$1" 2>/dev/null | awk '$1 == "TOTAL" { printf "%.1f%%", 100 * $3 / $4 }'; }
 
-declare -A T R C
+declare -A R
 run_one()
 {
-	local method=$1 level=$2 t0 t1 c0
+	local method=$1 level=$2 key=$1-$2
 	loopback_reformat dst
 	if [ "$method" = cp ]; then
 		mount -o remount,compress-force=zstd:$level "$DST"
@@ -48,21 +48,15 @@ run_one()
 		mount -o remount,compress=no,compress-force=no "$DST" 2>/dev/null ||
 			mount -o remount,compress=no "$DST"
 	fi
-	drop
-	c0=$(cpu_busy)
-	t0=$(now)
+	run_start
 	case $method in
 	encio) "$ENCIO" -q copy -r --compress=zstd:$level "$SRC" "$DST/" || echo "encio failed" >&2 ;;
 	cp) cp -a "$SRC" "$DST/" ;;
 	esac
-	sync
-	t1=$(now)
-	T[$method-$level]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	C[$method-$level]=$(awk -v a="$c0" -v b="$(cpu_busy)" 'BEGIN { printf "%.2f", b - a }')
-	R[$method-$level]=$(ratio "$DST/many")
+	run_end "$key"
+	R[$key]=$(ratio "$DST/many")
 	diff -r --no-dereference "$SRC" "$DST/many" >/dev/null || echo "  WARNING: $method zstd:$level: result differs" >&2
-	printf '  %-6s zstd:%-3s %7s s  cpu %7s s  ratio %s\n' "$method" "$level" "${T[$method-$level]}" \
-		"${C[$method-$level]}" "${R[$method-$level]}"
+	printf '  %-6s zstd:%-3s %7s s  cpu %7s s  ratio %s\n' "$method" "$level" "$RUN_T" "$RUN_C" "${R[$key]}"
 }
 
 echo "== timing (sync included; $(nproc) CPUs)"
@@ -74,7 +68,8 @@ echo
 echo "| level | encio --compress | cpu | ratio | cp -a into compress-force | cpu | ratio | speedup |"
 echo "|---|---|---|---|---|---|---|---|"
 for l in $LEVELS; do
-	awk -v l="$l" -v a="${T[encio-$l]}" -v ra="${R[encio-$l]}" -v b="${T[cp-$l]}" -v rb="${R[cp-$l]}" \
-		-v ca="${C[encio-$l]}" -v cb="${C[cp-$l]}" \
+	awk -v l="$l" -v a="$(med "${TIMES[encio-$l]}")" -v ra="${R[encio-$l]}" \
+		-v b="$(med "${TIMES[cp-$l]}")" -v rb="${R[cp-$l]}" \
+		-v ca="$(med "${CPUS[encio-$l]}")" -v cb="$(med "${CPUS[cp-$l]}")" \
 		'BEGIN { printf "| zstd:%s | %.2f s | %.2f s | %s | %.2f s | %.2f s | %s | %.2fx |\n", l, a, ca, ra, b, cb, rb, b / a }'
 done

@@ -26,6 +26,7 @@ source "$top/bench/corpus.sh"
 run_one()
 {
 	local corpus=$1 method=$2 out=$DST/$1-snap
+	loopback_reformat dst
 	run_start
 	case $method in
 	encio)

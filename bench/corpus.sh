@@ -5,37 +5,13 @@
 #   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
 #   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
 # Expects $ENCIO and $top; drop and now come from scripts/loopback.sh.
-# Also the timing of the runs: run_start before one, run_end KEY after it
-# (sync included) adds its time and busy CPU time to TIMES[KEY] and
-# CPUS[KEY] and leaves them in RUN_T and RUN_C; med LIST is their median.
-
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
 source "$top/scripts/loopback.sh"
 
-declare -A TIMES CPUS
 RSS=()
-
-run_start()
-{
-	loopback_reformat dst
-	drop
-	_run_c0=$(cpu_busy)
-	_run_t0=$(now)
-}
-
-run_end()
-{
-	sync
-	RUN_T=$(awk -v a="$_run_t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
-	RUN_C=$(awk -v a="$_run_c0" -v b="$(cpu_busy)" 'BEGIN { printf "%.2f", b - a }')
-	TIMES[$1]+="$RUN_T "
-	CPUS[$1]+="$RUN_C "
-}
-
-med() { echo $1 | tr ' ' '\n' | median; }
 loopback_init encio-bench
 loopback_image src 12G compress-force=zstd
 loopback_image dst 12G compress-force=zstd

@@ -42,27 +42,21 @@ bestrow=$(echo "$ratios" | grep -v '^-' | sort -g | tail -1 | cut -f2 | sed 's/ 
 
 echo
 echo "== encio copy vs encio --io=ioctl copy (1 GiB, caches dropped, fsync included, median of $rounds)"
-declare -A times cpus
 for ((r = 0; r < rounds; r++)); do
 	for mode in auto ioctl; do
 		rm -f "$DST/copy.tar"
-		drop
-		c0=$(cpu_busy)
-		t0=$(date +%s.%N)
+		run_start
 		timeout 600 "$ENCIO" -q --io=$mode copy "$SRC" "$DST/copy.tar" || { echo "copy ($mode) failed" >&2; exit 1; }
-		t1=$(date +%s.%N)
-		c1=$(cpu_busy)
-		times[$mode]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') "
-		cpus[$mode]+="$(awk -v a="$c0" -v b="$c1" 'BEGIN {print b - a}') "
+		run_end "$mode"
 		[ $r = 0 ] && { cmp "$SRC" "$DST/copy.tar" || { echo "copy ($mode) differs" >&2; exit 1; }; }
 	done
 done
-ta=$(echo ${times[auto]} | tr ' ' '\n' | median)
-ti=$(echo ${times[ioctl]} | tr ' ' '\n' | median)
-ca=$(echo ${cpus[auto]} | tr ' ' '\n' | median)
-ci=$(echo ${cpus[ioctl]} | tr ' ' '\n' | median)
-printf '  encio copy (auto)       %.3f s   (%s)\n' "$ta" "${times[auto]}"
-printf '  encio --io=ioctl copy   %.3f s   (%s)\n' "$ti" "${times[ioctl]}"
+ta=$(med "${TIMES[auto]}")
+ti=$(med "${TIMES[ioctl]}")
+ca=$(med "${CPUS[auto]}")
+ci=$(med "${CPUS[ioctl]}")
+printf '  encio copy (auto)       %.3f s   (%s)\n' "$ta" "${TIMES[auto]}"
+printf '  encio --io=ioctl copy   %.3f s   (%s)\n' "$ti" "${TIMES[ioctl]}"
 # Busy CPU time of the whole machine (kernel workers and the loop device
 # included) over the number of CPUs: no copy can take less time than that.
 ncpu=$(nproc)

@@ -22,6 +22,7 @@ source "$top/bench/corpus.sh"
 run_one()
 {
 	local corpus=$1 method=$2 snap=$SRC/$1-snap stream=$work/$1.stream
+	loopback_reformat dst
 	run_start
 	case $method in
 	encio-pipe)

@@ -644,7 +644,6 @@ static int copy_metadata(int fd, const struct stat *st)
 static int job_check_compress(struct copy_job *job)
 {
 	const struct copy_options *o = &job->ctx->opts;
-	struct statfs sfs;
 
 	if (o->compress.alg == BTRFS_COMPRESS_NONE &&
 	    o->recompress.alg == BTRFS_COMPRESS_NONE)
@@ -654,15 +653,7 @@ static int job_check_compress(struct copy_job *job)
 			       job->e, EOPNOTSUPP,
 			       "compress (no encoded writes possible) into",
 			       job->dst_path, false, 0);
-	/* Files of one copy land on the filesystem probed for writes. */
-	if (job->ctx->write_probed && job->ctx->write_sectorsize) {
-		job->sectorsize = job->ctx->write_sectorsize;
-		return 0;
-	}
-	if (fstatfs(job->dst_fd, &sfs))
-		return job->err = encio_error_set(job->e, errno, "statfs",
-						  job->dst_path, false, 0);
-	job->sectorsize = sfs.f_bsize;
+	job->sectorsize = job->ctx->write_sectorsize;
 	return 0;
 }
 
@@ -674,12 +665,9 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return ret;
 	job->size = st->st_size;
-	if (job->ctx->read_probed && job->ctx->read_dev == st->st_dev)
-		ret = extent_map_build_stat(
-			job->src_fd, st, job->ctx->read_fs_type,
-			job->ctx->read_clean ? EXTENT_MAP_CLEAN : 0, &job->map);
-	else
-		ret = extent_map_build(job->src_fd, &job->map);
+	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type,
+				    job->ctx->read_clean ? EXTENT_MAP_CLEAN : 0,
+				    &job->map);
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",
 						  job->src_path, false, 0);

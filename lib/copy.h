@@ -153,7 +153,8 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 /*
  * The per-file steps, for pipelines of many files on one engine:
  * copy_job_start() maps @job->src_fd and sizes @job->dst_fd (the modes and
- * paths are set by the caller); copy_job_issue() puts the job's next piece
+ * paths are set by the caller, after copy_probe_fds() for its source and
+ * destination); copy_job_issue() puts the job's next piece
  * of work into @req (false when it has none to issue now);
  * copy_job_complete() handles a completion of @req (req->priv == job) and
  * returns true when @req went back into the engine, false when the caller

@@ -167,13 +167,19 @@ static void dir_cache_forget(struct receive_ctx *ctx, const char *path)
 			close_fd(&ctx->dirs[i].fd);
 }
 
+/* The cached directories are the subvolume's: they go with it. */
+static void close_subvol(struct receive_ctx *ctx)
+{
+	dir_cache_clear(ctx);
+	close_fd(&ctx->subvol_fd);
+}
+
 void receive_ctx_free(struct receive_ctx *ctx)
 {
 	if (!ctx)
 		return;
 	close_fd(&ctx->write_fd);
-	dir_cache_clear(ctx);
-	close_fd(&ctx->subvol_fd);
+	close_subvol(ctx);
 	close_fd(&ctx->root_fd);
 	close_fd(&ctx->dest_fd);
 	if (ctx->engine_ready)
@@ -503,7 +509,7 @@ static int start_subvol(struct receive_ctx *ctx, const char *name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open the new subvolume");
-	dir_cache_clear(ctx);
+	close_subvol(ctx);
 	ctx->subvol_fd = fd;
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
@@ -534,8 +540,7 @@ static int finish_subvol(struct receive_ctx *ctx)
 	err = btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "make it read-only");
-	dir_cache_clear(ctx);
-	close_fd(&ctx->subvol_fd);
+	close_subvol(ctx);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
 	return 0;
@@ -1192,8 +1197,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		describe_error(ctx, e);
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
-	dir_cache_clear(ctx);
-	close_fd(&ctx->subvol_fd);
+	close_subvol(ctx);
 	close_fd(&ctx->root_fd);
 	close_fd(&ctx->dest_fd);
 	ctx->reader = NULL;

@@ -1460,19 +1460,24 @@ static void tree_drain(struct tree *t)
 }
 
 /* The renamer thread: renames synced batches while the ring goes on. */
+/* Let go of a finished file; @drop: its data too (if not in place). */
+static void tree_done_release(struct tree_done *d, bool drop)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	else if (drop)
+		unlink(d->tmp);
+	free(d->tmp);
+	free(d->dst);
+}
+
 /* A batch whose sync failed, or that follows one: its files are lost. */
 static void tree_batch_drop(struct tree *t, struct tree_done *batch, size_t nr)
 {
 	size_t i;
 
-	for (i = 0; i < nr; i++) {
-		if (batch[i].fd >= 0)
-			close(batch[i].fd);
-		else
-			unlink(batch[i].tmp);
-		free(batch[i].tmp);
-		free(batch[i].dst);
-	}
+	for (i = 0; i < nr; i++)
+		tree_done_release(&batch[i], true);
 	pthread_mutex_lock(&t->lock);
 	t->stats->files -= nr;
 	t->stats->failed += nr;
@@ -1491,13 +1496,8 @@ static void tree_batch_rename(struct tree *t, struct tree_done *batch,
 			stat_add(t, &t->stats->files, -1);
 			stat_add(t, &t->stats->entries_done, -1);
 			entry_error(t, -ret, "put into place", batch[i].dst);
-			if (batch[i].fd < 0)
-				unlink(batch[i].tmp);
 		}
-		if (batch[i].fd >= 0)
-			close(batch[i].fd);
-		free(batch[i].tmp);
-		free(batch[i].dst);
+		tree_done_release(&batch[i], ret != 0);
 	}
 }
 

@@ -9,6 +9,11 @@
 #   now                                   seconds, with nanoseconds
 #   cpu_busy                              CPU seconds all CPUs were busy since boot
 #   median                                the median of the numbers on stdin
+#   run_start, run_end KEY                time a benchmark run: caches dropped
+#                                         first, sync included; its time and busy
+#                                         CPU time are added to TIMES[KEY] and
+#                                         CPUS[KEY] and left in RUN_T and RUN_C
+#   med LIST                              the median of a list of numbers
 
 _loopback_mounts=()
 _loopback_loops=()
@@ -68,3 +73,23 @@ now() { date +%s.%N; }
 # user + nice + system + irq + softirq of all CPUs (steal is not ours)
 cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -A TIMES CPUS
+
+run_start()
+{
+	drop
+	_run_c0=$(cpu_busy)
+	_run_t0=$(now)
+}
+
+run_end()
+{
+	sync
+	RUN_T=$(awk -v a="$_run_t0" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }')
+	RUN_C=$(awk -v a="$_run_c0" -v b="$(cpu_busy)" 'BEGIN { printf "%.2f", b - a }')
+	TIMES[$1]+="$RUN_T "
+	CPUS[$1]+="$RUN_C "
+}
+
+med() { echo $1 | tr ' ' '\n' | median; }
