@@ -30,7 +30,9 @@ static const char *const copy_usage[] = {
 	"",
 	"With -r, whole trees: directories, files, symlinks, hard links, FIFOs,",
 	"device nodes, xattrs, owners, modes and times, many files in flight in",
-	"one pipeline. A rerun onto an interrupted copy skips what is complete.",
+	"one pipeline. A new tree is built as .NAME.encio-partial beside its",
+	"final name and renamed into place once written and synced; a rerun",
+	"onto an interrupted copy resumes it, skipping what is complete.",
 	"",
 	"With --compress, plain data (from any filesystem) is compressed in user",
 	"space in chunks of 128 KiB and written with encoded writes; a chunk",
@@ -70,6 +72,8 @@ struct copy_cmd {
 	double start;
 	double last_progress;
 	bool progress_shown;
+	char **kept; /* staging directories a stopped copy keeps */
+	size_t nr_kept;
 };
 
 enum {
@@ -393,6 +397,36 @@ static void tree_report(void *arg, const struct encio_error *e)
 	print_encio_error(e);
 }
 
+/* Named after the error that stopped the copy. */
+static void tree_kept(void *arg, const char *staging, const char *final)
+{
+	struct copy_cmd *c = arg;
+	char **kept = realloc(c->kept, (c->nr_kept + 1) * sizeof(*kept));
+	char *msg;
+
+	if (!kept)
+		return;
+	c->kept = kept;
+	if (asprintf(
+		    &msg,
+		    "partial copy of '%s' kept in '%s': the same copy again resumes it",
+		    final, staging) >= 0)
+		c->kept[c->nr_kept++] = msg;
+}
+
+static void print_kept(struct copy_cmd *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_kept; i++) {
+		error("%s", c->kept[i]);
+		free(c->kept[i]);
+	}
+	free(c->kept);
+	c->kept = NULL;
+	c->nr_kept = 0;
+}
+
 static void tree_probed(void *arg)
 {
 	struct copy_cmd *c = arg;
@@ -422,6 +456,7 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 		.stop = &stop_signal,
 		.report = tree_report,
 		.probed = tree_probed,
+		.kept = tree_kept,
 		.progress = c->progress ? tree_progress : NULL,
 		.arg = c,
 	};
@@ -439,6 +474,7 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 		else
 			print_encio_error(&e);
 	}
+	print_kept(c);
 	return ret;
 }
 

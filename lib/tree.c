@@ -11,16 +11,18 @@
  * its job through req->priv; a job whose last request completed gets its
  * metadata and joins the batch of finished files, unnamed until synced.
  *
- * Encoded-write errors arrive late, so a file is written as an O_TMPFILE
- * (or under a hidden temporary name where there is none) and only linked
- * into place after a syncfs() that succeeded; a copy that dies leaves no
- * regular file behind under a temporary name. That happens at checkpoints:
- * after checkpoint_files files or CHECKPOINT_BYTES bytes, and at the end.
- * A checkpoint hands the batch to a renamer thread, which syncs and links
- * while the pipeline goes on; a failed sync stops the copy. Hard links are
- * made at the end, once their first name is in place, and directories get
- * their mode, xattrs and times last, after everything inside them is
- * written.
+ * Encoded-write errors arrive late, so nothing gets its final name before
+ * a syncfs() that succeeded. A source directory DEST lacks is built under a
+ * staging name, its entries under their own names, and renamed into place
+ * after the last sync (a stopped copy leaves it for a rerun to resume).
+ * Into an existing directory, a file is written as an O_TMPFILE (or under a
+ * hidden temporary name where there is none) and linked into place at a
+ * checkpoint: after checkpoint_files files or CHECKPOINT_BYTES bytes, and at
+ * the end. A checkpoint hands the batch to a renamer thread, which syncs
+ * and links while the pipeline goes on; a failed sync stops the copy. Hard
+ * links are made at the end, once their first name is made, and
+ * directories get their mode, xattrs and times last, after everything
+ * inside them is written.
  *
  * Three threads. The calling thread owns the ring and only does I/O on open
  * files and on DEST; a walker thread does every path operation on SRC
@@ -84,7 +86,8 @@ struct tree_file {
 	bool redo_metadata; /* writes clear set-id bits and capabilities */
 	char *src;
 	char *dst;
-	char *tmp; /* NULL: job.dst_fd is an O_TMPFILE */
+	char *tmp;  /* NULL: job.dst_fd is an O_TMPFILE, or named */
+	bool named; /* made under its own name, in a staged tree */
 };
 
 /* A finished file, to sync and put in place: an O_TMPFILE, or a name. */
@@ -103,6 +106,12 @@ struct tree_dir {
 	char *src;
 	char *dst;
 	struct stat st;
+};
+
+/* A tree built under a hidden name, renamed into place at the end. */
+struct tree_stage {
+	char *staging;
+	char *final;
 };
 
 struct xattr_buf {
@@ -133,6 +142,10 @@ struct tree {
 	const char *dest;
 	bool dest_is_dir;
 	char dst_root[PATH_MAX];
+	bool staged; /* dst_root is a staging directory */
+	struct tree_stage *stages;
+	size_t nr_stages;
+	size_t cap_stages;
 	bool have_root_id;
 	dev_t root_dev;
 	ino_t root_ino;
@@ -596,6 +609,19 @@ static int make_unnamed(const char *dst, struct make_file_arg *a)
 	return a->fd < 0 ? -errno : 0;
 }
 
+/*
+ * In a staged tree a file is made under its own name: nothing there is
+ * final until the whole tree is renamed into place. An entry left by an
+ * interrupted run (found incomplete) goes first.
+ */
+static int make_named(const char *dst, bool fresh, struct make_file_arg *a)
+{
+	if (!fresh && unlink(dst) && errno != ENOENT)
+		return -errno;
+	a->fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
+	return a->fd < 0 ? -errno : 0;
+}
+
 static int link_fd(int fd, const char *path)
 {
 	char proc[32];
@@ -843,11 +869,13 @@ static bool file_complete(int src_fd, const struct stat *src, const char *dst)
 
 /* ----- regular files ----- */
 
-/* A file that will not be finished: its temporary goes. */
+/* A file that will not be finished: its temporary (or staged name) goes. */
 static void tree_file_discard(struct tree_file *f)
 {
 	if (f->tmp)
 		unlink(f->tmp);
+	else if (f->named)
+		unlink(f->dst);
 }
 
 static void tree_file_free(struct tree_file *f)
@@ -904,10 +932,10 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 			f->job.err = encio_error_set(&f->e, ret, op, f->dst,
 						     false, 0);
 	}
-	d = f->job.err ?
+	d = f->job.err || f->named ?
 		    NULL :
 		    vec_grow(t->batch, t->nr_batch, &t->cap_batch, sizeof(*d));
-	if (!f->job.err && !d)
+	if (!f->job.err && !f->named && !d)
 		f->job.err = encio_error_set(&f->e, ENOMEM, "finish", f->dst,
 					     false, 0);
 	if (f->job.err) {
@@ -918,15 +946,17 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		file_done(t);
 		return;
 	}
-	t->batch = d;
-	d = &t->batch[t->nr_batch++];
-	d->fd = f->tmp ? -1 : f->job.dst_fd;
-	d->tmp = f->tmp;
-	d->dst = f->dst;
-	if (!f->tmp)
-		f->job.dst_fd = -1;
-	f->tmp = f->dst = NULL;
-	t->batch_bytes += f->st.st_size;
+	if (d) {
+		t->batch = d;
+		d = &t->batch[t->nr_batch++];
+		d->fd = f->tmp ? -1 : f->job.dst_fd;
+		d->tmp = f->tmp;
+		d->dst = f->dst;
+		if (!f->tmp)
+			f->job.dst_fd = -1;
+		f->tmp = f->dst = NULL;
+		t->batch_bytes += f->st.st_size;
+	}
 	pthread_mutex_lock(&t->lock);
 	t->stats->files++;
 	t->stats->entries_done++;
@@ -1006,15 +1036,35 @@ static struct tree_file *queue_pop(struct tree *t, bool wait)
 	return f;
 }
 
+/* Outside a staged tree: an unnamed file, else a hidden temporary name. */
+static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
+				const char *dst, struct make_file_arg *mf)
+{
+	char tmp[PATH_MAX];
+	int ret;
+
+	ret = t->named_temps ? -EOPNOTSUPP : make_unnamed(dst, mf);
+	if (ret != -EOPNOTSUPP && ret != -EISDIR)
+		return ret;
+	t->named_temps = true;
+	ret = make_temp(dst, tmp, make_file, mf);
+	if (!ret && !(f->tmp = strdup(tmp))) {
+		unlink(tmp);
+		close(mf->fd);
+		mf->fd = -1;
+		ret = -ENOMEM;
+	}
+	return ret;
+}
+
 /*
- * Walker: open a regular file, skip it if DEST has it complete, create its
- * temporary and queue it for the ring thread.
+ * Walker: open a regular file, skip it if DEST has it complete, create it
+ * (unnamed, or named in a staged tree) and queue it for the ring thread.
  */
 static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 {
 	struct make_file_arg mf = { .fd = -1 };
 	struct tree_file *f;
-	char tmp[PATH_MAX];
 	const char *op;
 	int ret;
 
@@ -1065,15 +1115,11 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	 * final permissions: where the umask leaves them whole, no chmod.
 	 */
 	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
-	ret = t->named_temps ? -EOPNOTSUPP : make_unnamed(dst, &mf);
-	if (ret == -EOPNOTSUPP || ret == -EISDIR) {
-		t->named_temps = true;
-		ret = make_temp(dst, tmp, make_file, &mf);
-		if (!ret && !(f->tmp = strdup(tmp))) {
-			unlink(tmp);
-			ret = -ENOMEM;
-		}
-	}
+	if (t->staged)
+		ret = make_named(dst, parent_fresh(t), &mf);
+	else
+		ret = make_unnamed_or_temp(t, f, dst, &mf);
+	f->named = t->staged && !ret;
 	f->job.dst_fd = mf.fd;
 	if (ret) {
 		encio_error_set(&f->e, ret, "create", dst, false, 0);
@@ -1167,12 +1213,51 @@ static bool special_complete(const struct stat *src, const char *target,
 	return n >= 0 && (size_t)n == strlen(target) && !memcmp(buf, target, n);
 }
 
-/* Symlinks, FIFOs, sockets, device nodes: made whole, renamed at once. */
+/* In a staged tree, under its own name (an incomplete one replaced). */
+static int special_named(struct tree *t, const char *src, const char *dst,
+			 struct special_arg *arg, const char **op)
+{
+	int ret;
+
+	*op = "create";
+	if (!parent_fresh(t) && unlink(dst) && errno != ENOENT)
+		return -errno;
+	ret = make_special(arg, dst);
+	if (ret)
+		return ret;
+	ret = path_metadata(t, src, dst, &t->walk.st, op);
+	if (ret)
+		unlink(dst);
+	return ret;
+}
+
+/* Elsewhere made whole under a hidden name, then renamed into place. */
+static int special_temp(struct tree *t, const char *src, const char *dst,
+			struct special_arg *arg, const char **op)
+{
+	char tmp[PATH_MAX];
+	int ret;
+
+	*op = "create";
+	ret = make_temp(dst, tmp, make_special, arg);
+	if (ret)
+		return ret;
+	ret = path_metadata(t, src, tmp, &t->walk.st, op);
+	if (!ret && rename(tmp, dst)) {
+		ret = -errno;
+		*op = "rename into place";
+	}
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/* Symlinks, FIFOs, sockets, device nodes: made whole at once. */
 static void tree_special(struct tree *t, const char *src, const char *dst)
 {
 	struct special_arg arg = { .st = &t->walk.st, .target = NULL };
-	char tmp[PATH_MAX], cur[PATH_MAX];
-	const char *op = "create";
+	char cur[PATH_MAX];
+	const char *op;
 	struct stat st;
 	ssize_t n;
 	int ret;
@@ -1197,18 +1282,11 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 		stat_add(t, &t->stats->entries_done, 1);
 		return;
 	}
-	ret = make_temp(dst, tmp, make_special, &arg);
+	if (t->staged)
+		ret = special_named(t, src, dst, &arg, &op);
+	else
+		ret = special_temp(t, src, dst, &arg, &op);
 	if (ret) {
-		entry_error(t, ret, op, dst);
-		return;
-	}
-	ret = path_metadata(t, src, tmp, &t->walk.st, &op);
-	if (!ret && rename(tmp, dst)) {
-		ret = -errno;
-		op = "rename into place";
-	}
-	if (ret) {
-		unlink(tmp);
 		entry_error(t, ret, op, dst);
 		return;
 	}
@@ -1219,10 +1297,91 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 	stat_add(t, &t->stats->entries_done, 1);
 }
 
+/*
+ * A source directory whose copy DEST lacks is built under a hidden name
+ * beside it, .NAME.encio-partial, and renamed into place at the end, once
+ * everything in it is written and synced. Its entries are made under their
+ * own names (no unnamed file and link for each file), an interrupted copy
+ * leaves nothing under the final name, and a rerun resumes in the staging
+ * directory. @dst becomes the staging name; it stays where DEST has the
+ * copy already (a rerun merges into it) or the name would be too long.
+ */
+static int stage_root(struct tree *t, char *dst)
+{
+	size_t len = strlen(dst), dir_len;
+	char staging[PATH_MAX];
+	struct tree_stage *s;
+	struct stat st;
+	const char *name;
+
+	if (!lstat(dst, &st))
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	while (len > 1 && dst[len - 1] == '/')
+		dst[--len] = '\0';
+	name = strrchr(dst, '/');
+	name = name ? name + 1 : dst;
+	dir_len = name - dst;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    strlen(name) + sizeof(".encio-partial") > NAME_MAX ||
+	    len + sizeof("..encio-partial") > sizeof(staging))
+		return 0;
+	snprintf(staging, sizeof(staging), "%.*s.%s.encio-partial",
+		 (int)dir_len, dst, name);
+	s = vec_grow(t->stages, t->nr_stages, &t->cap_stages, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	t->stages = s;
+	s = &t->stages[t->nr_stages];
+	s->staging = strdup(staging);
+	s->final = strdup(dst);
+	if (!s->staging || !s->final) {
+		free(s->staging);
+		free(s->final);
+		return -ENOMEM;
+	}
+	t->nr_stages++;
+	snprintf(t->dst_root, sizeof(t->dst_root), "%s", staging);
+	snprintf(dst, PATH_MAX, "%s", staging);
+	t->staged = true;
+	return 0;
+}
+
+/*
+ * Staged trees into place, after the last sync; where the copy stopped,
+ * they stay for a rerun to resume.
+ */
+static void tree_unstage(struct tree *t)
+{
+	struct encio_error e;
+	size_t i;
+	bool renamed = false;
+
+	for (i = 0; i < t->nr_stages; i++) {
+		struct tree_stage *s = &t->stages[i];
+
+		if (!t->fatal && renameat2(AT_FDCWD, s->staging, AT_FDCWD,
+					   s->final, RENAME_NOREPLACE)) {
+			encio_error_set(&e, errno, "put into place", s->final,
+					false, 0);
+			tree_stop(t, &e);
+		}
+		if (t->fatal && t->opts->kept)
+			t->opts->kept(t->opts->arg, s->staging, s->final);
+		renamed |= !t->fatal;
+	}
+	if (renamed && syncfs(t->sync_fd)) {
+		encio_error_set(&e, errno, "sync", t->dest, false, 0);
+		tree_stop(t, &e);
+	}
+}
+
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
-static void tree_dir(struct tree *t, const char *src, const char *dst)
+static void tree_dir(struct tree *t, const char *src, const char *dst_path)
 {
 	const struct stat *st = &t->walk.st;
+	char dst[PATH_MAX];
 	struct tree_dir *d;
 	struct stat cur;
 	bool fresh = false;
@@ -1232,6 +1391,14 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 	    st->st_ino == t->root_ino) {
 		entry_error(t, EINVAL, "copy a directory into itself", src);
 		return;
+	}
+	snprintf(dst, sizeof(dst), "%s", dst_path);
+	if (!t->walk.rel[0]) {
+		ret = stage_root(t, dst);
+		if (ret) {
+			entry_error(t, ret, "make directory", dst);
+			return;
+		}
 	}
 	if (parent_fresh(t) || lstat(dst, &cur)) {
 		if ((!parent_fresh(t) && errno != ENOENT) || mkdir(dst, 0700) ||
@@ -1336,6 +1503,7 @@ static int tree_root_begin(struct tree *t)
 		return -ENAMETOOLONG;
 	walk_reset(&t->walk, src);
 	t->have_root_id = false;
+	t->staged = false;
 	return 0;
 }
 
@@ -1734,6 +1902,11 @@ static void tree_release(struct tree *t)
 		free(t->dirs[i].src);
 		free(t->dirs[i].dst);
 	}
+	for (i = 0; i < t->nr_stages; i++) {
+		free(t->stages[i].staging);
+		free(t->stages[i].final);
+	}
+	free(t->stages);
 	free(t->links);
 	free(t->inodes);
 	free(t->dirs);
@@ -1830,6 +2003,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 		encio_error_set(&se, errno, "sync", dest, false, 0);
 		tree_stop(&t, &se);
 	}
+	tree_unstage(&t);
 	tree_progress(&t);
 	ret = t.fatal;
 out:

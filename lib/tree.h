@@ -2,7 +2,8 @@
 /*
  * Copy of whole trees: a directory walk feeding one pipeline of many files
  * in flight on one engine, entries of every type, metadata, hard links,
- * checkpoints (syncfs, then rename into place) and resume.
+ * staging of new trees, checkpoints (syncfs, then rename into place) and
+ * resume.
  */
 #ifndef ENCIO_TREE_H
 #define ENCIO_TREE_H
@@ -46,6 +47,8 @@ struct tree_options {
 	void (*report)(void *arg, const struct encio_error *e);
 	/* the first probe of encoded I/O is done (ctx->probe) */
 	void (*probed)(void *arg);
+	/* the copy stopped: a staged tree stays for a rerun to resume */
+	void (*kept)(void *arg, const char *staging, const char *final);
 	/* called often while the copy runs: throttle in the callee */
 	void (*progress)(void *arg, const struct tree_stats *stats,
 			 const struct copy_stats *copy);

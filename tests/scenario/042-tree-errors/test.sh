@@ -17,7 +17,7 @@ SMALL=$MNT
 check_partial()
 {
 	local a=$1 b=$2 f n=0
-	[ -z "$(find "$b" -name '.*.encio-*')" ] || _fail "temporaries left in $b: $(find "$b" -name '.*.encio-*' | head)"
+	[ -z "$(find "$b" -mindepth 1 -name '.*.encio-*')" ] || _fail "temporaries left in $b: $(find "$b" -mindepth 1 -name '.*.encio-*' | head)"
 	while read -r f; do
 		# removed from SRC after it was copied: fine
 		[ -n "${3:-}" ] && [ ! -e "$a/$f" ] && continue
@@ -74,5 +74,9 @@ sync
 run_mustfail "copy to a full filesystem" timeout 120 "$ENCIO" -q copy -r "$SRC/t3" "$SMALL/t3"
 echo "$ERR_OUT" | grep -q "No space left on device" || _fail "ENOSPC not reported"
 [ "$(echo "$ERR_OUT" | grep -c "No space")" -le 2 ] || _fail "ENOSPC reported for every file"
-check_partial "$SRC/t3" "$SMALL/t3"
+# the new tree stays in its staging directory: nothing under the final name
+[ ! -e "$SMALL/t3" ] || _fail "$SMALL/t3 exists after ENOSPC"
+echo "$ERR_OUT" | grep -q "kept in '$SMALL/.t3.encio-partial'" || _fail "staging directory not named"
+[ -z "$(find "$SMALL/.t3.encio-partial" -mindepth 1 -name '.*.encio-*')" ] || _fail "temporaries left"
+check_partial "$SRC/t3" "$SMALL/.t3.encio-partial"
 exit 0
