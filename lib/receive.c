@@ -40,6 +40,24 @@
 
 #define DIR_CACHE_SLOTS 8
 
+enum mk_kind { MK_FILE, MK_DIR, MK_NOD, MK_FIFO, MK_SOCK, MK_SYMLINK };
+
+/*
+ * A node the stream made, not created yet. btrfs send makes every new inode
+ * under an orphan name (oINO-GEN-0) and renames it into place in the next
+ * command: created at its final name directly, it costs one create instead
+ * of a create and a rename. Any other command creates it first where the
+ * stream said.
+ */
+struct pending_node {
+	bool active;
+	enum mk_kind kind;
+	mode_t type;
+	dev_t rdev;
+	char path[PATH_MAX];
+	char target[PATH_MAX];
+};
+
 struct receive_ctx {
 	struct receive_options opts;
 	struct engine engine;
@@ -74,6 +92,8 @@ struct receive_ctx {
 		char path[PATH_MAX];
 	} dirs[DIR_CACHE_SLOTS];
 	uint64_t dir_clock;
+
+	struct pending_node pending;
 
 	struct receive_stats stats;
 	const struct stream_reader *reader;
@@ -170,6 +190,7 @@ static void dir_cache_forget(struct receive_ctx *ctx, const char *path)
 /* The cached directories are the subvolume's: they go with it. */
 static void close_subvol(struct receive_ctx *ctx)
 {
+	ctx->pending.active = false;
 	dir_cache_clear(ctx);
 	close_fd(&ctx->subvol_fd);
 }
@@ -259,6 +280,8 @@ static int check_path(struct receive_ctx *ctx, const char *path)
 	return 0;
 }
 
+static int flush_pending(struct receive_ctx *ctx);
+
 /*
  * The parent directory of @path beneath the subvolume, with the last
  * component put in @last ("." for the subvolume itself): an O_PATH fd
@@ -273,7 +296,7 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	size_t len;
 	int fd, ret, i;
 
-	ret = check_path(ctx, path);
+	ret = flush_pending(ctx) ?: check_path(ctx, path);
 	if (ret)
 		return ret;
 	slash = strrchr(path, '/');
@@ -352,6 +375,9 @@ static int get_write_fd(struct receive_ctx *ctx, const char *path)
 {
 	int ret, fd;
 
+	ret = flush_pending(ctx);
+	if (ret)
+		return ret;
 	if (ctx->write_fd >= 0 && strcmp(ctx->write_path, path) == 0)
 		return ctx->write_fd;
 	ret = close_write_fd(ctx);
@@ -527,6 +553,9 @@ static int finish_subvol(struct receive_ctx *ctx)
 	if (ctx->subvol_fd < 0)
 		return 0;
 	ctx->finishing = true;
+	ret = flush_pending(ctx);
+	if (ret)
+		return ret;
 	ret = close_write_fd(ctx);
 	if (ret)
 		return fail(ctx, ret, "close the last file written");
@@ -600,16 +629,13 @@ static int rcv_end(void *arg)
 
 /* Creating names. */
 
-enum mk_kind { MK_FILE, MK_DIR, MK_NOD, MK_FIFO, MK_SOCK, MK_SYMLINK };
-
-static int make_node(struct receive_ctx *ctx, const char *path,
-		     enum mk_kind kind, mode_t type, dev_t rdev,
-		     const char *target)
+static int create_node(struct receive_ctx *ctx, const char *path,
+		       enum mk_kind kind, mode_t type, dev_t rdev,
+		       const char *target)
 {
 	char last[NAME_MAX + 1];
 	int pfd, fd, ret = 0;
 
-	ctx->stats.commands++;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
@@ -638,6 +664,68 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 		break;
 	}
 	return ret ? -errno : 0;
+}
+
+/* Create the pending node where the stream made it. */
+static int flush_pending(struct receive_ctx *ctx)
+{
+	struct pending_node *p = &ctx->pending;
+
+	if (!p->active)
+		return 0;
+	p->active = false;
+	return create_node(ctx, p->path, p->kind, p->type, p->rdev, p->target);
+}
+
+/*
+ * Create the pending node at @to, the name its rename gives it: -EEXIST
+ * (still pending) where @to exists, which the rename would replace.
+ */
+static int create_pending_at(struct receive_ctx *ctx, const char *to)
+{
+	struct pending_node *p = &ctx->pending;
+	int ret;
+
+	p->active = false;
+	ret = create_node(ctx, to, p->kind, p->type, p->rdev, p->target);
+	if (ret == -EEXIST)
+		p->active = true;
+	else
+		dir_cache_forget(ctx, to);
+	return ret;
+}
+
+/*
+ * A mk* command: checked now (a path beneath the subvolume, a name not
+ * there yet) so that errors name this command, created at the next one.
+ */
+static int make_node(struct receive_ctx *ctx, const char *path,
+		     enum mk_kind kind, mode_t type, dev_t rdev,
+		     const char *target)
+{
+	struct pending_node *p = &ctx->pending;
+	char last[NAME_MAX + 1];
+	struct stat st;
+	int pfd;
+
+	ctx->stats.commands++;
+	pfd = open_parent(ctx, path, last);
+	if (pfd < 0)
+		return pfd;
+	if (strlen(path) >= sizeof(p->path) ||
+	    (target && strlen(target) >= sizeof(p->target)))
+		return create_node(ctx, path, kind, type, rdev, target);
+	if (!fstatat(pfd, last, &st, AT_SYMLINK_NOFOLLOW))
+		return -EEXIST;
+	if (errno != ENOENT)
+		return -errno;
+	p->active = true;
+	p->kind = kind;
+	p->type = type;
+	p->rdev = rdev;
+	strcpy(p->path, path);
+	strcpy(p->target, target ? target : "");
+	return 0;
 }
 
 static int rcv_mkfile(const char *path, void *arg)
@@ -684,6 +772,11 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	int pfrom, pto, ret;
 
 	ctx->stats.commands++;
+	if (ctx->pending.active && !strcmp(ctx->pending.path, from)) {
+		ret = create_pending_at(ctx, to);
+		if (ret != -EEXIST)
+			return ret;
+	}
 	pfrom = open_parent(ctx, from, last_from);
 	if (pfrom < 0)
 		return pfrom;
@@ -724,6 +817,9 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 	int pfd, ret;
 
 	ctx->stats.commands++;
+	ret = flush_pending(ctx);
+	if (ret)
+		return ret;
 	if (ctx->write_fd >= 0 && path_within(ctx->write_path, path)) {
 		ret = close_write_fd(ctx);
 		if (ret)
@@ -1102,7 +1198,9 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 
 	ctx->stats.commands++;
 	/* fs-verity refuses a file that is open for writing. */
-	ret = close_write_fd(ctx) ?: check_path(ctx, path);
+	ret = flush_pending(ctx)	  ?:
+		      close_write_fd(ctx) ?:
+					    check_path(ctx, path);
 	if (ret)
 		return ret;
 	fd = open_regular(ctx, ctx->subvol_fd, path, O_RDONLY);

@@ -101,6 +101,51 @@ rm -rf "$DST/good2" 2>/dev/null
 btrfs -q subvolume delete "$DST/good2/vol" "$DST/good/vol" >/dev/null
 rmdir "$DST/good" "$DST/good2"
 
+_log "made, then renamed (btrfs send's orphan names): created at the final name, same result"
+gen orphans <<END
+subvol vol
+mkdir o257-1-0
+rename o257-1-0 d
+mkfile o258-1-0
+rename o258-1-0 d/f
+write d/f 0 first
+mkfile o259-1-0
+write o259-1-0 0 second
+rename o259-1-0 d/f
+symlink o260-1-0 f
+rename o260-1-0 d/s
+mkfifo o261-1-0
+rename o261-1-0 d/p
+mkdir d/e
+mkdir o262-1-0
+rename o262-1-0 d/e
+mkfile o263-1-0
+mkfile g
+end
+END
+mkdir "$DST/orphans"
+run_check "$ENCIO" -q receive -f "$TEST_TMP/orphans.stream" "$DST/orphans"
+V=$DST/orphans/vol
+[ "$(cat "$V/d/f")" = second ] || _fail "rename over a file: '$(cat "$V/d/f")'"
+[ "$(readlink "$V/d/s")" = f ] || _fail "symlink not renamed"
+[ -p "$V/d/p" ] || _fail "fifo not renamed"
+[ -d "$V/d/e" ] && [ -z "$(ls -A "$V/d/e")" ] || _fail "rename over an empty directory"
+[ -f "$V/o263-1-0" ] && [ -f "$V/g" ] || _fail "a node not renamed is lost"
+[ "$(cd "$V" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./d ./d/e ./d/f ./d/p ./d/s ./g ./o263-1-0 " ] ||
+	_fail "unexpected tree: $(cd "$V" && find . | tr '\n' ' ')"
+btrfs -q subvolume delete "$V" >/dev/null
+rmdir "$DST/orphans"
+
+gen mkfile-exists <<END
+subvol vol
+mkfile a
+rename a b
+mkfile b
+rename b c
+end
+END
+must_reject mkfile-exists "File exists"
+
 _log "enable_verity: done where the kernel allows it, else a clear error"
 gen verity <<END
 version 3
