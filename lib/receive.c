@@ -89,11 +89,24 @@ struct receive_ctx {
 	struct dir_slot {
 		int fd;
 		uint64_t used;
+		bool setgid_known; /* setgid: its mode had S_ISGID when opened */
+		bool setgid;
 		char path[PATH_MAX];
 	} dirs[DIR_CACHE_SLOTS];
 	uint64_t dir_clock;
+	struct dir_slot *last_dir; /* the last open_parent() gave */
 
 	struct pending_node pending;
+
+	/*
+	 * The node created last, while its owner is still ours: streams chown
+	 * every new node, and to root when root receives. Such a chown
+	 * changes nothing but costs a transaction.
+	 */
+	bool fresh_valid;
+	uid_t fresh_uid;
+	gid_t fresh_gid;
+	char fresh_path[PATH_MAX];
 
 	struct receive_stats stats;
 	const struct stream_reader *reader;
@@ -187,10 +200,22 @@ static void dir_cache_forget(struct receive_ctx *ctx, const char *path)
 			close_fd(&ctx->dirs[i].fd);
 }
 
+/* @path's mode may change: a cached directory's set-gid bit is unknown. */
+static void dir_setgid_forget(struct receive_ctx *ctx, const char *path)
+{
+	int i;
+
+	for (i = 0; i < DIR_CACHE_SLOTS; i++)
+		if (!strcmp(ctx->dirs[i].path, path))
+			ctx->dirs[i].setgid_known = false;
+}
+
 /* The cached directories are the subvolume's: they go with it. */
 static void close_subvol(struct receive_ctx *ctx)
 {
 	ctx->pending.active = false;
+	ctx->fresh_valid = false;
+	ctx->last_dir = NULL;
 	dir_cache_clear(ctx);
 	close_fd(&ctx->subvol_fd);
 }
@@ -293,6 +318,7 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 {
 	struct dir_slot *slot = &ctx->dirs[0];
 	const char *slash, *name;
+	struct stat st;
 	size_t len;
 	int fd, ret, i;
 
@@ -311,6 +337,7 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 		if (d->fd >= 0 && !strncmp(d->path, path, len) &&
 		    d->path[len] == '\0') {
 			d->used = ++ctx->dir_clock;
+			ctx->last_dir = d;
 			return d->fd;
 		}
 		if (d->fd < 0 || (slot->fd >= 0 && d->used < slot->used))
@@ -325,6 +352,9 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 		return resolve_failed(ctx, fd);
 	slot->fd = fd;
 	slot->used = ++ctx->dir_clock;
+	slot->setgid_known = !fstat(fd, &st);
+	slot->setgid = slot->setgid_known && (st.st_mode & S_ISGID);
+	ctx->last_dir = slot;
 	return fd;
 }
 
@@ -629,6 +659,20 @@ static int rcv_end(void *arg)
 
 /* Creating names. */
 
+/* @path was just created in ctx->last_dir: owned by us unless set-gid. */
+static void fresh_set(struct receive_ctx *ctx, const char *path)
+{
+	const struct dir_slot *d = ctx->last_dir;
+
+	ctx->fresh_valid = d && d->setgid_known && !d->setgid &&
+			   strlen(path) < sizeof(ctx->fresh_path);
+	if (!ctx->fresh_valid)
+		return;
+	ctx->fresh_uid = geteuid();
+	ctx->fresh_gid = getegid();
+	strcpy(ctx->fresh_path, path);
+}
+
 static int create_node(struct receive_ctx *ctx, const char *path,
 		       enum mk_kind kind, mode_t type, dev_t rdev,
 		       const char *target)
@@ -636,6 +680,7 @@ static int create_node(struct receive_ctx *ctx, const char *path,
 	char last[NAME_MAX + 1];
 	int pfd, fd, ret = 0;
 
+	ctx->fresh_valid = false;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
@@ -663,7 +708,10 @@ static int create_node(struct receive_ctx *ctx, const char *path,
 		ret = symlinkat(target, pfd, last);
 		break;
 	}
-	return ret ? -errno : 0;
+	if (ret)
+		return -errno;
+	fresh_set(ctx, path);
+	return 0;
 }
 
 /* Create the pending node where the stream made it. */
@@ -784,6 +832,7 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	if (pto < 0)
 		return pto;
 	ret = renameat(pfrom, last_from, pto, last_to) ? -errno : 0;
+	ctx->fresh_valid = false;
 	dir_cache_forget(ctx, from);
 	dir_cache_forget(ctx, to);
 	if (ctx->write_fd >= 0 && !ret && !strcmp(ctx->write_path, from))
@@ -820,6 +869,7 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 	ret = flush_pending(ctx);
 	if (ret)
 		return ret;
+	ctx->fresh_valid = false;
 	if (ctx->write_fd >= 0 && path_within(ctx->write_path, path)) {
 		ret = close_write_fd(ctx);
 		if (ret)
@@ -869,6 +919,8 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
+	/* a later chown removes security.capability: do not skip it */
+	ctx->fresh_valid = false;
 	return lsetxattr(full, name, data, len, 0) ? -errno : 0;
 }
 
@@ -892,6 +944,7 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	int pfd, ret;
 
 	ctx->stats.commands++;
+	dir_setgid_forget(ctx, path);
 	if (written_file(ctx, path))
 		return fchmod(ctx->write_fd, mode & 07777) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);
@@ -910,6 +963,11 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	int pfd;
 
 	ctx->stats.commands++;
+	if (ctx->fresh_valid && uid == ctx->fresh_uid &&
+	    gid == ctx->fresh_gid && !strcmp(path, ctx->fresh_path))
+		return 0;
+	ctx->fresh_valid = false;
+	dir_setgid_forget(ctx, path);
 	if (written_file(ctx, path))
 		return fchown(ctx->write_fd, uid, gid) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);

@@ -10,6 +10,7 @@
  *   mkfile|mkdir|mkfifo|unlink|rmdir PATH
  *   symlink PATH TARGET     link PATH TARGET     rename FROM TO
  *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
+ *   chown PATH UID GID
  *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
  *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG good|garbage
  *   end
@@ -130,6 +131,10 @@ static void command(char **a, int n, const char *line)
 	} else if (!strcmp(c, "chmod") && n == 3) {
 		one_path(BTRFS_SEND_C_CHMOD, a);
 		stream_put_u64(&w, BTRFS_SEND_A_MODE, strtoull(a[2], NULL, 8));
+	} else if (!strcmp(c, "chown") && n == 4) {
+		one_path(BTRFS_SEND_C_CHOWN, a);
+		stream_put_u64(&w, BTRFS_SEND_A_UID, strtoull(a[2], NULL, 10));
+		stream_put_u64(&w, BTRFS_SEND_A_GID, strtoull(a[3], NULL, 10));
 	} else if (!strcmp(c, "set_xattr") && n == 4) {
 		one_path(BTRFS_SEND_C_SET_XATTR, a);
 		stream_put_string(&w, BTRFS_SEND_A_XATTR_NAME, a[2]);

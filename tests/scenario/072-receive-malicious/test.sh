@@ -136,6 +136,50 @@ V=$DST/orphans/vol
 btrfs -q subvolume delete "$V" >/dev/null
 rmdir "$DST/orphans"
 
+_log "chown of new nodes: to ourselves a no-op, else done (set-gid parents, others' ids)"
+gen owners <<END
+subvol vol
+mkdir o257-1-0
+rename o257-1-0 g
+mkfile g/early
+chown g 0 1234
+chmod g 2775
+mkfile o258-1-0
+rename o258-1-0 g/f
+chown g/f 0 0
+mkfile o259-1-0
+rename o259-1-0 k
+chown k 0 0
+chown k 1000 1001
+mkfile o260-1-0
+rename o260-1-0 n
+chown n 0 0
+symlink o261-1-0 n
+rename o261-1-0 s
+chown s 1002 1003
+end
+END
+mkdir "$DST/owners"
+run_check "$ENCIO" -q receive -f "$TEST_TMP/owners.stream" "$DST/owners"
+V=$DST/owners/vol
+[ "$(stat -c '%u %g %a' "$V/g")" = "0 1234 2775" ] || _fail "set-gid directory: $(stat -c '%u %g %a' "$V/g")"
+[ "$(stat -c '%u %g' "$V/g/f")" = "0 0" ] || _fail "chown in a set-gid directory skipped: $(stat -c '%u %g' "$V/g/f")"
+[ "$(stat -c '%u %g' "$V/k")" = "1000 1001" ] || _fail "second chown lost"
+[ "$(stat -c '%u %g' "$V/n")" = "0 0" ] || _fail "owner of n"
+[ "$(stat -c '%u %g' "$V/s")" = "1002 1003" ] || _fail "symlink owner"
+btrfs -q subvolume delete "$V" >/dev/null
+rmdir "$DST/owners"
+
+gen chown-removed <<END
+subvol vol
+mkfile o257-1-0
+rename o257-1-0 m
+unlink m
+chown m 0 0
+end
+END
+must_reject chown-removed "No such file"
+
 gen mkfile-exists <<END
 subvol vol
 mkfile a
