@@ -1313,6 +1313,7 @@ static int stage_root(struct tree *t, char *dst)
 	struct tree_stage *s;
 	struct stat st;
 	const char *name;
+	int n;
 
 	if (!lstat(dst, &st))
 		return 0;
@@ -1324,11 +1325,12 @@ static int stage_root(struct tree *t, char *dst)
 	name = name ? name + 1 : dst;
 	dir_len = name - dst;
 	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") ||
-	    strlen(name) + sizeof(".encio-partial") > NAME_MAX ||
-	    len + sizeof("..encio-partial") > sizeof(staging))
+	    strlen(name) + sizeof(".encio-partial") > NAME_MAX)
 		return 0;
-	snprintf(staging, sizeof(staging), "%.*s.%s.encio-partial",
-		 (int)dir_len, dst, name);
+	n = snprintf(staging, sizeof(staging), "%.*s.%s.encio-partial",
+		     (int)dir_len, dst, name);
+	if (n < 0 || n >= (int)sizeof(staging))
+		return 0;
 	s = vec_grow(t->stages, t->nr_stages, &t->cap_stages, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
