@@ -757,6 +757,28 @@ static int make_link(void *arg, const char *tmp)
 	return link(arg, tmp) ? -errno : 0;
 }
 
+/* @path lies in a staging directory: nothing there is final yet. */
+static bool in_stage(const struct tree *t, const char *path)
+{
+	size_t i, len;
+
+	for (i = 0; i < t->nr_stages; i++) {
+		len = strlen(t->stages[i].staging);
+		if (!strncmp(path, t->stages[i].staging, len) &&
+		    path[len] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* A link under its own name, in place of what an earlier run left. */
+static int link_named(const char *target, const char *dst)
+{
+	if (unlink(dst) && errno != ENOENT)
+		return -errno;
+	return link(target, dst) ? -errno : 0;
+}
+
 /* Make the queued hard links whose first name is in place. */
 static void tree_make_links(struct tree *t)
 {
@@ -781,10 +803,14 @@ static void tree_make_links(struct tree *t)
 			t->stats->skipped++;
 			continue;
 		}
-		ret = make_temp(l->dst, tmp, make_link, l->target);
-		if (!ret && rename(tmp, l->dst)) {
-			ret = -errno;
-			unlink(tmp);
+		if (in_stage(t, l->dst)) {
+			ret = link_named(l->target, l->dst);
+		} else {
+			ret = make_temp(l->dst, tmp, make_link, l->target);
+			if (!ret && rename(tmp, l->dst)) {
+				ret = -errno;
+				unlink(tmp);
+			}
 		}
 		if (ret) {
 			t->stats->entries_done--;

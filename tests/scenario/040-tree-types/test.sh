@@ -125,6 +125,15 @@ timeout 120 "$ENCIO" copy -r -q --progress "$T" "$DST/quiet" >"$TEST_TMP/out" 2>
 timeout 120 "$ENCIO" copy -r "$T" "$DST/noprog" 2>"$TEST_TMP/err" >/dev/null || _fail "copy"
 [ ! -s "$TEST_TMP/err" ] || _fail "progress shown though stderr is not a terminal"
 
+_log "a new tree: every entry made under its own name, one rename (the staging directory)"
+strace -f -qq -e trace=rename,renameat,renameat2,linkat -o "$TEST_TMP/strace" \
+	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/staged" || _fail "copy under strace"
+cat "$TEST_TMP/strace"
+[ "$(grep -c rename "$TEST_TMP/strace")" = 1 ] || _fail "renames beside the staging directory's"
+grep -q "rename.*\.staged\.encio-partial.*$DST/staged\"" "$TEST_TMP/strace" || _fail "staging directory not renamed into place"
+! grep -q "linkat" "$TEST_TMP/strace" || _fail "a file linked into place"
+check_tree "$T" "$DST/staged"
+
 _log "a directory into itself is refused, the rest copied"
 run_mustfail "into itself" timeout 120 "$ENCIO" -q copy -r "$T/a" "$T/a/b"
 echo "$ERR_OUT" | grep -q "into itself" || _fail "no 'into itself' error"
