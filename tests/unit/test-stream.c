@@ -207,6 +207,29 @@ static void test_crc32c_vectors(void **state)
 	assert_int_equal(crc32c(~0u, "123456789", 9) ^ ~0u, 0xE3069283);
 }
 
+/* Whole buffers (three lanes joined) agree with byte-by-byte updates. */
+static void test_crc32c_lanes(void **state)
+{
+	static unsigned char buf[50000];
+	uint32_t whole, pieces, seed;
+	size_t i, len, off;
+
+	(void)state;
+	srand(7);
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = rand();
+	for (i = 0; i < 300; i++) {
+		len = i < 20 ? 3 * 1024 * (i / 2) + i % 2 : (size_t)rand() % 40000;
+		off = (size_t)rand() % (sizeof(buf) - len);
+		seed = i % 3 ? (uint32_t)rand() : 0;
+		whole = crc32c(seed, buf + off, len);
+		pieces = seed;
+		for (size_t j = 0; j < len; j++)
+			pieces = crc32c(pieces, buf + off + j, 1);
+		assert_int_equal(whole, pieces);
+	}
+}
+
 static void test_round_trip_v1_v2(void **state)
 {
 	size_t offs[8], len;
@@ -452,6 +475,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c_vectors),
+		cmocka_unit_test(test_crc32c_lanes),
 		cmocka_unit_test(test_round_trip_v1_v2),
 		cmocka_unit_test(test_bad_crc),
 		cmocka_unit_test(test_truncated_everywhere),
