@@ -142,7 +142,6 @@ struct tree {
 	const char *dest;
 	bool dest_is_dir;
 	char dst_root[PATH_MAX];
-	bool staged; /* dst_root is a staging directory */
 	struct tree_stage *stages;
 	size_t nr_stages;
 	size_t cap_stages;
@@ -609,15 +608,39 @@ static int make_unnamed(const char *dst, struct make_file_arg *a)
 	return a->fd < 0 ? -errno : 0;
 }
 
+/* @path lies in a staging directory: nothing there is final yet. */
+static bool in_stage(const struct tree *t, const char *path)
+{
+	size_t i, len;
+
+	for (i = 0; i < t->nr_stages; i++) {
+		len = strlen(t->stages[i].staging);
+		if (!strncmp(path, t->stages[i].staging, len) &&
+		    path[len] == '/')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * In a staging directory, what an interrupted run left under a name
+ * (found incomplete) goes before the entry is made under it again.
+ */
+static int clear_name(const char *path)
+{
+	return unlink(path) && errno != ENOENT ? -errno : 0;
+}
+
 /*
  * In a staged tree a file is made under its own name: nothing there is
- * final until the whole tree is renamed into place. An entry left by an
- * interrupted run (found incomplete) goes first.
+ * final until the whole tree is renamed into place.
  */
 static int make_named(const char *dst, bool fresh, struct make_file_arg *a)
 {
-	if (!fresh && unlink(dst) && errno != ENOENT)
-		return -errno;
+	int ret = fresh ? 0 : clear_name(dst);
+
+	if (ret)
+		return ret;
 	a->fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
 	return a->fd < 0 ? -errno : 0;
 }
@@ -757,25 +780,13 @@ static int make_link(void *arg, const char *tmp)
 	return link(arg, tmp) ? -errno : 0;
 }
 
-/* @path lies in a staging directory: nothing there is final yet. */
-static bool in_stage(const struct tree *t, const char *path)
-{
-	size_t i, len;
-
-	for (i = 0; i < t->nr_stages; i++) {
-		len = strlen(t->stages[i].staging);
-		if (!strncmp(path, t->stages[i].staging, len) &&
-		    path[len] == '/')
-			return true;
-	}
-	return false;
-}
-
 /* A link under its own name, in place of what an earlier run left. */
 static int link_named(const char *target, const char *dst)
 {
-	if (unlink(dst) && errno != ENOENT)
-		return -errno;
+	int ret = clear_name(dst);
+
+	if (ret)
+		return ret;
 	return link(target, dst) ? -errno : 0;
 }
 
@@ -1141,11 +1152,13 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	 * final permissions: where the umask leaves them whole, no chmod.
 	 */
 	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
-	if (t->staged)
+	f->named = in_stage(t, dst);
+	if (f->named)
 		ret = make_named(dst, parent_fresh(t), &mf);
 	else
 		ret = make_unnamed_or_temp(t, f, dst, &mf);
-	f->named = t->staged && !ret;
+	if (ret)
+		f->named = false;
 	f->job.dst_fd = mf.fd;
 	if (ret) {
 		encio_error_set(&f->e, ret, "create", dst, false, 0);
@@ -1246,8 +1259,9 @@ static int special_named(struct tree *t, const char *src, const char *dst,
 	int ret;
 
 	*op = "create";
-	if (!parent_fresh(t) && unlink(dst) && errno != ENOENT)
-		return -errno;
+	ret = parent_fresh(t) ? 0 : clear_name(dst);
+	if (ret)
+		return ret;
 	ret = make_special(arg, dst);
 	if (ret)
 		return ret;
@@ -1308,7 +1322,7 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 		stat_add(t, &t->stats->entries_done, 1);
 		return;
 	}
-	if (t->staged)
+	if (in_stage(t, dst))
 		ret = special_named(t, src, dst, &arg, &op);
 	else
 		ret = special_temp(t, src, dst, &arg, &op);
@@ -1372,7 +1386,6 @@ static int stage_root(struct tree *t, char *dst)
 	t->nr_stages++;
 	snprintf(t->dst_root, sizeof(t->dst_root), "%s", staging);
 	snprintf(dst, PATH_MAX, "%s", staging);
-	t->staged = true;
 	return 0;
 }
 
@@ -1531,7 +1544,6 @@ static int tree_root_begin(struct tree *t)
 		return -ENAMETOOLONG;
 	walk_reset(&t->walk, src);
 	t->have_root_id = false;
-	t->staged = false;
 	return 0;
 }
 
