@@ -104,8 +104,8 @@ struct receive_ctx {
 	 * changes nothing but costs a transaction.
 	 */
 	bool fresh_valid;
-	uid_t fresh_uid;
-	gid_t fresh_gid;
+	uid_t euid; /* the owner of what we create, read once */
+	gid_t egid;
 	char fresh_path[PATH_MAX];
 
 	struct receive_stats stats;
@@ -146,6 +146,8 @@ int receive_ctx_new(struct receive_ctx **ret,
 				       0);
 	ctx->opts = *opts;
 	ctx->dest_fd = ctx->root_fd = ctx->subvol_fd = ctx->write_fd = -1;
+	ctx->euid = geteuid();
+	ctx->egid = getegid();
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
 		ctx->dirs[i].fd = -1;
 	err = engine_init(&ctx->engine, &config);
@@ -666,11 +668,8 @@ static void fresh_set(struct receive_ctx *ctx, const char *path)
 
 	ctx->fresh_valid = d && d->setgid_known && !d->setgid &&
 			   strlen(path) < sizeof(ctx->fresh_path);
-	if (!ctx->fresh_valid)
-		return;
-	ctx->fresh_uid = geteuid();
-	ctx->fresh_gid = getegid();
-	strcpy(ctx->fresh_path, path);
+	if (ctx->fresh_valid)
+		strcpy(ctx->fresh_path, path);
 }
 
 static int create_node(struct receive_ctx *ctx, const char *path,
@@ -963,8 +962,8 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	int pfd;
 
 	ctx->stats.commands++;
-	if (ctx->fresh_valid && uid == ctx->fresh_uid &&
-	    gid == ctx->fresh_gid && !strcmp(path, ctx->fresh_path))
+	if (ctx->fresh_valid && uid == ctx->euid && gid == ctx->egid &&
+	    !strcmp(path, ctx->fresh_path))
 		return 0;
 	ctx->fresh_valid = false;
 	dir_setgid_forget(ctx, path);
