@@ -111,6 +111,7 @@ struct tree_dir {
 /* A tree built under a hidden name, renamed into place at the end. */
 struct tree_stage {
 	char *staging;
+	size_t len; /* of staging */
 	char *final;
 };
 
@@ -611,14 +612,11 @@ static int make_unnamed(const char *dst, struct make_file_arg *a)
 /* @path lies in a staging directory: nothing there is final yet. */
 static bool in_stage(const struct tree *t, const char *path)
 {
-	size_t i, len;
+	const struct tree_stage *s;
 
-	for (i = 0; i < t->nr_stages; i++) {
-		len = strlen(t->stages[i].staging);
-		if (!strncmp(path, t->stages[i].staging, len) &&
-		    path[len] == '/')
+	for (s = t->stages; s < t->stages + t->nr_stages; s++)
+		if (!strncmp(path, s->staging, s->len) && path[s->len] == '/')
 			return true;
-	}
 	return false;
 }
 
@@ -1343,11 +1341,12 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
  * everything in it is written and synced. Its entries are made under their
  * own names (no unnamed file and link for each file), an interrupted copy
  * leaves nothing under the final name, and a rerun resumes in the staging
- * directory. @dst becomes the staging name; it stays where DEST has the
- * copy already (a rerun merges into it) or the name would be too long.
+ * directory. t->dst_root becomes the staging name; it stays where DEST has
+ * the copy already (a rerun merges into it) or the name would be too long.
  */
-static int stage_root(struct tree *t, char *dst)
+static int stage_root(struct tree *t)
 {
+	char *dst = t->dst_root;
 	size_t len = strlen(dst), dir_len;
 	char staging[PATH_MAX];
 	struct tree_stage *s;
@@ -1377,6 +1376,7 @@ static int stage_root(struct tree *t, char *dst)
 	t->stages = s;
 	s = &t->stages[t->nr_stages];
 	s->staging = strdup(staging);
+	s->len = n;
 	s->final = strdup(dst);
 	if (!s->staging || !s->final) {
 		free(s->staging);
@@ -1384,8 +1384,7 @@ static int stage_root(struct tree *t, char *dst)
 		return -ENOMEM;
 	}
 	t->nr_stages++;
-	snprintf(t->dst_root, sizeof(t->dst_root), "%s", staging);
-	snprintf(dst, PATH_MAX, "%s", staging);
+	memcpy(t->dst_root, staging, n + 1);
 	return 0;
 }
 
@@ -1419,10 +1418,9 @@ static void tree_unstage(struct tree *t)
 }
 
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
-static void tree_dir(struct tree *t, const char *src, const char *dst_path)
+static void tree_dir(struct tree *t, const char *src, const char *dst)
 {
 	const struct stat *st = &t->walk.st;
-	char dst[PATH_MAX];
 	struct tree_dir *d;
 	struct stat cur;
 	bool fresh = false;
@@ -1433,13 +1431,13 @@ static void tree_dir(struct tree *t, const char *src, const char *dst_path)
 		entry_error(t, EINVAL, "copy a directory into itself", src);
 		return;
 	}
-	snprintf(dst, sizeof(dst), "%s", dst_path);
 	if (!t->walk.rel[0]) {
-		ret = stage_root(t, dst);
+		ret = stage_root(t);
 		if (ret) {
 			entry_error(t, ret, "make directory", dst);
 			return;
 		}
+		dst = t->dst_root;
 	}
 	if (parent_fresh(t) || lstat(dst, &cur)) {
 		if ((!parent_fresh(t) && errno != ENOENT) || mkdir(dst, 0700) ||
