@@ -61,6 +61,7 @@
 
 struct walk_level {
 	DIR *dir;
+	int dst_fd;    /* its copy in DEST (O_PATH), or -1: reached by path */
 	size_t prefix; /* length of rel before a child's name */
 	bool fresh;    /* its copy was made by this run: nothing to resume */
 };
@@ -222,10 +223,17 @@ static int join_path(char *buf, const char *root, const char *rel)
 
 /* ----- the walk ----- */
 
+static void walk_level_close(struct walk_level *lvl)
+{
+	closedir(lvl->dir);
+	if (lvl->dst_fd >= 0)
+		close(lvl->dst_fd);
+}
+
 static void walk_reset(struct walker *w, const char *src_root)
 {
 	while (w->depth)
-		closedir(w->levels[--w->depth].dir);
+		walk_level_close(&w->levels[--w->depth]);
 	w->src_root = src_root;
 	w->root_done = false;
 	w->rel[0] = '\0';
@@ -265,7 +273,7 @@ static int walk_next(struct walker *w)
 		if (!de) {
 			int err = errno;
 
-			closedir(top->dir);
+			walk_level_close(top);
 			w->depth--;
 			if (err) {
 				w->rel[top->prefix ? top->prefix - 1 : 0] =
@@ -300,18 +308,46 @@ static int walk_next(struct walker *w)
 }
 
 /*
- * Open the regular file the last walk_next() returned, by its name in the
- * directory being read (@path is its full name): no path walk from the root.
+ * The entry the last walk_next() returned, by its name in an open
+ * directory, its source's or its copy's (@path is its full name, used where
+ * there is no such directory): no path walk from the root for each entry,
+ * and nothing above that directory resolved again.
  */
+struct entry_at {
+	int dir;
+	const char *name;
+};
+
+static struct entry_at path_at(const char *path)
+{
+	return (struct entry_at){ AT_FDCWD, path };
+}
+
+static struct entry_at walk_src_at(const struct walker *w, const char *path)
+{
+	if (!w->depth)
+		return path_at(path);
+	return (struct entry_at){ dirfd(w->levels[w->depth - 1].dir),
+				  w->rel + w->name_at };
+}
+
+static struct entry_at walk_dst_at(const struct walker *w, const char *path)
+{
+	if (!w->depth || w->levels[w->depth - 1].dst_fd < 0)
+		return path_at(path);
+	return (struct entry_at){ w->levels[w->depth - 1].dst_fd,
+				  w->rel + w->name_at };
+}
+
+/* Open the regular file the last walk_next() returned. */
 static int walk_open_file(const struct walker *w, const char *path)
 {
 	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
-	int dir = w->depth ? dirfd(w->levels[w->depth - 1].dir) : AT_FDCWD;
-	const char *name = w->depth ? w->rel + w->name_at : path;
-	int fd = openat(dir, name, flags | O_NOATIME);
+	struct entry_at at = walk_src_at(w, path);
+	int fd = openat(at.dir, at.name, flags | O_NOATIME);
 
 	if (fd < 0 && errno == EPERM) /* O_NOATIME on someone else's */
-		fd = openat(dir, name, flags);
+		fd = openat(at.dir, at.name, flags);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -353,6 +389,7 @@ static int walk_descend(struct walker *w)
 		w->rel[len + 1] = '\0';
 		len++;
 	}
+	lvl->dst_fd = -1;
 	lvl->prefix = len;
 	lvl->fresh = false;
 	w->depth++;
@@ -531,24 +568,31 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	return 0;
 }
 
-/* The same by path, for entries without data: never follows a symlink. */
-static int path_metadata(struct tree *t, const char *src, const char *dst,
-			 const struct stat *st, const char **op)
+/*
+ * The same by name, for entries without data (@dst names @at for the
+ * xattr calls, which have no *at form): never follows a symlink.
+ */
+static int path_metadata(struct tree *t, const char *src, struct entry_at at,
+			 const char *dst, const struct stat *st,
+			 const char **op)
 {
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
 	int ret;
 
 	*op = "set owner of";
-	if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM)
+	if (fchownat(at.dir, at.name, st->st_uid, st->st_gid,
+		     AT_SYMLINK_NOFOLLOW) &&
+	    errno != EPERM)
 		return -errno;
 	ret = copy_xattrs(&t->walk_xattr, -1, src, -1, dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
-	if (!S_ISLNK(st->st_mode) && chmod(dst, st->st_mode & 07777))
+	if (!S_ISLNK(st->st_mode) &&
+	    fchmodat(at.dir, at.name, st->st_mode & 07777, 0))
 		return -errno;
 	*op = "set times of";
-	if (utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW))
+	if (utimensat(at.dir, at.name, times, AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	return 0;
 }
@@ -624,22 +668,23 @@ static bool in_stage(const struct tree *t, const char *path)
  * In a staging directory, what an interrupted run left under a name
  * (found incomplete) goes before the entry is made under it again.
  */
-static int clear_name(const char *path)
+static int clear_name(struct entry_at at)
 {
-	return unlink(path) && errno != ENOENT ? -errno : 0;
+	return unlinkat(at.dir, at.name, 0) && errno != ENOENT ? -errno : 0;
 }
 
 /*
  * In a staged tree a file is made under its own name: nothing there is
  * final until the whole tree is renamed into place.
  */
-static int make_named(const char *dst, bool fresh, struct make_file_arg *a)
+static int make_named(struct entry_at at, bool fresh, struct make_file_arg *a)
 {
-	int ret = fresh ? 0 : clear_name(dst);
+	int ret = fresh ? 0 : clear_name(at);
 
 	if (ret)
 		return ret;
-	a->fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
+	a->fd = openat(at.dir, at.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		       a->mode);
 	return a->fd < 0 ? -errno : 0;
 }
 
@@ -781,7 +826,7 @@ static int make_link(void *arg, const char *tmp)
 /* A link under its own name, in place of what an earlier run left. */
 static int link_named(const char *target, const char *dst)
 {
-	int ret = clear_name(dst);
+	int ret = clear_name(path_at(dst));
 
 	if (ret)
 		return ret;
@@ -879,19 +924,21 @@ static bool same_layout(const struct extent_map *a, const struct extent_map *b)
 	}
 }
 
-static bool file_complete(int src_fd, const struct stat *src, const char *dst)
+static bool file_complete(int src_fd, const struct stat *src,
+			  struct entry_at dst)
 {
 	struct extent_map ma = { 0 }, mb = { 0 };
 	struct stat st;
 	bool same = false;
 	int fd;
 
-	if (lstat(dst, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size != src->st_size ||
+	if (fstatat(dst.dir, dst.name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode) || st.st_size != src->st_size ||
 	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
 	    st.st_mtim.tv_nsec != src->st_mtim.tv_nsec)
 		return false;
-	fd = open(dst, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	fd = openat(dst.dir, dst.name,
+		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0)
 		return false;
 	if (!extent_map_build(src_fd, &ma) && !extent_map_build(fd, &mb))
@@ -1098,6 +1145,7 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
  */
 static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 {
+	struct entry_at at = walk_dst_at(&t->walk, dst);
 	struct make_file_arg mf = { .fd = -1 };
 	struct tree_file *f;
 	const char *op;
@@ -1136,7 +1184,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 		tree_file_free(f);
 		return;
 	}
-	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, dst)) {
+	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, at)) {
 		pthread_mutex_lock(&t->lock);
 		t->stats->skipped++;
 		t->stats->entries_done++;
@@ -1152,7 +1200,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
 	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
 	f->named = in_stage(t, dst);
 	if (f->named)
-		ret = make_named(dst, parent_fresh(t), &mf);
+		ret = make_named(at, parent_fresh(t), &mf);
 	else
 		ret = make_unnamed_or_temp(t, f, dst, &mf);
 	if (ret)
@@ -1219,26 +1267,30 @@ struct special_arg {
 	const char *target;
 };
 
-static int make_special(void *arg, const char *tmp)
+static int make_special_at(const struct special_arg *a, struct entry_at at)
 {
-	const struct special_arg *a = arg;
 	int ret;
 
 	if (S_ISLNK(a->st->st_mode))
-		ret = symlink(a->target, tmp);
+		ret = symlinkat(a->target, at.dir, at.name);
 	else
-		ret = mknod(tmp, (a->st->st_mode & S_IFMT) | 0600,
-			    a->st->st_rdev);
+		ret = mknodat(at.dir, at.name, (a->st->st_mode & S_IFMT) | 0600,
+			      a->st->st_rdev);
 	return ret ? -errno : 0;
 }
 
+static int make_special(void *arg, const char *tmp)
+{
+	return make_special_at(arg, path_at(tmp));
+}
+
 static bool special_complete(const struct stat *src, const char *target,
-			     const char *dst, char *buf)
+			     struct entry_at dst, char *buf)
 {
 	struct stat st;
 	ssize_t n;
 
-	if (lstat(dst, &st) ||
+	if (fstatat(dst.dir, dst.name, &st, AT_SYMLINK_NOFOLLOW) ||
 	    (st.st_mode & S_IFMT) != (src->st_mode & S_IFMT) ||
 	    st.st_rdev != src->st_rdev ||
 	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
@@ -1246,7 +1298,7 @@ static bool special_complete(const struct stat *src, const char *target,
 		return false;
 	if (!S_ISLNK(st.st_mode))
 		return true;
-	n = readlink(dst, buf, PATH_MAX);
+	n = readlinkat(dst.dir, dst.name, buf, PATH_MAX);
 	return n >= 0 && (size_t)n == strlen(target) && !memcmp(buf, target, n);
 }
 
@@ -1254,18 +1306,19 @@ static bool special_complete(const struct stat *src, const char *target,
 static int special_named(struct tree *t, const char *src, const char *dst,
 			 struct special_arg *arg, const char **op)
 {
+	struct entry_at at = walk_dst_at(&t->walk, dst);
 	int ret;
 
 	*op = "create";
-	ret = parent_fresh(t) ? 0 : clear_name(dst);
+	ret = parent_fresh(t) ? 0 : clear_name(at);
 	if (ret)
 		return ret;
-	ret = make_special(arg, dst);
+	ret = make_special_at(arg, at);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, dst, &t->walk.st, op);
+	ret = path_metadata(t, src, at, dst, &t->walk.st, op);
 	if (ret)
-		unlink(dst);
+		unlinkat(at.dir, at.name, 0);
 	return ret;
 }
 
@@ -1280,7 +1333,7 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 	ret = make_temp(dst, tmp, make_special, arg);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, tmp, &t->walk.st, op);
+	ret = path_metadata(t, src, path_at(tmp), tmp, &t->walk.st, op);
 	if (!ret && rename(tmp, dst)) {
 		ret = -errno;
 		*op = "rename into place";
@@ -1294,6 +1347,7 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 static void tree_special(struct tree *t, const char *src, const char *dst)
 {
 	struct special_arg arg = { .st = &t->walk.st, .target = NULL };
+	struct entry_at src_at = walk_src_at(&t->walk, src);
 	char cur[PATH_MAX];
 	const char *op;
 	struct stat st;
@@ -1303,7 +1357,8 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 	if (link_seen(t, &t->walk.st, dst))
 		return;
 	if (S_ISLNK(t->walk.st.st_mode)) {
-		n = readlink(src, t->link_buf, sizeof(t->link_buf) - 1);
+		n = readlinkat(src_at.dir, src_at.name, t->link_buf,
+			       sizeof(t->link_buf) - 1);
 		if (n < 0) {
 			entry_error(t, errno, "read link", src);
 			return;
@@ -1311,11 +1366,14 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 		t->link_buf[n] = '\0';
 		arg.target = t->link_buf;
 		/* readlink may have updated the atime (relatime): take it */
-		if (!lstat(src, &st) && st.st_ino == t->walk.st.st_ino)
+		if (!fstatat(src_at.dir, src_at.name, &st,
+			     AT_SYMLINK_NOFOLLOW) &&
+		    st.st_ino == t->walk.st.st_ino)
 			t->walk.st = st;
 	}
 	if (!parent_fresh(t) &&
-	    special_complete(&t->walk.st, arg.target, dst, cur)) {
+	    special_complete(&t->walk.st, arg.target,
+			     walk_dst_at(&t->walk, dst), cur)) {
 		stat_add(t, &t->stats->skipped, 1);
 		stat_add(t, &t->stats->entries_done, 1);
 		return;
@@ -1421,10 +1479,11 @@ static void tree_unstage(struct tree *t)
 static void tree_dir(struct tree *t, const char *src, const char *dst)
 {
 	const struct stat *st = &t->walk.st;
+	struct entry_at at;
 	struct tree_dir *d;
 	struct stat cur;
 	bool fresh = false;
-	int ret;
+	int ret, dst_fd;
 
 	if (t->have_root_id && st->st_dev == t->root_dev &&
 	    st->st_ino == t->root_ino) {
@@ -1439,14 +1498,19 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 		}
 		dst = t->dst_root;
 	}
-	if (parent_fresh(t) || lstat(dst, &cur)) {
-		if ((!parent_fresh(t) && errno != ENOENT) || mkdir(dst, 0700) ||
+	at = walk_dst_at(&t->walk, dst);
+	if (parent_fresh(t) ||
+	    fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW)) {
+		if ((!parent_fresh(t) && errno != ENOENT) ||
+		    mkdirat(at.dir, at.name, 0700) ||
 		    (!t->walk.rel[0] && lstat(dst, &cur))) {
 			entry_error(t, errno, "make directory", dst);
 			return;
 		}
 		fresh = true;
-		if (lchown(dst, st->st_uid, st->st_gid) && errno != EPERM) {
+		if (fchownat(at.dir, at.name, st->st_uid, st->st_gid,
+			     AT_SYMLINK_NOFOLLOW) &&
+		    errno != EPERM) {
 			entry_error(t, errno, "set owner of", dst);
 			return;
 		}
@@ -1477,11 +1541,18 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 	}
 	t->nr_dirs++;
 	stat_add(t, &t->stats->dirs, 1);
+	/* Its entries are made through it; by path where it cannot open. */
+	dst_fd = openat(at.dir, at.name,
+			O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	ret = walk_descend(&t->walk);
-	if (ret)
+	if (ret) {
 		entry_error(t, ret, "read directory", src);
-	else
-		t->walk.levels[t->walk.depth - 1].fresh = fresh;
+		if (dst_fd >= 0)
+			close(dst_fd);
+		return;
+	}
+	t->walk.levels[t->walk.depth - 1].fresh = fresh;
+	t->walk.levels[t->walk.depth - 1].dst_fd = dst_fd;
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
@@ -1494,7 +1565,8 @@ static void tree_dirs_finish(struct tree *t)
 	for (i = t->nr_dirs; i-- > 0;) {
 		struct tree_dir *d = &t->dirs[i];
 
-		ret = path_metadata(t, d->src, d->dst, &d->st, &op);
+		ret = path_metadata(t, d->src, path_at(d->dst), d->dst, &d->st,
+				    &op);
 		if (ret && !t->stopping)
 			entry_error(t, ret, op, d->dst);
 	}
