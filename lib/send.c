@@ -29,6 +29,7 @@
 #include <btrfsutil.h>
 
 #include "extents.h"
+#include "prefetch.h"
 #include "send.h"
 #include "stream.h"
 
@@ -76,6 +77,8 @@ struct send_ctx {
 	struct send_piece *pieces;
 	size_t nr_pieces;
 	size_t cap_pieces;
+	struct meta_prefetch prefetch; /* of the subvolume being walked */
+	uint64_t walked;	       /* entries the walk reached, atomic */
 };
 
 static int fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
@@ -681,6 +684,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	const char *first;
 	int fd, ret;
 
+	__atomic_store_n(&ctx->walked, ctx->walked + 1, __ATOMIC_RELAXED);
 	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, errno, "stat", 0, false);
 	if (st->st_dev == ctx->out_dev && st->st_ino == ctx->out_ino)
@@ -923,6 +927,18 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	free(names);
 }
 
+/*
+ * A whole btrfs subvolume: its tree read ahead of the walk (not for a
+ * directory inside one, whose subvolume may hold much more).
+ */
+static void prefetch_subvol(struct send_ctx *ctx, int fd, const struct stat *st)
+{
+	if (st->st_ino == BTRFS_FIRST_FREE_OBJECTID)
+		meta_prefetch_start(&ctx->prefetch,
+				    fcntl(fd, F_DUPFD_CLOEXEC, 0),
+				    &ctx->walked);
+}
+
 static int btrfsutil_errno(enum btrfs_util_error err)
 {
 	if (err == BTRFS_UTIL_OK)
@@ -986,6 +1002,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 	}
 	ctx->root_dev = st.st_dev;
 	links_clear(ctx); /* links never reach into another subvolume */
+	prefetch_subvol(ctx, fd, &st);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;
@@ -1004,6 +1021,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		ret = end_cmd(ctx);
 	}
 out:
+	meta_prefetch_stop(&ctx->prefetch);
 	close(fd);
 	return ret;
 }

@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prefetch.h"
 #include "tree.h"
 
 #define CHECKPOINT_FILES 4096
@@ -154,7 +155,9 @@ struct tree {
 	dev_t dst_dev;
 
 	struct walker walk;
-	bool walk_done; /* under lock */
+	bool walk_done;		       /* under lock */
+	struct meta_prefetch prefetch; /* of the source root being walked */
+	uint64_t walked;	       /* entries the walker handled, atomic */
 
 	pthread_t walker;
 	pthread_mutex_t lock; /* stats, queue, reports, fatal */
@@ -1617,6 +1620,23 @@ static int tree_root_begin(struct tree *t)
 	return 0;
 }
 
+/*
+ * A source root that is a whole btrfs subvolume: its tree is read ahead of
+ * the walk. Not for a directory inside one, whose subvolume may hold much
+ * more than what is copied.
+ */
+static void tree_prefetch_root(struct tree *t)
+{
+	const struct stat *st = &t->walk.st;
+
+	if (!S_ISDIR(st->st_mode) || st->st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return;
+	meta_prefetch_start(&t->prefetch,
+			    open(t->walk.src_root,
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+			    &t->walked);
+}
+
 /* The walker thread: every source tree, entry by entry. */
 static void *tree_walker(void *arg)
 {
@@ -1635,13 +1655,18 @@ static void *tree_walker(void *arg)
 			if (ret == 0)
 				break;
 			if (ret > 0) {
+				if (!t->walk.rel[0])
+					tree_prefetch_root(t);
 				tree_entry(t);
+				__atomic_store_n(&t->walked, t->walked + 1,
+						 __ATOMIC_RELAXED);
 				continue;
 			}
 			if (join_path(path, t->walk.src_root, t->walk.rel))
 				snprintf(path, sizeof(path), "%s", t->walk.rel);
 			entry_error(t, ret, "read", path);
 		}
+		meta_prefetch_stop(&t->prefetch);
 	}
 	pthread_mutex_lock(&t->lock);
 	t->walk_done = true;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # encio copy -r of a tree with 10,000 small files and hard links across
 # directories: content equal, the link structure kept, many files in
-# flight in one pipeline, -j bounds them.
+# flight in one pipeline, -j bounds them. The tree is a subvolume: copy and
+# send read its whole tree ahead of the walk, but not for a directory
+# inside it.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -11,6 +13,7 @@ make_btrfs dst 1G noatime
 DST=$MNT
 
 T=$SRC/many
+btrfs -q subvolume create "$T" || _fail "subvolume create"
 _log "making 10,000 files"
 python3 - "$T" <<'PY'
 import os, sys
@@ -60,6 +63,26 @@ echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["fil
 diff -r "$T" "$DST/def" || _fail "diff -r"
 diff <(inode_groups "$T") <(inode_groups "$DST/def") || _fail "link structure differs"
 [ -z "$(find "$DST" -name '.*.encio-*')" ] || _fail "temporaries left"
+
+# The read-ahead: one search over every key of the subvolume (tree_id 0,
+# from objectid 0 to the last); the per-file extent searches name their
+# inode.
+whole_tree_searches()
+{
+	grep -c 'BTRFS_IOC_TREE_SEARCH_V2, {key={tree_id=0, min_objectid=0, max_objectid=UINT64_MAX' "$1"
+}
+_log "read-ahead of a whole subvolume, not of a directory in one"
+strace -f -e trace=ioctl -o "$TEST_TMP/strace.sub" "$ENCIO" -q copy -r "$T" "$DST/ra" ||
+	_fail "copy under strace"
+[ "$(whole_tree_searches "$TEST_TMP/strace.sub")" -ge 1 ] || _fail "no read-ahead for a subvolume"
+diff -r "$T" "$DST/ra" || _fail "diff -r (read-ahead)"
+strace -f -e trace=ioctl -o "$TEST_TMP/strace.dir" "$ENCIO" -q copy -r "$T/d00" "$DST/ra-dir" ||
+	_fail "copy under strace"
+[ "$(whole_tree_searches "$TEST_TMP/strace.dir")" = 0 ] || _fail "read-ahead for a directory"
+diff -r "$T/d00" "$DST/ra-dir" || _fail "diff -r (directory)"
+strace -f -e trace=ioctl -o "$TEST_TMP/strace.send" "$ENCIO" -q send "$T" >/dev/null ||
+	_fail "send under strace"
+[ "$(whole_tree_searches "$TEST_TMP/strace.send")" -ge 1 ] || _fail "no read-ahead for send"
 
 _log "rerun: everything is skipped"
 out=$(timeout 300 "$ENCIO" copy -r -T --format=json "$T" "$DST/def") || _fail "copy: $out"

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Metadata read ahead of a walk: a thread reads a btrfs subvolume's tree in
+ * key order with BTRFS_IOC_TREE_SEARCH_V2, so the walk finds inode,
+ * directory, xattr and extent items in memory instead of waiting for one
+ * cold tree block at a time.
+ */
+#ifndef ENCIO_PREFETCH_H
+#define ENCIO_PREFETCH_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How many inodes the reading may run ahead of the entries walked. */
+#define PREFETCH_LEAD_INODES 65536
+
+struct meta_prefetch {
+	pthread_t thread;
+	int fd; /* the thread's */
+	bool running;
+	bool stop;		/* atomic */
+	const uint64_t *walked; /* entries the walk has handled, atomic */
+	uint64_t walked_base;	/* *walked at the start */
+	uint64_t inodes;	/* inode items read so far */
+};
+
+/*
+ * Start reading the tree of the subvolume whose root directory is @dir_fd
+ * (the prefetcher owns the fd from here). It is only a hint: where it
+ * cannot start or its search fails (not btrfs, no CAP_SYS_ADMIN), the walk
+ * goes on as without it. @walked is read to keep the reading at most
+ * PREFETCH_LEAD_INODES ahead.
+ */
+void meta_prefetch_start(struct meta_prefetch *p, int dir_fd,
+			 const uint64_t *walked);
+
+/* Stop the reading (if it runs) and wait for it; zeroed @p is fine. */
+void meta_prefetch_stop(struct meta_prefetch *p);
+
+#endif
