@@ -907,6 +907,8 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	if (list_dir(ctx, dirfd, &names, &nr))
 		nr = 0;
 	for (i = 0; i < nr; i++) {
+		__atomic_store_n(&ctx->walked, ctx->walked + 1,
+				 __ATOMIC_RELAXED);
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
 		    st.st_dev != ctx->root_dev)
 			continue;
@@ -1136,7 +1138,9 @@ static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			ctx->root_dev = st.st_dev;
 			links_clear(
 				ctx); /* links never reach into another subvolume */
+			prefetch_subvol(ctx, fd, &st);
 			count_tree(ctx, fd);
+			meta_prefetch_stop(&ctx->prefetch);
 		}
 		close(fd);
 	}

@@ -66,25 +66,36 @@ diff <(inode_groups "$T") <(inode_groups "$DST/def") || _fail "link structure di
 
 # The read-ahead: one search over every key of the subvolume (tree_id 0,
 # from objectid 0 to the last); the per-file extent searches name their
-# inode.
+# inode. LeakSanitizer cannot run under ptrace.
+no_lsan=ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 whole_tree_searches()
+{
+	grep -c 'BTRFS_IOC_TREE_SEARCH_V2, {key={tree_id=0, min_objectid=0, max_objectid=UINT64_MAX' "$1"
+}
+traced()
 {
 	local out=$1
 	shift
-	# LeakSanitizer cannot run under ptrace
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-		strace -f -qq -e trace=ioctl -o "$out" "$@" >/dev/null || _fail "under strace: $*"
-	grep -c 'BTRFS_IOC_TREE_SEARCH_V2, {key={tree_id=0, min_objectid=0, max_objectid=UINT64_MAX' "$out"
+	env "$no_lsan" strace -f -qq -e trace=ioctl -o "$out" "$@" >/dev/null ||
+		_fail "under strace: $*"
 }
 _log "read-ahead of a whole subvolume, not of a directory in one"
-n=$(whole_tree_searches "$TEST_TMP/strace.sub" "$ENCIO" -q copy -r "$T" "$DST/ra")
-[ "$n" -ge 1 ] || _fail "no read-ahead for a subvolume"
+traced "$TEST_TMP/strace.sub" "$ENCIO" -q copy -r "$T" "$DST/ra"
+[ "$(whole_tree_searches "$TEST_TMP/strace.sub")" -ge 1 ] || _fail "no read-ahead for a subvolume"
 diff -r "$T" "$DST/ra" || _fail "diff -r (read-ahead)"
-n=$(whole_tree_searches "$TEST_TMP/strace.dir" "$ENCIO" -q copy -r "$T/d00" "$DST/ra-dir")
-[ "$n" = 0 ] || _fail "read-ahead for a directory"
+traced "$TEST_TMP/strace.dir" "$ENCIO" -q copy -r "$T/d00" "$DST/ra-dir"
+[ "$(whole_tree_searches "$TEST_TMP/strace.dir")" = 0 ] || _fail "read-ahead for a directory"
 diff -r "$T/d00" "$DST/ra-dir" || _fail "diff -r (directory)"
-n=$(whole_tree_searches "$TEST_TMP/strace.send" "$ENCIO" -q send "$T")
-[ "$n" -ge 1 ] || _fail "no read-ahead for send"
+traced "$TEST_TMP/strace.send" "$ENCIO" -q send "$T"
+[ "$(whole_tree_searches "$TEST_TMP/strace.send")" -ge 1 ] || _fail "no read-ahead for send"
+# On a terminal send walks the tree first for its total: a read-ahead for
+# that walk too, then for the one that sends.
+if command -v script >/dev/null; then
+	script -qec "$(printf '%q ' env "$no_lsan" strace -f -qq -e trace=ioctl \
+		-o "$TEST_TMP/strace.tty" "$ENCIO" send -f "$TEST_TMP/tty.stream" "$T")" \
+		/dev/null >/dev/null || _fail "send on a terminal under strace"
+	[ "$(whole_tree_searches "$TEST_TMP/strace.tty")" -ge 2 ] || _fail "no read-ahead for the walk that counts"
+fi
 
 _log "rerun: everything is skipped"
 out=$(timeout 300 "$ENCIO" copy -r -T --format=json "$T" "$DST/def") || _fail "copy: $out"
