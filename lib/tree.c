@@ -1146,9 +1146,9 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
  * Walker: open a regular file, skip it if DEST has it complete, create it
  * (unnamed, or named in a staged tree) and queue it for the ring thread.
  */
-static void tree_file_prepare(struct tree *t, const char *src, const char *dst)
+static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
+			      struct entry_at at)
 {
-	struct entry_at at = walk_dst_at(&t->walk, dst);
 	struct make_file_arg mf = { .fd = -1 };
 	struct tree_file *f;
 	const char *op;
@@ -1307,9 +1307,9 @@ static bool special_complete(const struct stat *src, const char *target,
 
 /* In a staged tree, under its own name (an incomplete one replaced). */
 static int special_named(struct tree *t, const char *src, const char *dst,
-			 struct special_arg *arg, const char **op)
+			 struct entry_at at, struct special_arg *arg,
+			 const char **op)
 {
-	struct entry_at at = walk_dst_at(&t->walk, dst);
 	int ret;
 
 	*op = "create";
@@ -1347,7 +1347,8 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 }
 
 /* Symlinks, FIFOs, sockets, device nodes: made whole at once. */
-static void tree_special(struct tree *t, const char *src, const char *dst)
+static void tree_special(struct tree *t, const char *src, const char *dst,
+			 struct entry_at at)
 {
 	struct special_arg arg = { .st = &t->walk.st, .target = NULL };
 	struct entry_at src_at = walk_src_at(&t->walk, src);
@@ -1375,14 +1376,13 @@ static void tree_special(struct tree *t, const char *src, const char *dst)
 			t->walk.st = st;
 	}
 	if (!parent_fresh(t) &&
-	    special_complete(&t->walk.st, arg.target,
-			     walk_dst_at(&t->walk, dst), cur)) {
+	    special_complete(&t->walk.st, arg.target, at, cur)) {
 		stat_add(t, &t->stats->skipped, 1);
 		stat_add(t, &t->stats->entries_done, 1);
 		return;
 	}
 	if (in_stage(t, dst))
-		ret = special_named(t, src, dst, &arg, &op);
+		ret = special_named(t, src, dst, at, &arg, &op);
 	else
 		ret = special_temp(t, src, dst, &arg, &op);
 	if (ret) {
@@ -1479,10 +1479,10 @@ static void tree_unstage(struct tree *t)
 }
 
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
-static void tree_dir(struct tree *t, const char *src, const char *dst)
+static void tree_dir(struct tree *t, const char *src, const char *dst,
+		     struct entry_at at)
 {
 	const struct stat *st = &t->walk.st;
-	struct entry_at at;
 	struct tree_dir *d;
 	struct stat cur;
 	bool fresh = false;
@@ -1500,13 +1500,14 @@ static void tree_dir(struct tree *t, const char *src, const char *dst)
 			return;
 		}
 		dst = t->dst_root;
+		at = path_at(dst);
 	}
-	at = walk_dst_at(&t->walk, dst);
 	if (parent_fresh(t) ||
 	    fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW)) {
 		if ((!parent_fresh(t) && errno != ENOENT) ||
 		    mkdirat(at.dir, at.name, 0700) ||
-		    (!t->walk.rel[0] && lstat(dst, &cur))) {
+		    (!t->walk.rel[0] &&
+		     fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW))) {
 			entry_error(t, errno, "make directory", dst);
 			return;
 		}
@@ -1577,26 +1578,31 @@ static void tree_dirs_finish(struct tree *t)
 
 /* ----- the pipeline ----- */
 
-/* Walker: handle the walk's current entry. */
+/*
+ * Walker: handle the walk's current entry, made in DEST through @at (its
+ * name in its directory's copy; @dst for messages and by-path calls).
+ */
 static void tree_entry(struct tree *t)
 {
 	char src[PATH_MAX], dst[PATH_MAX];
 	mode_t type = t->walk.st.st_mode & S_IFMT;
+	struct entry_at at;
 
 	if (join_path(src, t->walk.src_root, t->walk.rel) ||
 	    join_path(dst, t->dst_root, t->walk.rel)) {
 		entry_error(t, ENAMETOOLONG, "copy", t->walk.rel);
 		return;
 	}
+	at = walk_dst_at(&t->walk, dst);
 	switch (type) {
 	case S_IFDIR:
-		tree_dir(t, src, dst);
+		tree_dir(t, src, dst, at);
 		break;
 	case S_IFREG:
-		tree_file_prepare(t, src, dst);
+		tree_file_prepare(t, src, dst, at);
 		break;
 	default:
-		tree_special(t, src, dst);
+		tree_special(t, src, dst, at);
 		break;
 	}
 }
