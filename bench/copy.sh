@@ -12,6 +12,8 @@
 # to encio copy -r, and the median CPU time the whole machine was busy
 # (all threads, kernel workers included): on a machine whose cores are all
 # busy, that CPU time over the number of cores is the floor for the time.
+# Then each round's ratios: its runs are back to back, the steadier view on
+# a machine whose speed drifts over minutes.
 # Also encio's peak RSS (/usr/bin/time -f %M).
 #
 # usage: bench/copy.sh [ENCIO] [ROUNDS]   (needs root; ~6 GiB of free memory;
@@ -68,6 +70,13 @@ for m in $methods; do
 		-v ca="$(med "${CPUS[many-$m]}")" -v cb="$(med "${CPUS[big-$m]}")" \
 		-v b="$(med "${TIMES[big-$m]}")" -v eb="$(med "${TIMES[big-encio]}")" \
 		'BEGIN { printf "| %s | %.2f s | %.2fx | %.2f s | %.2f s | %.2fx | %.2f s |\n", m, a, a / ea, ca, b, b / eb, cb }'
+done
+echo
+echo "Ratio to encio copy -r within each round, round by round:"
+for m in send-compressed send-v1 cp-a; do
+	for c in many big; do
+		printf '  %-16s %-5s %s\n' "$m" "$c" "$(round_ratios "${TIMES[$c-encio]}" "${TIMES[$c-$m]}")"
+	done
 done
 echo
 echo "encio peak RSS: ${RSS[*]}"

@@ -6,7 +6,8 @@
 # Builds encio in build/, makes a compress-force=zstd image holding a 1 GiB
 # file (a tar of /usr/share and /usr/lib/x86_64-linux-gnu, cut to 1 GiB),
 # runs `encio bench --write` on it, times both copies into a second image
-# (caches dropped before each, median of ROUNDS), prints the ratios against
+# (each on a fresh destination filesystem with caches dropped, median of
+# ROUNDS, and the ratio within each round), prints the ratios against
 # the targets (reads >= 3x ioctl, copy >= 2x --io=ioctl copy), cleans up.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,7 +45,7 @@ echo
 echo "== encio copy vs encio --io=ioctl copy (1 GiB, caches dropped, fsync included, median of $rounds)"
 for ((r = 0; r < rounds; r++)); do
 	for mode in auto ioctl; do
-		rm -f "$DST/copy.tar"
+		loopback_reformat dst
 		run_start
 		timeout 600 "$ENCIO" -q --io=$mode copy "$SRC" "$DST/copy.tar" || { echo "copy ($mode) failed" >&2; exit 1; }
 		run_end "$mode"
@@ -57,6 +58,7 @@ ca=$(med "${CPUS[auto]}")
 ci=$(med "${CPUS[ioctl]}")
 printf '  encio copy (auto)       %.3f s   (%s)\n' "$ta" "${TIMES[auto]}"
 printf '  encio --io=ioctl copy   %.3f s   (%s)\n' "$ti" "${TIMES[ioctl]}"
+printf '  ratio within each round: %s\n' "$(round_ratios "${TIMES[auto]}" "${TIMES[ioctl]}")"
 # Busy CPU time of the whole machine (kernel workers and the loop device
 # included) over the number of CPUs: no copy can take less time than that.
 ncpu=$(nproc)

@@ -8,7 +8,8 @@
 # final sync, every result is checked with diff -r. The methods take turns
 # for ROUNDS rounds; the table gives median times, ratios (btrfs-progs /
 # encio) and the median busy CPU time of the whole machine, then the peak
-# RSS of each encio side.
+# RSS of each encio side, and each round's ratios (its runs are back to
+# back: the steadier view on a machine whose speed drifts over minutes).
 #
 # usage: bench/stream.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of free
 #                                            memory; ROUNDS defaults to 3)
@@ -78,6 +79,12 @@ for c in many big; do
 		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
 		-v ce="$(med "${CPUS[$c-encio-file]}")" -v cf="$(med "${CPUS[$c-btrfs-file]}")" \
 		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
+done
+echo
+echo "Ratio to encio within each round, round by round:"
+for c in many big; do
+	printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
+	printf '  %-5s file     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-file]}" "${TIMES[$c-btrfs-file]}")"
 done
 echo
 echo "encio peak RSS: ${RSS[*]}"

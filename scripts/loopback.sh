@@ -14,6 +14,9 @@
 #                                         CPU time are added to TIMES[KEY] and
 #                                         CPUS[KEY] and left in RUN_T and RUN_C
 #   med LIST                              the median of a list of numbers
+#   round_ratios REF OTHER                OTHER/REF round by round (two lists
+#                                         of times in the same round order),
+#                                         then their median
 
 _loopback_mounts=()
 _loopback_loops=()
@@ -93,3 +96,14 @@ run_end()
 }
 
 med() { echo $1 | tr ' ' '\n' | median; }
+
+# The machine's speed drifts over minutes; the runs of one round are back to
+# back, so the ratio within each round is the steadier comparison.
+round_ratios()
+{
+	local ratios
+
+	ratios=$(paste <(echo $1 | tr ' ' '\n') <(echo $2 | tr ' ' '\n') |
+		awk '$1 > 0 { printf "%.2f ", $2 / $1 }')
+	printf '%s(median %.2fx)' "${ratios//' '/x }" "$(med "$ratios")"
+}
