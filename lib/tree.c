@@ -145,6 +145,7 @@ struct tree {
 	const char *dest;
 	bool dest_is_dir;
 	char dst_root[PATH_MAX];
+	char dst_final[PATH_MAX]; /* dst_root before staging: what users see */
 	struct tree_stage *stages;
 	size_t nr_stages;
 	size_t cap_stages;
@@ -1490,7 +1491,8 @@ static void tree_dir(struct tree *t, const char *src, const char *dst,
 
 	if (t->have_root_id && st->st_dev == t->root_dev &&
 	    st->st_ino == t->root_ino) {
-		entry_error(t, EINVAL, "copy a directory into itself", src);
+		entry_error(t, EINVAL, "copy a directory into itself, as",
+			    t->dst_final);
 		return;
 	}
 	if (!t->walk.rel[0]) {
@@ -1621,6 +1623,7 @@ static int tree_root_begin(struct tree *t)
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s", t->dest);
 	if (n < 0 || n >= (int)sizeof(t->dst_root))
 		return -ENAMETOOLONG;
+	memcpy(t->dst_final, t->dst_root, n + 1);
 	walk_reset(&t->walk, src);
 	t->have_root_id = false;
 	return 0;

@@ -136,6 +136,7 @@ check_tree "$T" "$DST/staged"
 
 _log "a directory into itself is refused, the rest copied"
 run_mustfail "into itself" timeout 120 "$ENCIO" -q copy -r "$T/a" "$T/a/b"
-echo "$ERR_OUT" | grep -q "into itself" || _fail "no 'into itself' error"
+echo "$ERR_OUT" | grep -qF "into itself, as '$T/a/b/a'" || _fail "the error does not name the copy"
+! echo "$ERR_OUT" | grep -qF "encio-partial" || _fail "the error names the staging directory"
 rm -rf "$T/a/b/a"
 exit 0
