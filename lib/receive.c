@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1333,6 +1334,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e)
 {
 	struct stream_reader r;
+	struct statfs sfs;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
@@ -1341,6 +1343,13 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	if (ctx->dest_fd < 0)
 		return encio_error_set(e, errno, "open the destination", dest,
 				       false, 0);
+	/* Said before the stream is read: a subvolume needs btrfs. */
+	if (!fstatfs(ctx->dest_fd, &sfs) && sfs.f_type != BTRFS_SUPER_MAGIC) {
+		close_fd(&ctx->dest_fd);
+		return encio_error_set(e, EOPNOTSUPP,
+				       "receive (not a btrfs filesystem) into",
+				       dest, false, 0);
+	}
 	ctx->why = NULL;
 	ctx->finishing = false;
 	ctx->reader = &r;

@@ -2,7 +2,8 @@
 # encio receive --force-decompress decodes every encoded write of a
 # 'btrfs send --compressed-data' stream (zlib, zstd, lzo, bookend extents)
 # and gives the same content as the encoded receive; --io=uring and
-# --io=ioctl write the same extents encoded.
+# --io=ioctl write the same extents encoded. A destination that is not
+# btrfs is refused before the stream is read.
 source "$(dirname "$0")/../../common.sh"
 require_root
 command -v compsize >/dev/null || _not_run "needs compsize"
@@ -53,4 +54,11 @@ for how in decode uring ioctl; do
 			_fail "$how: compsize referenced bytes differ"
 	fi
 done
+
+# No filesystem but btrfs holds a received subvolume: said before the
+# stream is read, and nothing made there.
+make_tmpfs notbtrfs 16M
+run_mustfail "receive into tmpfs" "$ENCIO" receive -f "$S" "$MNT"
+echo "$ERR_OUT" | grep -qF "not a btrfs filesystem" || _fail "no 'not a btrfs filesystem' error"
+[ -z "$(ls -A "$MNT")" ] || _fail "receive made something on tmpfs"
 exit 0
