@@ -47,7 +47,7 @@ static const char *const copy_usage[] = {
 	"--verify             after each file, decode every encoded extent of the",
 	"                     copy and compare with the source",
 	"--verify-only        copy nothing: verify existing copies SRC DEST",
-	"-j|--jobs N          files in flight with -r (default 64)",
+	"-j|--jobs N          files in flight with -r (default 256)",
 	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
 	"-d|--queue-depth QD  requests in flight (default 32)",
 	"--progress           show progress even when stderr is not a terminal",

@@ -14,7 +14,7 @@
 
 #include "copy.h"
 
-#define TREE_DEFAULT_FILES 64 /* files in flight */
+#define TREE_DEFAULT_FILES 256 /* files in flight */
 #define TREE_MAX_FILES 1024
 
 struct tree_stats {
