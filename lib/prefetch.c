@@ -12,6 +12,7 @@
  * are thrown away. The walk then finds them in memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -102,18 +103,20 @@ static void *prefetch_thread(void *arg)
 	return NULL;
 }
 
-void meta_prefetch_start(struct meta_prefetch *p, int dir_fd,
-			 const uint64_t *walked)
+void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
+			 const struct stat *st, const uint64_t *walked)
 {
 	memset(p, 0, sizeof(*p));
-	if (dir_fd < 0)
+	if (!S_ISDIR(st->st_mode) || st->st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		return;
-	p->fd = dir_fd;
+	p->fd = openat(dir_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->fd < 0)
+		return;
 	p->walked = walked;
 	p->walked_base = *walked;
 	/* A hint only: without the thread the walk goes on as before. */
 	if (pthread_create(&p->thread, NULL, prefetch_thread, p)) {
-		close(dir_fd);
+		close(p->fd);
 		return;
 	}
 	p->running = true;

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* How many inodes the reading may run ahead of the entries walked. */
 #define PREFETCH_LEAD_INODES 65536
@@ -26,14 +27,21 @@ struct meta_prefetch {
 };
 
 /*
- * Start reading the tree of the subvolume whose root directory is @dir_fd
- * (the prefetcher owns the fd from here). It is only a hint: where it
- * cannot start or its search fails (not btrfs, no CAP_SYS_ADMIN), the walk
- * goes on as without it. @walked is read to keep the reading at most
- * PREFETCH_LEAD_INODES ahead.
+ * Start reading the tree of a walk's root, @path under @dir_fd with stat
+ * @st, when it is a whole subvolume's root directory; not for a directory
+ * inside one, whose subvolume may hold much more than the walk. It is only
+ * a hint: where it cannot start or its search fails (not btrfs, no
+ * CAP_SYS_ADMIN), the walk goes on as without it. @walked is read to keep
+ * the reading at most PREFETCH_LEAD_INODES ahead.
  */
-void meta_prefetch_start(struct meta_prefetch *p, int dir_fd,
-			 const uint64_t *walked);
+void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
+			 const struct stat *st, const uint64_t *walked);
+
+/* The walk has handled one more entry. */
+static inline void meta_prefetch_walked(uint64_t *walked)
+{
+	__atomic_store_n(walked, *walked + 1, __ATOMIC_RELAXED);
+}
 
 /* Stop the reading (if it runs) and wait for it; zeroed @p is fine. */
 void meta_prefetch_stop(struct meta_prefetch *p);

@@ -684,7 +684,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	const char *first;
 	int fd, ret;
 
-	__atomic_store_n(&ctx->walked, ctx->walked + 1, __ATOMIC_RELAXED);
+	meta_prefetch_walked(&ctx->walked);
 	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, errno, "stat", 0, false);
 	if (st->st_dev == ctx->out_dev && st->st_ino == ctx->out_ino)
@@ -907,8 +907,7 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	if (list_dir(ctx, dirfd, &names, &nr))
 		nr = 0;
 	for (i = 0; i < nr; i++) {
-		__atomic_store_n(&ctx->walked, ctx->walked + 1,
-				 __ATOMIC_RELAXED);
+		meta_prefetch_walked(&ctx->walked);
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
 		    st.st_dev != ctx->root_dev)
 			continue;
@@ -927,18 +926,6 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	for (i = 0; i < nr; i++)
 		free(names[i]);
 	free(names);
-}
-
-/*
- * A whole btrfs subvolume: its tree read ahead of the walk (not for a
- * directory inside one, whose subvolume may hold much more).
- */
-static void prefetch_subvol(struct send_ctx *ctx, int fd, const struct stat *st)
-{
-	if (st->st_ino == BTRFS_FIRST_FREE_OBJECTID)
-		meta_prefetch_start(&ctx->prefetch,
-				    fcntl(fd, F_DUPFD_CLOEXEC, 0),
-				    &ctx->walked);
 }
 
 static int btrfsutil_errno(enum btrfs_util_error err)
@@ -1004,7 +991,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 	}
 	ctx->root_dev = st.st_dev;
 	links_clear(ctx); /* links never reach into another subvolume */
-	prefetch_subvol(ctx, fd, &st);
+	meta_prefetch_start(&ctx->prefetch, fd, ".", &st, &ctx->walked);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;
@@ -1138,7 +1125,8 @@ static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			ctx->root_dev = st.st_dev;
 			links_clear(
 				ctx); /* links never reach into another subvolume */
-			prefetch_subvol(ctx, fd, &st);
+			meta_prefetch_start(&ctx->prefetch, fd, ".", &st,
+					    &ctx->walked);
 			count_tree(ctx, fd);
 			meta_prefetch_stop(&ctx->prefetch);
 		}

@@ -1629,23 +1629,6 @@ static int tree_root_begin(struct tree *t)
 	return 0;
 }
 
-/*
- * A source root that is a whole btrfs subvolume: its tree is read ahead of
- * the walk. Not for a directory inside one, whose subvolume may hold much
- * more than what is copied.
- */
-static void tree_prefetch_root(struct tree *t)
-{
-	const struct stat *st = &t->walk.st;
-
-	if (!S_ISDIR(st->st_mode) || st->st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		return;
-	meta_prefetch_start(&t->prefetch,
-			    open(t->walk.src_root,
-				 O_RDONLY | O_DIRECTORY | O_CLOEXEC),
-			    &t->walked);
-}
-
 /* The walker thread: every source tree, entry by entry. */
 static void *tree_walker(void *arg)
 {
@@ -1665,10 +1648,13 @@ static void *tree_walker(void *arg)
 				break;
 			if (ret > 0) {
 				if (!t->walk.rel[0])
-					tree_prefetch_root(t);
+					meta_prefetch_start(&t->prefetch,
+							    AT_FDCWD,
+							    t->walk.src_root,
+							    &t->walk.st,
+							    &t->walked);
 				tree_entry(t);
-				__atomic_store_n(&t->walked, t->walked + 1,
-						 __ATOMIC_RELAXED);
+				meta_prefetch_walked(&t->walked);
 				continue;
 			}
 			if (join_path(path, t->walk.src_root, t->walk.rel))
