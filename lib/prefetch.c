@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "extents.h"
 #include "kernel.h"
 #include "prefetch.h"
 
@@ -43,9 +44,45 @@ static bool prefetch_throttle(struct meta_prefetch *p)
 	return !prefetch_stopped(p);
 }
 
+/* Remember that inode @ino has xattrs; false when there are too many. */
+static bool xattr_inode_add(struct meta_prefetch *p, uint64_t ino)
+{
+	uint64_t *arr;
+	size_t cap;
+
+	if (p->nr_xattr_inos && p->xattr_inos[p->nr_xattr_inos - 1] == ino)
+		return true;
+	if (p->nr_xattr_inos == p->cap_xattr_inos) {
+		if (p->cap_xattr_inos >= PREFETCH_MAX_XATTR_INODES)
+			return false;
+		cap = p->cap_xattr_inos ? p->cap_xattr_inos * 2 : 256;
+		pthread_mutex_lock(&p->xattr_lock);
+		arr = realloc(p->xattr_inos, cap * sizeof(*arr));
+		if (arr) {
+			p->xattr_inos = arr;
+			p->cap_xattr_inos = cap;
+		}
+		pthread_mutex_unlock(&p->xattr_lock);
+		if (!arr)
+			return false;
+	}
+	pthread_mutex_lock(&p->xattr_lock);
+	p->xattr_inos[p->nr_xattr_inos++] = ino;
+	pthread_mutex_unlock(&p->xattr_lock);
+	return true;
+}
+
+/* Every inode below @ino has been read whole. */
+static void prefetch_read_below(struct meta_prefetch *p, uint64_t ino)
+{
+	if (p->track_xattrs)
+		__atomic_store_n(&p->read_below, ino, __ATOMIC_RELEASE);
+}
+
 /*
- * Count the inode items among what one search returned and move the
- * search key past the last item. Returns false at the end of the tree.
+ * Count the inode items among what one search returned, note the inodes
+ * with xattrs, and move the search key past the last item. Returns false
+ * at the end of the tree.
  */
 static bool prefetch_advance(struct meta_prefetch *p,
 			     struct btrfs_ioctl_search_args_v2 *args)
@@ -60,7 +97,12 @@ static bool prefetch_advance(struct meta_prefetch *p,
 		pos += sizeof(sh) + sh.len;
 		if (sh.type == BTRFS_INODE_ITEM_KEY)
 			p->inodes++;
+		else if (sh.type == BTRFS_XATTR_ITEM_KEY && p->track_xattrs &&
+			 !xattr_inode_add(p, sh.objectid))
+			p->track_xattrs = false;
 	}
+	/* The last inode may have more items in the next search. */
+	prefetch_read_below(p, sh.objectid);
 	/* The next key after the last one returned, in key order. */
 	key->min_objectid = sh.objectid;
 	key->min_type = sh.type;
@@ -94,9 +136,12 @@ static void *prefetch_thread(void *arg)
 	while (prefetch_throttle(p)) {
 		args->key.nr_items = UINT32_MAX;
 		args->buf_size = PREFETCH_BUF_SIZE;
-		if (ioctl(p->fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0 ||
-		    !args->key.nr_items || !prefetch_advance(p, args))
+		if (ioctl(p->fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0)
 			break;
+		if (!args->key.nr_items || !prefetch_advance(p, args)) {
+			prefetch_read_below(p, UINT64_MAX);
+			break;
+		}
 	}
 	free(args);
 	close(p->fd);
@@ -106,6 +151,9 @@ static void *prefetch_thread(void *arg)
 void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
 			 const struct stat *st, const uint64_t *walked)
 {
+	long fs_type;
+	bool frozen;
+
 	memset(p, 0, sizeof(*p));
 	if (!S_ISDIR(st->st_mode) || st->st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		return;
@@ -114,12 +162,39 @@ void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
 		return;
 	p->walked = walked;
 	p->walked_base = *walked;
+	p->dev = st->st_dev;
+	p->track_xattrs = !extent_fs_kind(p->fd, &fs_type, &frozen) && frozen;
+	pthread_mutex_init(&p->xattr_lock, NULL);
 	/* A hint only: without the thread the walk goes on as before. */
 	if (pthread_create(&p->thread, NULL, prefetch_thread, p)) {
+		pthread_mutex_destroy(&p->xattr_lock);
 		close(p->fd);
 		return;
 	}
 	p->running = true;
+}
+
+int meta_prefetch_has_xattrs(struct meta_prefetch *p, const struct stat *st)
+{
+	size_t lo = 0, hi;
+	int ret = -1;
+
+	if (!p->running || st->st_dev != p->dev ||
+	    st->st_ino >= __atomic_load_n(&p->read_below, __ATOMIC_ACQUIRE))
+		return -1;
+	pthread_mutex_lock(&p->xattr_lock);
+	hi = p->nr_xattr_inos;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->xattr_inos[mid] < st->st_ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	ret = lo < p->nr_xattr_inos && p->xattr_inos[lo] == st->st_ino;
+	pthread_mutex_unlock(&p->xattr_lock);
+	return ret;
 }
 
 void meta_prefetch_stop(struct meta_prefetch *p)
@@ -128,5 +203,8 @@ void meta_prefetch_stop(struct meta_prefetch *p)
 		return;
 	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
 	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->xattr_lock);
+	free(p->xattr_inos);
+	p->xattr_inos = NULL;
 	p->running = false;
 }

@@ -15,6 +15,8 @@
 
 /* How many inodes the reading may run ahead of the entries walked. */
 #define PREFETCH_LEAD_INODES 65536
+/* At most this many inodes with xattrs are remembered (8 bytes each). */
+#define PREFETCH_MAX_XATTR_INODES (1U << 20)
 
 struct meta_prefetch {
 	pthread_t thread;
@@ -24,6 +26,18 @@ struct meta_prefetch {
 	const uint64_t *walked; /* entries the walk has handled, atomic */
 	uint64_t walked_base;	/* *walked at the start */
 	uint64_t inodes;	/* inode items read so far */
+	/*
+	 * On a read-only subvolume nothing changes while it is read, so the
+	 * items seen tell which inodes have xattrs: the walk need not ask
+	 * the others.
+	 */
+	bool track_xattrs;
+	dev_t dev; /* the subvolume's */
+	pthread_mutex_t xattr_lock;
+	uint64_t *xattr_inos; /* ascending */
+	size_t nr_xattr_inos;
+	size_t cap_xattr_inos;
+	uint64_t read_below; /* atomic: every inode below it read whole */
 };
 
 /*
@@ -36,6 +50,12 @@ struct meta_prefetch {
  */
 void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
 			 const struct stat *st, const uint64_t *walked);
+
+/*
+ * Whether the inode of @st has xattrs: 1 or 0 where the reading knows (a
+ * read-only subvolume, the inode read already), else -1.
+ */
+int meta_prefetch_has_xattrs(struct meta_prefetch *p, const struct stat *st);
 
 /* The walk has handled one more entry. */
 static inline void meta_prefetch_walked(uint64_t *walked)

@@ -73,6 +73,7 @@ struct send_ctx {
 	char src[PATH_MAX]; /* full source path of the entry at hand */
 	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
 	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
+	bool entry_caps;    /* the entry at hand has security.capability */
 	uint64_t file_base; /* bytes_done when the file at hand started */
 	struct send_piece *pieces;
 	size_t nr_pieces;
@@ -105,7 +106,71 @@ static uint64_t encode_dev(dev_t dev)
 	return (mi & 0xff) | (ma << 8) | ((mi & ~0xffULL) << 12);
 }
 
-/* Owner before mode (chown clears set-id bits), times last. */
+static int send_xattr(struct send_ctx *ctx, const char *path, const char *name)
+{
+	ssize_t vlen =
+		lgetxattr(ctx->src, name, ctx->xattr_buf, XATTR_SIZE_MAX);
+
+	if (vlen < 0)
+		return errno == ENODATA ?
+			       0 :
+			       fail(ctx, errno, "read xattr", 0, false);
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SET_XATTR);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_XATTR_NAME, name);
+	stream_put_bytes(&ctx->w, BTRFS_SEND_A_XATTR_DATA, ctx->xattr_buf,
+			 vlen);
+	return end_cmd(ctx);
+}
+
+/*
+ * The entry's xattrs but file capabilities, which send_inode_meta() sends
+ * after the owner. @st: the source entry's, which the read-ahead may know
+ * has none.
+ */
+static int send_xattrs(struct send_ctx *ctx, const char *path,
+		       const struct stat *st)
+{
+	char *names = NULL, *name;
+	ssize_t len;
+	int ret = 0;
+
+	ctx->entry_caps = false;
+	if (!meta_prefetch_has_xattrs(&ctx->prefetch, st))
+		return 0;
+	len = llistxattr(ctx->src, NULL, 0);
+	if (len <= 0)
+		return len < 0 && errno != ENOTSUP ?
+			       fail(ctx, errno, "list xattrs", 0, false) :
+			       0;
+	names = malloc(len);
+	if (!names) {
+		ret = fail(ctx, ENOMEM, "list xattrs", 0, false);
+		goto out;
+	}
+	len = llistxattr(ctx->src, names, len);
+	if (len < 0) {
+		ret = fail(ctx, errno, "list xattrs", 0, false);
+		goto out;
+	}
+	for (name = names; name < names + len; name += strlen(name) + 1) {
+		if (!strcmp(name, "security.capability")) {
+			ctx->entry_caps = true;
+			continue;
+		}
+		ret = send_xattr(ctx, path, name);
+		if (ret)
+			goto out;
+	}
+out:
+	free(names);
+	return ret;
+}
+
+/*
+ * Owner before mode (chown clears set-id bits), then file capabilities
+ * (chown clears them too), times last: the order of btrfs send.
+ */
 static int send_inode_meta(struct send_ctx *ctx, const char *path,
 			   const struct stat *st)
 {
@@ -126,54 +191,17 @@ static int send_inode_meta(struct send_ctx *ctx, const char *path,
 		if (ret)
 			return ret;
 	}
+	if (ctx->entry_caps) {
+		ret = send_xattr(ctx, path, "security.capability");
+		if (ret)
+			return ret;
+	}
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_UTIMES);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_ATIME, &st->st_atim);
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_MTIME, &st->st_mtim);
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_CTIME, &st->st_ctim);
 	return end_cmd(ctx);
-}
-
-static int send_xattrs(struct send_ctx *ctx, const char *path)
-{
-	char *names = NULL, *name, *value = ctx->xattr_buf;
-	ssize_t len, vlen;
-	int ret = 0;
-
-	len = llistxattr(ctx->src, NULL, 0);
-	if (len <= 0)
-		return len < 0 && errno != ENOTSUP ?
-			       fail(ctx, errno, "list xattrs", 0, false) :
-			       0;
-	names = malloc(len);
-	if (!names) {
-		ret = fail(ctx, ENOMEM, "list xattrs", 0, false);
-		goto out;
-	}
-	len = llistxattr(ctx->src, names, len);
-	if (len < 0) {
-		ret = fail(ctx, errno, "list xattrs", 0, false);
-		goto out;
-	}
-	for (name = names; name < names + len; name += strlen(name) + 1) {
-		vlen = lgetxattr(ctx->src, name, value, XATTR_SIZE_MAX);
-		if (vlen < 0) {
-			if (errno == ENODATA)
-				continue;
-			ret = fail(ctx, errno, "read xattr", 0, false);
-			goto out;
-		}
-		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SET_XATTR);
-		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-		stream_put_string(&ctx->w, BTRFS_SEND_A_XATTR_NAME, name);
-		stream_put_bytes(&ctx->w, BTRFS_SEND_A_XATTR_DATA, value, vlen);
-		ret = end_cmd(ctx);
-		if (ret)
-			goto out;
-	}
-out:
-	free(names);
-	return ret;
 }
 
 static int send_write(struct send_ctx *ctx, const char *path, const char *data,
@@ -732,7 +760,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		return ret;
 meta:
 	/* ctx->src names this entry again after the children's. */
-	ret = send_xattrs(ctx, path);
+	ret = send_xattrs(ctx, path, st);
 	return ret ?: send_inode_meta(ctx, path, st);
 }
 
@@ -999,7 +1027,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 	ret = send_dir(ctx, fd, "");
 	if (ret)
 		goto out;
-	ret = send_xattrs(ctx, "");
+	ret = send_xattrs(ctx, "", &st);
 	if (ret)
 		goto out;
 	ret = send_inode_meta(ctx, "", &st);

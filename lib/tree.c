@@ -86,6 +86,7 @@ struct tree_file {
 	struct encio_error e;
 	struct stat st;
 	bool redo_metadata; /* writes clear set-id bits and capabilities */
+	bool no_xattrs;	    /* the source is known to have none */
 	char *src;
 	char *dst;
 	char *tmp;  /* NULL: job.dst_fd is an O_TMPFILE, or named */
@@ -108,6 +109,7 @@ struct tree_dir {
 	char *src;
 	char *dst;
 	struct stat st;
+	bool no_xattrs; /* the source is known to have none */
 };
 
 /* A tree built under a hidden name, renamed into place at the end. */
@@ -482,18 +484,28 @@ static bool xattr_wanted(const char *name)
 	       !strcmp(name, "system.posix_acl_default");
 }
 
+/* The read-ahead of the source saw that this entry has no xattrs. */
+static bool src_no_xattrs(struct tree *t, const struct stat *st)
+{
+	return meta_prefetch_has_xattrs(&t->prefetch, st) == 0;
+}
+
 /*
  * Copy the wanted xattrs raw, by fd where there is one, else by path
- * without following a symlink. Returns 0 or -errno with *op set.
+ * without following a symlink; none to copy where the source is known to
+ * have none (@none). Returns 0 or -errno with *op set.
  */
-static int copy_xattrs(struct xattr_buf *b, int src_fd, const char *src,
-		       int dst_fd, const char *dst, const char **op)
+static int copy_xattrs(struct xattr_buf *b, bool none, int src_fd,
+		       const char *src, int dst_fd, const char *dst,
+		       const char **op)
 {
 	ssize_t len, vlen;
 	char *name;
 
 	*op = "list xattrs of";
 	b->saw_caps = false;
+	if (none)
+		return 0;
 	len = src_fd >= 0 ? flistxattr(src_fd, b->list, XATTR_LIST_BYTES) :
 			    llistxattr(src, b->list, XATTR_LIST_BYTES);
 	if (len < 0)
@@ -539,7 +551,8 @@ static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 	if ((!made_ours || f->st.st_uid != t_euid || f->st.st_gid != t_egid) &&
 	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(b, f->job.src_fd, f->src, f->job.dst_fd, f->dst, op);
+	ret = copy_xattrs(b, f->no_xattrs, f->job.src_fd, f->src, f->job.dst_fd,
+			  f->dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
@@ -577,7 +590,7 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
  * xattr calls, which have no *at form): never follows a symlink.
  */
 static int path_metadata(struct tree *t, const char *src, struct entry_at at,
-			 const char *dst, const struct stat *st,
+			 const char *dst, const struct stat *st, bool no_xattrs,
 			 const char **op)
 {
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
@@ -588,7 +601,7 @@ static int path_metadata(struct tree *t, const char *src, struct entry_at at,
 		     AT_SYMLINK_NOFOLLOW) &&
 	    errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(&t->walk_xattr, -1, src, -1, dst, op);
+	ret = copy_xattrs(&t->walk_xattr, no_xattrs, -1, src, -1, dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
@@ -1215,6 +1228,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		goto fail;
 	}
 	/* Metadata here, off the ring thread's path. */
+	f->no_xattrs = src_no_xattrs(t, &f->st);
 	ret = file_owner_mode(&t->walk_xattr, f, parent_fresh(t), &op);
 	if (ret) {
 		encio_error_set(&f->e, ret, op, dst, false, 0);
@@ -1320,7 +1334,8 @@ static int special_named(struct tree *t, const char *src, const char *dst,
 	ret = make_special_at(arg, at);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, at, dst, &t->walk.st, op);
+	ret = path_metadata(t, src, at, dst, &t->walk.st,
+			    src_no_xattrs(t, &t->walk.st), op);
 	if (ret)
 		unlinkat(at.dir, at.name, 0);
 	return ret;
@@ -1337,7 +1352,8 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 	ret = make_temp(dst, tmp, make_special, arg);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, path_at(tmp), tmp, &t->walk.st, op);
+	ret = path_metadata(t, src, path_at(tmp), tmp, &t->walk.st,
+			    src_no_xattrs(t, &t->walk.st), op);
 	if (!ret && rename(tmp, dst)) {
 		ret = -errno;
 		*op = "rename into place";
@@ -1539,6 +1555,7 @@ static void tree_dir(struct tree *t, const char *src, const char *dst,
 	d->src = strdup(src);
 	d->dst = strdup(dst);
 	d->st = *st;
+	d->no_xattrs = src_no_xattrs(t, st);
 	if (!d->src || !d->dst) {
 		free(d->src);
 		free(d->dst);
@@ -1572,7 +1589,7 @@ static void tree_dirs_finish(struct tree *t)
 		struct tree_dir *d = &t->dirs[i];
 
 		ret = path_metadata(t, d->src, path_at(d->dst), d->dst, &d->st,
-				    &op);
+				    d->no_xattrs, &op);
 		if (ret && !t->stopping)
 			entry_error(t, ret, op, d->dst);
 	}

@@ -3,7 +3,9 @@
 # directories: content equal, the link structure kept, many files in
 # flight in one pipeline, -j bounds them. The tree is a subvolume: copy and
 # send read its whole tree ahead of the walk, but not for a directory
-# inside it.
+# inside it. On a read-only snapshot the read-ahead also tells which
+# entries have xattrs: the others are not asked, and those that have them
+# keep them, in copy -r and in send.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -101,4 +103,42 @@ _log "rerun: everything is skipped"
 out=$(timeout 300 "$ENCIO" copy -r -T --format=json "$T" "$DST/def") || _fail "copy: $out"
 echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 0 and d["skipped"] == 10002 + 5 + 1, d' ||
 	_fail "rerun copied again: $out"
+
+_log "xattrs known from the read-ahead of a read-only snapshot"
+# early and late inodes, a directory, a symlink, an ACL, a capability
+setfattr -n user.first -v 1 "$T/d00/e00/f000" || _fail "setfattr"
+setfattr -n user.late -v 0x00ff00ff "$T/d09/e99/f099" || _fail "setfattr"
+setfattr -n trusted.dir -v yes "$T/d05" || _fail "setfattr"
+setfattr -n trusted.link -v onlink -h "$T/links/sym" || _fail "setfattr"
+setfacl -m u:1234:r "$T/d07/e70/f050" || _fail "setfacl"
+setcap cap_net_raw+ep "$T/d08/e80/f001" || _fail "setcap"
+btrfs -q subvolume snapshot -r "$T" "$SRC/snap" || _fail "snapshot"
+entries=$(find "$T" | wc -l)
+xattr_dump()
+{
+	(cd "$1" && getfattr -R -h -d -m- --absolute-names . 2>/dev/null)
+}
+list_calls()
+{
+	grep -c 'listxattr(' "$1"
+}
+env "$no_lsan" strace -f -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.xa" \
+	"$ENCIO" -q copy -r "$SRC/snap" "$DST/xa" || _fail "copy -r of the snapshot"
+diff -r --no-dereference "$SRC/snap" "$DST/xa" || _fail "diff -r (snapshot)"
+diff <(xattr_dump "$SRC/snap") <(xattr_dump "$DST/xa") || _fail "xattrs differ (copy -r)"
+_log "copy -r asked $(list_calls "$TEST_TMP/strace.xa") of $entries entries for xattrs"
+[ "$(list_calls "$TEST_TMP/strace.xa")" -lt $((entries / 2)) ] || _fail "copy -r listed the xattrs of most entries"
+# A writable subvolume may change while read: every entry is asked.
+env "$no_lsan" strace -f -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.rw" \
+	"$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy -r of the subvolume"
+_log "copy -r of the writable subvolume asked $(list_calls "$TEST_TMP/strace.rw")"
+[ "$(list_calls "$TEST_TMP/strace.rw")" -ge $((entries - 10)) ] || _fail "copy -r trusted the read-ahead of a writable subvolume"
+diff <(xattr_dump "$T") <(xattr_dump "$DST/rw") || _fail "xattrs differ (writable)"
+env "$no_lsan" strace -f -qq -e trace=llistxattr -o "$TEST_TMP/strace.send-xa" \
+	"$ENCIO" -q send -f "$TEST_TMP/snap.stream" "$SRC/snap" || _fail "send of the snapshot"
+_log "send asked $(list_calls "$TEST_TMP/strace.send-xa") of $entries entries for xattrs"
+[ "$(list_calls "$TEST_TMP/strace.send-xa")" -lt $((entries / 2)) ] || _fail "send listed the xattrs of most entries"
+mkdir "$DST/recv"
+"$ENCIO" -q receive -f "$TEST_TMP/snap.stream" "$DST/recv" || _fail "receive"
+diff <(xattr_dump "$SRC/snap") <(xattr_dump "$DST/recv/snap") || _fail "xattrs differ (send | receive)"
 exit 0

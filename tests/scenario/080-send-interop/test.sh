@@ -8,6 +8,7 @@ require_root
 command -v getfattr >/dev/null || _not_run "needs getfattr (attr)"
 command -v compsize >/dev/null || _not_run "needs compsize"
 command -v setpriv >/dev/null || _not_run "needs setpriv"
+command -v setcap >/dev/null || _not_run "needs setcap (libcap2-bin)"
 export TZ=UTC
 
 make_btrfs src 512M compress-force=zstd
@@ -42,6 +43,10 @@ touch "$V/name with spaces"
 chown 1000:1000 "$V/random"
 chown -h 1001:1002 "$V/dir/symlink"
 chown 1003:1004 "$V/fifo" "$V/dir/sub"
+# A capability of a file not root's: a chown after it would clear it.
+echo capable >"$V/capable"
+chown 1005:1005 "$V/capable"
+setcap cap_net_raw+ep "$V/capable"
 chmod 4755 "$V/random"
 chmod 0600 "$V/text"
 chmod 0710 "$V/dir/sub"
@@ -127,8 +132,8 @@ check_prealloc "$V" "$DST/e/vol"
 btrfs receive --dump -f "$S/vol" >"$S/vol.btrfs" || _fail "btrfs receive --dump"
 "$ENCIO" dump -f "$S/vol" >"$S/vol.encio" || _fail "encio dump"
 # btrfs receive --dump prints xattr data as a C string (cut at the NUL),
-# encio dump escapes it: the binary xattr's line differs by design.
-diff -u <(grep -v name=user.bin "$S/vol.btrfs") <(grep -v name=user.bin "$S/vol.encio") ||
+# encio dump escapes it: the binary xattrs' lines differ by design.
+diff -u <(grep -vE "name=(user.bin|security.capability) " "$S/vol.btrfs") <(grep -vE "name=(user.bin|security.capability) " "$S/vol.encio") ||
 	_fail "dumps differ"
 grep -q "^encoded_write" "$S/vol.btrfs" || _fail "no encoded_write in the dump"
 [ "$(grep -c '^link ' "$S/vol.btrfs")" = 2 ] || _fail "not two links in the dump"
