@@ -84,6 +84,8 @@ static int engine_setup_ring(struct engine *engine)
 		return ret;
 	}
 	engine->ring_flags = params.flags;
+	/* a close needs no completion only where the kernel can skip it */
+	engine->ring_closes = params.features & IORING_FEAT_CQE_SKIP;
 	engine->defer_taskrun = params.flags & IORING_SETUP_DEFER_TASKRUN;
 	if (engine->iowq_workers) {
 		/* [0] bounded (regular files), [1] unbounded; 0 leaves as is */
@@ -142,6 +144,7 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 void engine_release(struct engine *engine)
 {
 	if (engine->ring) {
+		engine_flush(engine);
 		io_uring_queue_exit(engine->ring);
 		free(engine->ring);
 	}
@@ -388,10 +391,38 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 	}
 got:
 	req = io_uring_cqe_get_data(cqe);
+	if (!req) {
+		/* a close that failed: nothing waits for it */
+		io_uring_cqe_seen(engine->ring, cqe);
+		return engine_reap(engine, wait, err);
+	}
 	req->res = cqe->res;
 	io_uring_cqe_seen(engine->ring, cqe);
 	engine->in_ring--;
 	return req;
+}
+
+void engine_close(struct engine *engine, int fd)
+{
+	struct io_uring_sqe *sqe =
+		engine->ring_closes ? io_uring_get_sqe(engine->ring) : NULL;
+
+	if (!sqe) {
+		close(fd);
+		return;
+	}
+	io_uring_prep_close(sqe, fd);
+	io_uring_sqe_set_data(sqe, NULL);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	engine->to_submit++;
+}
+
+void engine_flush(struct engine *engine)
+{
+	if (engine->ring && engine->to_submit) {
+		io_uring_submit(engine->ring);
+		engine->to_submit = 0;
+	}
 }
 
 ssize_t engine_wait(struct engine *engine, struct engine_req *req)

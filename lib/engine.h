@@ -81,6 +81,7 @@ struct engine {
 	struct io_uring *ring;	 /* NULL when io_uring is unavailable */
 	unsigned int ring_flags; /* IORING_SETUP_* the ring got */
 	bool defer_taskrun;	 /* SINGLE_ISSUER|DEFER_TASKRUN accepted */
+	bool ring_closes;	 /* engine_close() through the ring */
 	enum engine_ring_setup ring_setup; /* as configured */
 	unsigned int iowq_workers;	   /* as configured, 0 default */
 	bool buffers_registered;
@@ -145,6 +146,16 @@ void engine_read(struct engine *engine, struct engine_req *req,
 struct engine_req *engine_reap(struct engine *engine, bool wait, int *err);
 
 unsigned int engine_inflight(const struct engine *engine);
+
+/*
+ * Close @fd with the next batch of submissions, not a syscall of its own
+ * (close(2) at once without a ring, or with the ring full). Only from the
+ * thread that submits.
+ */
+void engine_close(struct engine *engine, int fd);
+
+/* Submit what is queued (closes included) now. */
+void engine_flush(struct engine *engine);
 
 /*
  * Wait until @req, the only request in flight, completes; returns its

@@ -990,6 +990,16 @@ static void tree_file_free(struct tree_file *f)
 	free(f);
 }
 
+/* Ring thread: a finished file's descriptors go with the next submissions. */
+static void tree_file_close(struct tree *t, struct tree_file *f)
+{
+	if (f->job.src_fd >= 0)
+		engine_close(&t->ctx->engine, f->job.src_fd);
+	if (f->job.dst_fd >= 0)
+		engine_close(&t->ctx->engine, f->job.dst_fd);
+	f->job.src_fd = f->job.dst_fd = -1;
+}
+
 static void tree_remove_active(struct tree *t, struct tree_file *f)
 {
 	unsigned int i;
@@ -1056,6 +1066,7 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		f->tmp = f->dst = NULL;
 		t->batch_bytes += f->st.st_size;
 	}
+	tree_file_close(t, f);
 	pthread_mutex_lock(&t->lock);
 	t->stats->files++;
 	t->stats->entries_done++;
@@ -1944,6 +1955,7 @@ static void tree_run(struct tree *t)
 			break;
 	}
 	tree_abort_active(t);
+	engine_flush(&t->ctx->engine);
 	tree_checkpoint(t);
 }
 

@@ -99,6 +99,14 @@ if command -v script >/dev/null; then
 	[ "$(whole_tree_searches "$TEST_TMP/strace.tty")" -ge 2 ] || _fail "no read-ahead for the walk that counts"
 fi
 
+_log "finished files are closed through the ring, not a close(2) each"
+env "$no_lsan" strace -f -qq -e trace=close -o "$TEST_TMP/strace.close" "$ENCIO" -q copy -r "$T" "$DST/cl" ||
+	_fail "copy under strace"
+diff -r "$T" "$DST/cl" || _fail "diff -r (closes)"
+closes=$(grep -c '^[0-9]* *close(' "$TEST_TMP/strace.close")
+_log "$closes close(2) calls for 10,002 files"
+[ "$closes" -lt 5000 ] || _fail "a close(2) per file"
+
 _log "rerun: everything is skipped"
 out=$(timeout 300 "$ENCIO" copy -r -T --format=json "$T" "$DST/def") || _fail "copy: $out"
 echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 0 and d["skipped"] == 10002 + 5 + 1, d' ||
