@@ -7,9 +7,13 @@
 # /usr/lib/x86_64-linux-gnu) and "big files" (a tar of that corpus and a
 # 3 GiB sparse file holding 200 MiB of data). Each run starts on a fresh
 # destination filesystem with caches dropped, times include the final
-# sync, each result is checked against the source (diff -r). The methods
-# take turns for ROUNDS rounds; the table gives the median time, its ratio
-# to encio copy -r, and the median CPU time the whole machine was busy
+# sync, each result is checked against the source (diff -r). Before the
+# rounds of a corpus, one untimed btrfs send of it reads its source once
+# (the first read of the image after it was written was the slow one in
+# earlier runs, and it fell on whichever method came first). The methods
+# take turns for ROUNDS rounds, the order rotating each round so that no
+# method always follows the same one. The table gives the median time, its
+# ratio to encio copy -r, and the median CPU time the whole machine was busy
 # (all threads, kernel workers included): on a machine whose cores are all
 # busy, that CPU time over the number of cores is the floor for the time.
 # Then each round's ratios: its runs are back to back, the steadier view on
@@ -51,11 +55,15 @@ run_one()
 }
 
 methods="encio send-compressed send-v1 cp-a"
-echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
+echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included, order rotating)"
+read -ra method_list <<<"$methods"
+nr_methods=${#method_list[@]}
 for c in many big; do
+	drop
+	btrfs -q send --compressed-data "$SRC/$c-snap" 2>/dev/null >/dev/null
 	for ((r = 0; r < ROUNDS; r++)); do
-		for m in $methods; do
-			run_one "$c" "$m"
+		for ((i = 0; i < nr_methods; i++)); do
+			run_one "$c" "${method_list[(r + i) % nr_methods]}"
 		done
 	done
 done
