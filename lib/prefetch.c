@@ -177,7 +177,7 @@ void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
 int meta_prefetch_has_xattrs(struct meta_prefetch *p, const struct stat *st)
 {
 	size_t lo = 0, hi;
-	int ret = -1;
+	int ret;
 
 	if (!p->running || st->st_dev != p->dev ||
 	    st->st_ino >= __atomic_load_n(&p->read_below, __ATOMIC_ACQUIRE))
