@@ -47,29 +47,25 @@ static bool prefetch_throttle(struct meta_prefetch *p)
 /* Remember that inode @ino has xattrs; false when there are too many. */
 static bool xattr_inode_add(struct meta_prefetch *p, uint64_t ino)
 {
-	uint64_t *arr;
-	size_t cap;
+	size_t cap = p->cap_xattr_inos ? p->cap_xattr_inos * 2 : 256;
+	uint64_t *arr = p->xattr_inos;
 
 	if (p->nr_xattr_inos && p->xattr_inos[p->nr_xattr_inos - 1] == ino)
 		return true;
+	pthread_mutex_lock(&p->xattr_lock);
 	if (p->nr_xattr_inos == p->cap_xattr_inos) {
-		if (p->cap_xattr_inos >= PREFETCH_MAX_XATTR_INODES)
-			return false;
-		cap = p->cap_xattr_inos ? p->cap_xattr_inos * 2 : 256;
-		pthread_mutex_lock(&p->xattr_lock);
-		arr = realloc(p->xattr_inos, cap * sizeof(*arr));
+		arr = cap <= PREFETCH_MAX_XATTR_INODES ?
+			      realloc(p->xattr_inos, cap * sizeof(*arr)) :
+			      NULL;
 		if (arr) {
 			p->xattr_inos = arr;
 			p->cap_xattr_inos = cap;
 		}
-		pthread_mutex_unlock(&p->xattr_lock);
-		if (!arr)
-			return false;
 	}
-	pthread_mutex_lock(&p->xattr_lock);
-	p->xattr_inos[p->nr_xattr_inos++] = ino;
+	if (arr)
+		p->xattr_inos[p->nr_xattr_inos++] = ino;
 	pthread_mutex_unlock(&p->xattr_lock);
-	return true;
+	return arr != NULL;
 }
 
 /* Every inode below @ino has been read whole. */
