@@ -73,7 +73,6 @@ struct send_ctx {
 	char src[PATH_MAX]; /* full source path of the entry at hand */
 	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
 	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
-	bool entry_caps;    /* the entry at hand has security.capability */
 	uint64_t file_base; /* bytes_done when the file at hand started */
 	struct send_piece *pieces;
 	size_t nr_pieces;
@@ -125,17 +124,17 @@ static int send_xattr(struct send_ctx *ctx, const char *path, const char *name)
 
 /*
  * The entry's xattrs but file capabilities, which send_inode_meta() sends
- * after the owner. @st: the source entry's, which the read-ahead may know
- * has none.
+ * after the owner (*@caps: the entry has them). @st: the source entry's,
+ * which the read-ahead may know has none.
  */
 static int send_xattrs(struct send_ctx *ctx, const char *path,
-		       const struct stat *st)
+		       const struct stat *st, bool *caps)
 {
 	char *names = NULL, *name;
 	ssize_t len;
 	int ret = 0;
 
-	ctx->entry_caps = false;
+	*caps = false;
 	if (!meta_prefetch_has_xattrs(&ctx->prefetch, st))
 		return 0;
 	len = llistxattr(ctx->src, NULL, 0);
@@ -155,7 +154,7 @@ static int send_xattrs(struct send_ctx *ctx, const char *path,
 	}
 	for (name = names; name < names + len; name += strlen(name) + 1) {
 		if (!strcmp(name, "security.capability")) {
-			ctx->entry_caps = true;
+			*caps = true;
 			continue;
 		}
 		ret = send_xattr(ctx, path, name);
@@ -168,14 +167,19 @@ out:
 }
 
 /*
- * Owner before mode (chown clears set-id bits), then file capabilities
- * (chown clears them too), times last: the order of btrfs send.
+ * Xattrs, owner before mode (chown clears set-id bits), then file
+ * capabilities (chown clears them too), times last: the order of btrfs
+ * send.
  */
 static int send_inode_meta(struct send_ctx *ctx, const char *path,
 			   const struct stat *st)
 {
+	bool caps;
 	int ret;
 
+	ret = send_xattrs(ctx, path, st, &caps);
+	if (ret)
+		return ret;
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHOWN);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_UID, st->st_uid);
@@ -191,7 +195,7 @@ static int send_inode_meta(struct send_ctx *ctx, const char *path,
 		if (ret)
 			return ret;
 	}
-	if (ctx->entry_caps) {
+	if (caps) {
 		ret = send_xattr(ctx, path, "security.capability");
 		if (ret)
 			return ret;
@@ -760,8 +764,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		return ret;
 meta:
 	/* ctx->src names this entry again after the children's. */
-	ret = send_xattrs(ctx, path, st);
-	return ret ?: send_inode_meta(ctx, path, st);
+	return send_inode_meta(ctx, path, st);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -1025,9 +1028,6 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		goto out;
 	ctx->stats->dirs++;
 	ret = send_dir(ctx, fd, "");
-	if (ret)
-		goto out;
-	ret = send_xattrs(ctx, "", &st);
 	if (ret)
 		goto out;
 	ret = send_inode_meta(ctx, "", &st);
