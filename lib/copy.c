@@ -207,13 +207,40 @@ static bool job_refill(struct copy_job *job)
  * are released by task work that only this thread runs, while readahead of
  * a neighbouring range blocks this thread on one of those locks.
  */
+/* The inline extent in memory, handed in as the answer of an encoded read. */
+static void job_issue_inline(struct copy_job *job, struct engine_req *req)
+{
+	const struct copy_inline *in = job->inline_data;
+	struct btrfs_ioctl_encoded_io_args *a = &req->args;
+
+	job->inline_data = NULL;
+	memcpy(engine_req_buf(&job->ctx->engine, req), in->data, in->data_len);
+	memset(a, 0, sizeof(*a));
+	/* The fields the kernel's encoded read of the extent returns. */
+	a->len = job->size;
+	a->compression = in->compression;
+	a->unencoded_len = in->compression ? in->ram_bytes : job->size;
+	engine_encoded_read_answered(&job->ctx->engine, req, job->src_fd, 0,
+				     in->compression ? in->data_len :
+						       job->size);
+	req->priv = job;
+	req->cookie = job->size;
+	job->inflight++;
+}
+
 bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 {
 	struct engine *engine = &job->ctx->engine;
 	struct copy_range *r;
 	uint64_t len;
 
-	if (job->err || !job_refill(job))
+	if (job->err)
+		return false;
+	if (job->inline_data) {
+		job_issue_inline(job, req);
+		return true;
+	}
+	if (!job_refill(job))
 		return false;
 	r = &job->pending[job->nr_pending - 1];
 	len = r->end - r->start;
@@ -538,7 +565,7 @@ bool copy_job_complete(struct copy_job *job, struct engine_req *req)
 
 bool copy_job_has_work(struct copy_job *job)
 {
-	return !job->err && job_refill(job);
+	return !job->err && (job->inline_data || job_refill(job));
 }
 
 void copy_job_release(struct copy_job *job)
@@ -679,6 +706,25 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	    ftruncate(job->dst_fd, job->size))
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
+	return 0;
+}
+
+int copy_job_start_inline(struct copy_job *job, const struct stat *st,
+			  const struct copy_inline *in)
+{
+	int ret;
+
+	ret = job_check_compress(job);
+	if (ret)
+		return ret;
+	if (in->data_len > job->ctx->engine.pool.slot_size ||
+	    in->ram_bytes < (uint64_t)st->st_size ||
+	    (!in->compression && in->data_len < st->st_size))
+		return job->err = encio_error_set(job->e, EUCLEAN,
+						  "copy (inline extent sizes)",
+						  job->src_path, false, 0);
+	job->size = st->st_size;
+	job->inline_data = in;
 	return 0;
 }
 

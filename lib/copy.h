@@ -80,6 +80,17 @@ struct copy_range {
 	bool whole; /* a compressed extent, read whole */
 };
 
+/*
+ * A file whose only extent is inline at offset 0 and already in memory
+ * (read from the tree): the job writes it without reading the source.
+ */
+struct copy_inline {
+	uint32_t compression; /* BTRFS_ENCODED_IO_COMPRESSION_* */
+	uint64_t ram_bytes;   /* >= the file's size */
+	const void *data;     /* the extent's bytes as stored */
+	uint32_t data_len;
+};
+
 struct copy_job {
 	struct copy_ctx *ctx;
 	const char *src_path;
@@ -90,6 +101,7 @@ struct copy_job {
 	uint32_t sectorsize; /* of the destination */
 	struct extent_map map;
 	size_t next_extent;
+	const struct copy_inline *inline_data; /* not yet issued, or NULL */
 	struct copy_range *pending;
 	size_t nr_pending;
 	size_t cap_pending;
@@ -162,6 +174,12 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
  * (!copy_job_has_work()), or has job->err set and is idle.
  */
 int copy_job_start(struct copy_job *job, const struct stat *st);
+/*
+ * copy_job_start() for a file whose data is @in (kept by the caller until
+ * the job is finished); job->src_fd may be -1.
+ */
+int copy_job_start_inline(struct copy_job *job, const struct stat *st,
+			  const struct copy_inline *in);
 bool copy_job_issue(struct copy_job *job, struct engine_req *req);
 bool copy_job_complete(struct copy_job *job, struct engine_req *req);
 bool copy_job_has_work(struct copy_job *job);

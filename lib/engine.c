@@ -291,6 +291,18 @@ void engine_encoded_read(struct engine *engine, struct engine_req *req,
 	engine_issue_encoded(engine, req, BTRFS_IOC_ENCODED_READ);
 }
 
+void engine_encoded_read_answered(struct engine *engine, struct engine_req *req,
+				  int fd, uint64_t offset, size_t res)
+{
+	req->op = ENGINE_OP_ENCODED_READ;
+	req->mode = ENCIO_IO_NONE;
+	req->fd = fd;
+	req->offset = offset;
+	req->len = engine->pool.slot_size;
+	req->args.offset = offset;
+	engine_complete_now(engine, req, res);
+}
+
 void engine_encoded_write(struct engine *engine, struct engine_req *req,
 			  enum encio_io_mode mode, int fd, uint64_t offset,
 			  size_t encoded_len)

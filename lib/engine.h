@@ -128,6 +128,14 @@ static inline void *engine_req_buf(const struct engine *engine,
 void engine_encoded_read(struct engine *engine, struct engine_req *req,
 			 enum encio_io_mode mode, int fd, uint64_t offset);
 /*
+ * An encoded read the caller answered itself, from what it already had:
+ * it filled req->args (len, unencoded_len, unencoded_offset, compression)
+ * and put @res bytes at the start of the slot. Returned by the next
+ * engine_reap() like any encoded read.
+ */
+void engine_encoded_read_answered(struct engine *engine, struct engine_req *req,
+				  int fd, uint64_t offset, size_t res);
+/*
  * One encoded write by ioctl from @buf (@n encoded bytes), no engine and no
  * slot: for callers whose data is already in memory. 0 or -errno.
  */

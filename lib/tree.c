@@ -48,10 +48,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "inline_files.h"
+#include "kernel.h"
 #include "prefetch.h"
 #include "tree.h"
 
@@ -62,7 +65,8 @@
 
 struct walk_level {
 	DIR *dir;
-	int dst_fd;    /* its copy in DEST (O_PATH), or -1: reached by path */
+	int dst_fd; /* its copy in DEST (O_PATH), or -1: reached by path */
+	dev_t dev;
 	size_t prefix; /* length of rel before a child's name */
 	bool fresh;    /* its copy was made by this run: nothing to resume */
 };
@@ -78,6 +82,7 @@ struct walker {
 	struct stat st;
 	/* st holds only the type: a regular file is stat'ed once opened */
 	bool st_pending;
+	ino_t d_ino;	 /* the entry's inode number, from the directory */
 	bool stat_files; /* stat regular files too (for their sizes) */
 };
 
@@ -85,8 +90,10 @@ struct tree_file {
 	struct copy_job job;
 	struct encio_error e;
 	struct stat st;
-	bool redo_metadata; /* writes clear set-id bits and capabilities */
-	bool no_xattrs;	    /* the source is known to have none */
+	bool redo_metadata;	 /* writes clear set-id bits and capabilities */
+	bool no_xattrs;		 /* the source is known to have none */
+	struct inline_file *inl; /* the source as read ahead, not opened */
+	struct copy_inline inline_data;
 	char *src;
 	char *dst;
 	char *tmp;  /* NULL: job.dst_fd is an O_TMPFILE, or named */
@@ -161,6 +168,9 @@ struct tree {
 	bool walk_done;		       /* under lock */
 	struct meta_prefetch prefetch; /* of the source root being walked */
 	uint64_t walked;	       /* entries the walker handled, atomic */
+	struct inline_files inline_files; /* of a read-only source root */
+	bool inline_ok;
+	dev_t inline_dev;
 
 	pthread_t walker;
 	pthread_mutex_t lock; /* stats, queue, reports, fatal */
@@ -299,6 +309,7 @@ static int walk_next(struct walker *w)
 		}
 		memcpy(w->rel + top->prefix, de->d_name, len + 1);
 		w->name_at = top->prefix;
+		w->d_ino = de->d_ino;
 		w->st_pending = de->d_type == DT_REG && !w->stat_files;
 		if (w->st_pending) {
 			memset(&w->st, 0, sizeof(w->st));
@@ -396,6 +407,7 @@ static int walk_descend(struct walker *w)
 		len++;
 	}
 	lvl->dst_fd = -1;
+	lvl->dev = w->st.st_dev;
 	lvl->prefix = len;
 	lvl->fresh = false;
 	w->depth++;
@@ -984,6 +996,7 @@ static void tree_file_free(struct tree_file *f)
 	if (f->job.dst_fd >= 0)
 		close(f->job.dst_fd);
 	copy_job_release(&f->job);
+	free(f->inl);
 	free(f->src);
 	free(f->dst);
 	free(f->tmp);
@@ -1098,6 +1111,21 @@ static int tree_probe(struct tree *t, struct tree_file *f)
 	return 0;
 }
 
+/* The probe reads the source: open one the walker did not need to. */
+static int tree_probe_source(struct tree_file *f)
+{
+	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+
+	if (f->job.src_fd >= 0)
+		return 0;
+	f->job.src_fd = open(f->src, flags | O_NOATIME);
+	if (f->job.src_fd < 0 && errno == EPERM) /* someone else's */
+		f->job.src_fd = open(f->src, flags);
+	if (f->job.src_fd < 0)
+		return encio_error_set(&f->e, errno, "open", f->src, false, 0);
+	return 0;
+}
+
 static bool probe_needed(struct tree *t, const struct stat *st)
 {
 	const struct copy_ctx *ctx = t->ctx;
@@ -1168,6 +1196,86 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
 }
 
 /*
+ * Walker: a small file of a read-only source needs no open: its inode item
+ * has the metadata, its one inline extent the data, both found by a tree
+ * search that serves the files after it too. Only into a directory this
+ * run made: a file to resume is compared with what DEST has by its extent
+ * map, which needs it open.
+ */
+static bool tree_file_read_ahead(struct tree *t, struct tree_file *f)
+{
+	const struct walk_level *lvl;
+	struct inline_file *inl;
+
+	if (!t->walk.depth)
+		return false;
+	lvl = &t->walk.levels[t->walk.depth - 1];
+	if (!t->inline_ok || lvl->dev != t->inline_dev || !lvl->fresh)
+		return false;
+	inl = inline_files_get(&t->inline_files, dirfd(lvl->dir), lvl->dev,
+			       t->walk.d_ino);
+	if (!inl)
+		return false;
+	f->inl = inl;
+	f->st.st_dev = lvl->dev;
+	f->st.st_ino = inl->ino;
+	f->st.st_mode = inl->mode;
+	f->st.st_nlink = 1;
+	f->st.st_uid = inl->uid;
+	f->st.st_gid = inl->gid;
+	f->st.st_size = inl->size;
+	f->st.st_atim = inl->atime;
+	f->st.st_mtim = inl->mtime;
+	f->no_xattrs = true;
+	f->inline_data = (struct copy_inline){
+		.compression = inl->compression,
+		.ram_bytes = inl->ram_bytes,
+		.data = inl->data,
+		.data_len = inl->data_len,
+	};
+	return true;
+}
+
+/*
+ * Walker: open the source and stat it. 0 to go on, 1 when nothing is left
+ * to do (a hard link to one seen, or complete in DEST), -1 with f->e set.
+ */
+static int tree_file_open_source(struct tree *t, struct tree_file *f,
+				 const char *src, const char *dst,
+				 struct entry_at at)
+{
+	int ret;
+
+	ret = walk_open_file(&t->walk, src);
+	if (ret < 0) {
+		encio_error_set(&f->e, ret, "open", src, false, 0);
+		return -1;
+	}
+	f->job.src_fd = ret;
+	if (fstat(f->job.src_fd, &f->st)) {
+		encio_error_set(&f->e, errno, "stat", src, false, 0);
+		return -1;
+	}
+	if (!S_ISREG(f->st.st_mode)) {
+		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
+				src, false, 0);
+		return -1;
+	}
+	if (t->walk.st_pending && link_seen(t, &f->st, dst))
+		return 1;
+	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, at)) {
+		pthread_mutex_lock(&t->lock);
+		t->stats->skipped++;
+		t->stats->entries_done++;
+		t->stats->bytes_skipped += f->st.st_size;
+		pthread_mutex_unlock(&t->lock);
+		return 1;
+	}
+	f->no_xattrs = src_no_xattrs(t, &f->st);
+	return 0;
+}
+
+/*
  * Walker: open a regular file, skip it if DEST has it complete, create it
  * (unnamed, or named in a staged tree) and queue it for the ring thread.
  */
@@ -1193,33 +1301,14 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
-	ret = walk_open_file(&t->walk, src);
-	if (ret < 0) {
-		encio_error_set(&f->e, ret, "open", src, false, 0);
-		goto fail;
-	}
-	f->job.src_fd = ret;
-	if (fstat(f->job.src_fd, &f->st)) {
-		encio_error_set(&f->e, errno, "stat", src, false, 0);
-		goto fail;
-	}
-	if (!S_ISREG(f->st.st_mode)) {
-		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
-				src, false, 0);
-		goto fail;
-	}
-	if (t->walk.st_pending && link_seen(t, &f->st, dst)) {
-		tree_file_free(f);
-		return;
-	}
-	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, at)) {
-		pthread_mutex_lock(&t->lock);
-		t->stats->skipped++;
-		t->stats->entries_done++;
-		t->stats->bytes_skipped += f->st.st_size;
-		pthread_mutex_unlock(&t->lock);
-		tree_file_free(f);
-		return;
+	if (!tree_file_read_ahead(t, f)) {
+		ret = tree_file_open_source(t, f, src, dst, at);
+		if (ret < 0)
+			goto fail;
+		if (ret > 0) {
+			tree_file_free(f);
+			return;
+		}
 	}
 	/*
 	 * In a directory this run made (no default ACL yet), create with the
@@ -1239,7 +1328,6 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		goto fail;
 	}
 	/* Metadata here, off the ring thread's path. */
-	f->no_xattrs = src_no_xattrs(t, &f->st);
 	ret = file_owner_mode(&t->walk_xattr, f, parent_fresh(t), &op);
 	if (ret) {
 		encio_error_set(&f->e, ret, op, dst, false, 0);
@@ -1265,7 +1353,7 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 
 	if (probe_needed(t, &f->st)) {
 		tree_drain(t);
-		if (tree_probe(t, f)) {
+		if (tree_probe_source(f) || tree_probe(t, f)) {
 			tree_stop(t, &f->e);
 			tree_file_discard(f);
 			tree_file_free(f);
@@ -1284,7 +1372,10 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 	f->job.owner = f;
 	t->active[t->nr_active++] = f;
 	/* The map and the size here: the walker is the busier thread. */
-	copy_job_start(&f->job, &f->st);
+	if (f->inl)
+		copy_job_start_inline(&f->job, &f->st, &f->inline_data);
+	else
+		copy_job_start(&f->job, &f->st);
 	if (t->nr_active > t->stats->peak_files)
 		t->stats->peak_files = t->nr_active;
 }
@@ -1657,6 +1748,33 @@ static int tree_root_begin(struct tree *t)
 	return 0;
 }
 
+/*
+ * Small files from the tree where the source root is on a read-only btrfs
+ * subvolume or mount; not with --verify, which compares each copy with its
+ * source read plain.
+ */
+static void tree_inline_begin(struct tree *t)
+{
+	struct statfs sfs;
+	long fs_type;
+	bool frozen;
+	int fd;
+
+	t->inline_ok = false;
+	if (t->ctx->opts.verify || !S_ISDIR(t->walk.st.st_mode))
+		return;
+	fd = open(t->walk.src_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!extent_fs_kind(fd, &fs_type, &frozen) && frozen &&
+	    fs_type == BTRFS_SUPER_MAGIC && !fstatfs(fd, &sfs) &&
+	    !inline_files_init(&t->inline_files, sfs.f_bsize)) {
+		t->inline_ok = true;
+		t->inline_dev = t->walk.st.st_dev;
+	}
+	close(fd);
+}
+
 /* The walker thread: every source tree, entry by entry. */
 static void *tree_walker(void *arg)
 {
@@ -1675,12 +1793,14 @@ static void *tree_walker(void *arg)
 			if (ret == 0)
 				break;
 			if (ret > 0) {
-				if (!t->walk.rel[0])
+				if (!t->walk.rel[0]) {
 					meta_prefetch_start(&t->prefetch,
 							    AT_FDCWD,
 							    t->walk.src_root,
 							    &t->walk.st,
 							    &t->walked);
+					tree_inline_begin(t);
+				}
 				tree_entry(t);
 				meta_prefetch_walked(&t->walked);
 				continue;
@@ -1690,6 +1810,8 @@ static void *tree_walker(void *arg)
 			entry_error(t, ret, "read", path);
 		}
 		meta_prefetch_stop(&t->prefetch);
+		inline_files_release(&t->inline_files);
+		t->inline_ok = false;
 	}
 	pthread_mutex_lock(&t->lock);
 	t->walk_done = true;
