@@ -26,7 +26,8 @@
 
 #define INLINE_HEADER_BYTES offsetof(struct btrfs_file_extent_item, disk_bytenr)
 
-int inline_files_init(struct inline_files *w, uint32_t sectorsize)
+int inline_files_init(struct inline_files *w, uint32_t sectorsize,
+		      uint32_t nodesize)
 {
 	memset(w, 0, sizeof(*w));
 	w->search = calloc(1, sizeof(struct btrfs_ioctl_search_args_v2) +
@@ -34,6 +35,7 @@ int inline_files_init(struct inline_files *w, uint32_t sectorsize)
 	if (!w->search)
 		return -ENOMEM;
 	w->sectorsize = sectorsize;
+	w->nodesize = nodesize;
 	w->lo = 1;
 	return 0;
 }
@@ -164,6 +166,25 @@ void inline_files_parse(struct inline_files *w, uint64_t ino, const void *buf,
 	}
 }
 
+/*
+ * The search stops where the next item would not fit in the buffer, or at
+ * the end of the tree: with room left for the largest item a leaf holds,
+ * it reached the end, and the last inode's items are all there.
+ */
+static bool search_complete(const struct inline_files *w,
+			    const struct btrfs_ioctl_search_args_v2 *args)
+{
+	struct btrfs_ioctl_search_header sh;
+	size_t used = 0;
+	uint32_t i;
+
+	for (i = 0; i < args->key.nr_items; i++) {
+		memcpy(&sh, (const char *)args->buf + used, sizeof(sh));
+		used += sizeof(sh) + sh.len;
+	}
+	return used + sizeof(sh) + w->nodesize <= INLINE_SEARCH_BYTES;
+}
+
 static int inline_files_search(struct inline_files *w, int fd, uint64_t ino)
 {
 	struct btrfs_ioctl_search_args_v2 *args = w->search;
@@ -181,7 +202,7 @@ static int inline_files_search(struct inline_files *w, int fd, uint64_t ino)
 		return -errno;
 	w->searches++;
 	inline_files_parse(w, ino, args->buf, args->key.nr_items,
-			   !args->key.nr_items);
+			   search_complete(w, args));
 	return 0;
 }
 

@@ -53,6 +53,7 @@ struct inline_entry {
 struct inline_files {
 	void *search; /* struct btrfs_ioctl_search_args_v2 and its buffer */
 	uint32_t sectorsize;
+	uint32_t nodesize;
 	dev_t dev;
 	uint64_t lo;
 	uint64_t hi; /* lo > hi: nothing read */
@@ -65,8 +66,9 @@ struct inline_files {
 	uint64_t searches;
 };
 
-/* For a subvolume with sectors of @sectorsize bytes; 0 or -ENOMEM. */
-int inline_files_init(struct inline_files *w, uint32_t sectorsize);
+/* For a file system with these sizes (BTRFS_IOC_FS_INFO); 0 or -ENOMEM. */
+int inline_files_init(struct inline_files *w, uint32_t sectorsize,
+		      uint32_t nodesize);
 void inline_files_release(struct inline_files *w);
 
 /*

@@ -48,7 +48,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
+#include <sys/ioctl.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -1755,7 +1755,7 @@ static int tree_root_begin(struct tree *t)
  */
 static void tree_inline_begin(struct tree *t)
 {
-	struct statfs sfs;
+	struct btrfs_ioctl_fs_info_args fi = { 0 };
 	long fs_type;
 	bool frozen;
 	int fd;
@@ -1767,8 +1767,9 @@ static void tree_inline_begin(struct tree *t)
 	if (fd < 0)
 		return;
 	if (!extent_fs_kind(fd, &fs_type, &frozen) && frozen &&
-	    fs_type == BTRFS_SUPER_MAGIC && !fstatfs(fd, &sfs) &&
-	    !inline_files_init(&t->inline_files, sfs.f_bsize)) {
+	    fs_type == BTRFS_SUPER_MAGIC &&
+	    !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) &&
+	    !inline_files_init(&t->inline_files, fi.sectorsize, fi.nodesize)) {
 		t->inline_ok = true;
 		t->inline_dev = t->walk.st.st_dev;
 	}
