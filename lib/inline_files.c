@@ -54,8 +54,8 @@ static bool inode_item_qualifies(const void *item, uint32_t len)
 	if (len < sizeof(ii))
 		return false;
 	memcpy(&ii, item, sizeof(ii));
-	return S_ISREG(le32toh(ii.mode)) && le32toh(ii.nlink) == 1 &&
-	       le64toh(ii.size) > 0;
+	return (S_ISREG(le32toh(ii.mode)) || S_ISLNK(le32toh(ii.mode))) &&
+	       le32toh(ii.nlink) == 1 && le64toh(ii.size) > 0;
 }
 
 /* The encoded I/O compression of the extent, or -1 if it does not qualify. */
@@ -85,6 +85,27 @@ static uint64_t inode_item_size(const void *item)
 
 	memcpy(&ii, item, sizeof(ii));
 	return le64toh(ii.size);
+}
+
+static bool inode_item_symlink(const void *item)
+{
+	struct btrfs_inode_item ii;
+
+	memcpy(&ii, item, sizeof(ii));
+	return S_ISLNK(le32toh(ii.mode));
+}
+
+/* A file's data, or a symlink's target: never compressed by btrfs. */
+static bool extent_item_qualifies(const struct inline_files *w,
+				  const void *inode_item, const void *item,
+				  uint32_t len)
+{
+	int compression = extent_item_compression(w, item, len,
+						  inode_item_size(inode_item));
+
+	return inode_item_symlink(inode_item) ?
+		       compression == BTRFS_ENCODED_IO_COMPRESSION_NONE :
+		       compression >= 0;
 }
 
 /* The candidate's items are all seen: keep it if it qualified. */
@@ -122,9 +143,8 @@ static void cand_item(struct inline_files *w,
 	case BTRFS_EXTENT_DATA_KEY:
 		w->cand_ok = w->cand_ok && !w->cand.extent_item &&
 			     !sh->offset &&
-			     extent_item_compression(
-				     w, item, sh->len,
-				     inode_item_size(w->cand.inode_item)) >= 0;
+			     extent_item_qualifies(w, w->cand.inode_item, item,
+						   sh->len);
 		w->cand.extent_item = item;
 		w->cand.extent_len = sh->len;
 		break;

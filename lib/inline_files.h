@@ -3,12 +3,13 @@
  * Small files read from the btrfs tree instead of opened one by one.
  *
  * Most files of a system tree are smaller than a sector and btrfs keeps
- * their data inline, in the file extent item next to the inode item. One
- * tree search returns the items of dozens of consecutive inodes: for each
- * file with one link, no xattrs and a single inline extent that covers
- * it, that is all a copy needs (owner, mode, times, size and the data as
- * stored), without the lookup, open, stat, extent search, encoded read and
- * close the file would otherwise cost.
+ * their data inline, in the file extent item next to the inode item; a
+ * symlink's target is kept the same way. One tree search returns the items
+ * of dozens of consecutive inodes: for each regular file or symlink with
+ * one link, no xattrs and a single inline extent that covers it, that is
+ * all a copy needs (owner, mode, times, size and the data as stored, or
+ * the target), without the lookup, open, stat, extent search, encoded read
+ * and close (or the stat and readlink) it would otherwise cost.
  *
  * Only for a read-only subvolume or mount: nothing there can change between
  * the search and the copy.

@@ -80,7 +80,10 @@ struct walker {
 	size_t name_at; /* the current entry's name in rel */
 	char rel[PATH_MAX];
 	struct stat st;
-	/* st holds only the type: a regular file is stat'ed once opened */
+	/*
+	 * st holds only the type: a regular file is stat'ed once opened, a
+	 * symlink when its items are not at hand
+	 */
 	bool st_pending;
 	ino_t d_ino;	 /* the entry's inode number, from the directory */
 	bool stat_files; /* stat regular files too (for their sizes) */
@@ -117,6 +120,7 @@ struct tree_dir {
 	char *dst;
 	struct stat st;
 	bool no_xattrs; /* the source is known to have none */
+	bool fresh;	/* made by this run, and given its owner then */
 };
 
 /* A tree built under a hidden name, renamed into place at the end. */
@@ -170,6 +174,7 @@ struct tree {
 	uint64_t walked;	       /* entries the walker handled, atomic */
 	struct inline_files inline_files; /* of a read-only source root */
 	bool inline_ok;
+	bool src_frozen; /* the source root is read-only: no atime moves */
 	dev_t inline_dev;
 
 	pthread_t walker;
@@ -310,10 +315,12 @@ static int walk_next(struct walker *w)
 		memcpy(w->rel + top->prefix, de->d_name, len + 1);
 		w->name_at = top->prefix;
 		w->d_ino = de->d_ino;
-		w->st_pending = de->d_type == DT_REG && !w->stat_files;
+		w->st_pending =
+			(de->d_type == DT_REG || de->d_type == DT_LNK) &&
+			!w->stat_files;
 		if (w->st_pending) {
 			memset(&w->st, 0, sizeof(w->st));
-			w->st.st_mode = S_IFREG;
+			w->st.st_mode = DTTOIF(de->d_type);
 			return 1;
 		}
 		if (fstatat(dirfd(top->dir), de->d_name, &w->st,
@@ -544,6 +551,12 @@ static int copy_xattrs(struct xattr_buf *b, bool none, int src_fd,
 	return 0;
 }
 
+/* The current entry's directory was made by this run: DEST has nothing. */
+static bool parent_fresh(const struct tree *t)
+{
+	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
+}
+
 /* The process umask and ids, read once before the threads start. */
 static mode_t t_umask;
 static uid_t t_euid;
@@ -597,23 +610,39 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	return 0;
 }
 
+/* path_metadata() flags */
+#define META_NO_XATTRS (1U << 0) /* the source is known to have none */
+#define META_OWNED (1U << 1)	 /* the copy has the source's owner already */
+
+/*
+ * An entry made by us in a directory this run made (never set-gid while
+ * the walk runs) has our ids: where the source's are the same, no chown.
+ */
+static bool made_with_owner(const struct tree *t, const struct stat *st)
+{
+	return parent_fresh(t) && st->st_uid == t_euid && st->st_gid == t_egid;
+}
+
 /*
  * The same by name, for entries without data (@dst names @at for the
- * xattr calls, which have no *at form): never follows a symlink.
+ * xattr calls, which have no *at form): never follows a symlink. @how:
+ * META_* flags.
  */
 static int path_metadata(struct tree *t, const char *src, struct entry_at at,
-			 const char *dst, const struct stat *st, bool no_xattrs,
-			 const char **op)
+			 const char *dst, const struct stat *st,
+			 unsigned int how, const char **op)
 {
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
 	int ret;
 
 	*op = "set owner of";
-	if (fchownat(at.dir, at.name, st->st_uid, st->st_gid,
+	if (!(how & META_OWNED) &&
+	    fchownat(at.dir, at.name, st->st_uid, st->st_gid,
 		     AT_SYMLINK_NOFOLLOW) &&
 	    errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(&t->walk_xattr, no_xattrs, -1, src, -1, dst, op);
+	ret = copy_xattrs(&t->walk_xattr, how & META_NO_XATTRS, -1, src, -1,
+			  dst, op);
 	if (ret)
 		return ret;
 	*op = "set mode of";
@@ -906,12 +935,6 @@ static void tree_make_links(struct tree *t)
 
 /* ----- resume: is DEST's entry already complete? ----- */
 
-/* The current entry's directory was made by this run: DEST has nothing. */
-static bool parent_fresh(const struct tree *t)
-{
-	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
-}
-
 /* The next run of equal (kind, compression) at or after *i. */
 static bool next_run(const struct extent_map *m, size_t *i,
 		     struct file_extent *run)
@@ -1196,6 +1219,38 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
 }
 
 /*
+ * Walker: the current entry from the items of a read-only source (see
+ * inline_files.h), or NULL.
+ */
+static struct inline_file *walk_inline_file(struct tree *t)
+{
+	const struct walk_level *lvl;
+
+	if (!t->inline_ok || !t->walk.depth)
+		return NULL;
+	lvl = &t->walk.levels[t->walk.depth - 1];
+	if (lvl->dev != t->inline_dev)
+		return NULL;
+	return inline_files_get(&t->inline_files, dirfd(lvl->dir), lvl->dev,
+				t->walk.d_ino);
+}
+
+static void inline_file_stat(const struct tree *t,
+			     const struct inline_file *inl, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = t->inline_dev;
+	st->st_ino = inl->ino;
+	st->st_mode = inl->mode;
+	st->st_nlink = 1;
+	st->st_uid = inl->uid;
+	st->st_gid = inl->gid;
+	st->st_size = inl->size;
+	st->st_atim = inl->atime;
+	st->st_mtim = inl->mtime;
+}
+
+/*
  * Walker: a small file of a read-only source needs no open: its inode item
  * has the metadata, its one inline extent the data, both found by a tree
  * search that serves the files after it too. Only into a directory this
@@ -1204,28 +1259,19 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
  */
 static bool tree_file_read_ahead(struct tree *t, struct tree_file *f)
 {
-	const struct walk_level *lvl;
 	struct inline_file *inl;
 
-	if (!t->walk.depth)
+	if (!parent_fresh(t))
 		return false;
-	lvl = &t->walk.levels[t->walk.depth - 1];
-	if (!t->inline_ok || lvl->dev != t->inline_dev || !lvl->fresh)
-		return false;
-	inl = inline_files_get(&t->inline_files, dirfd(lvl->dir), lvl->dev,
-			       t->walk.d_ino);
+	inl = walk_inline_file(t);
+	if (inl && !S_ISREG(inl->mode)) {
+		free(inl);
+		inl = NULL;
+	}
 	if (!inl)
 		return false;
 	f->inl = inl;
-	f->st.st_dev = lvl->dev;
-	f->st.st_ino = inl->ino;
-	f->st.st_mode = inl->mode;
-	f->st.st_nlink = 1;
-	f->st.st_uid = inl->uid;
-	f->st.st_gid = inl->gid;
-	f->st.st_size = inl->size;
-	f->st.st_atim = inl->atime;
-	f->st.st_mtim = inl->mtime;
+	inline_file_stat(t, inl, &f->st);
 	f->no_xattrs = true;
 	f->inline_data = (struct copy_inline){
 		.compression = inl->compression,
@@ -1422,6 +1468,15 @@ static bool special_complete(const struct stat *src, const char *target,
 	return n >= 0 && (size_t)n == strlen(target) && !memcmp(buf, target, n);
 }
 
+/* @here: made in the directory being walked, not beside a name in DEST. */
+static unsigned int special_meta_flags(struct tree *t, bool here)
+{
+	const struct stat *st = &t->walk.st;
+
+	return (src_no_xattrs(t, st) ? META_NO_XATTRS : 0) |
+	       (here && made_with_owner(t, st) ? META_OWNED : 0);
+}
+
 /* In a staged tree, under its own name (an incomplete one replaced). */
 static int special_named(struct tree *t, const char *src, const char *dst,
 			 struct entry_at at, struct special_arg *arg,
@@ -1437,7 +1492,7 @@ static int special_named(struct tree *t, const char *src, const char *dst,
 	if (ret)
 		return ret;
 	ret = path_metadata(t, src, at, dst, &t->walk.st,
-			    src_no_xattrs(t, &t->walk.st), op);
+			    special_meta_flags(t, true), op);
 	if (ret)
 		unlinkat(at.dir, at.name, 0);
 	return ret;
@@ -1455,7 +1510,7 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 	if (ret)
 		return ret;
 	ret = path_metadata(t, src, path_at(tmp), tmp, &t->walk.st,
-			    src_no_xattrs(t, &t->walk.st), op);
+			    special_meta_flags(t, false), op);
 	if (!ret && rename(tmp, dst)) {
 		ret = -errno;
 		*op = "rename into place";
@@ -1463,6 +1518,31 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
 	if (ret)
 		unlink(tmp);
 	return ret;
+}
+
+/*
+ * Walker: a symlink of a read-only source from its items: its metadata
+ * and its target, the data of its inline extent (never compressed), into
+ * t->walk.st and t->link_buf.
+ */
+static bool symlink_read_ahead(struct tree *t)
+{
+	struct inline_file *inl = walk_inline_file(t);
+	bool ok;
+
+	if (!inl)
+		return false;
+	ok = S_ISLNK(inl->mode) &&
+	     inl->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE &&
+	     inl->size < sizeof(t->link_buf) && inl->data_len >= inl->size &&
+	     !memchr(inl->data, '\0', inl->size);
+	if (ok) {
+		inline_file_stat(t, inl, &t->walk.st);
+		memcpy(t->link_buf, inl->data, inl->size);
+		t->link_buf[inl->size] = '\0';
+	}
+	free(inl);
+	return ok;
 }
 
 /* Symlinks, FIFOs, sockets, device nodes: made whole at once. */
@@ -1477,9 +1557,18 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 	ssize_t n;
 	int ret;
 
+	if (t->walk.st_pending && symlink_read_ahead(t)) {
+		arg.target = t->link_buf;
+	} else if (t->walk.st_pending &&
+		   fstatat(src_at.dir, src_at.name, &t->walk.st,
+			   AT_SYMLINK_NOFOLLOW)) {
+		entry_error(t, errno, "read", src);
+		return;
+	}
+	t->walk.st_pending = false;
 	if (link_seen(t, &t->walk.st, dst))
 		return;
-	if (S_ISLNK(t->walk.st.st_mode)) {
+	if (S_ISLNK(t->walk.st.st_mode) && !arg.target) {
 		n = readlinkat(src_at.dir, src_at.name, t->link_buf,
 			       sizeof(t->link_buf) - 1);
 		if (n < 0) {
@@ -1489,7 +1578,8 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 		t->link_buf[n] = '\0';
 		arg.target = t->link_buf;
 		/* readlink may have updated the atime (relatime): take it */
-		if (!fstatat(src_at.dir, src_at.name, &st,
+		if (!t->src_frozen &&
+		    !fstatat(src_at.dir, src_at.name, &st,
 			     AT_SYMLINK_NOFOLLOW) &&
 		    st.st_ino == t->walk.st.st_ino)
 			t->walk.st = st;
@@ -1626,13 +1716,25 @@ static void tree_dir(struct tree *t, const char *src, const char *dst,
 	    fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW)) {
 		if ((!parent_fresh(t) && errno != ENOENT) ||
 		    mkdirat(at.dir, at.name, 0700) ||
-		    (!t->walk.rel[0] &&
+		    (!parent_fresh(t) &&
 		     fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW))) {
 			entry_error(t, errno, "make directory", dst);
 			return;
 		}
 		fresh = true;
-		if (fchownat(at.dir, at.name, st->st_uid, st->st_gid,
+		/*
+		 * In a set-gid directory of DEST it got that group and the
+		 * set-gid bit, which everything made inside would inherit:
+		 * entries made in it must have our ids. Its mode comes from
+		 * the source at the end.
+		 */
+		if (!parent_fresh(t) && (cur.st_mode & S_ISGID) &&
+		    fchmodat(at.dir, at.name, 0700, 0)) {
+			entry_error(t, errno, "set mode of", dst);
+			return;
+		}
+		if (!made_with_owner(t, st) &&
+		    fchownat(at.dir, at.name, st->st_uid, st->st_gid,
 			     AT_SYMLINK_NOFOLLOW) &&
 		    errno != EPERM) {
 			entry_error(t, errno, "set owner of", dst);
@@ -1658,6 +1760,7 @@ static void tree_dir(struct tree *t, const char *src, const char *dst,
 	d->dst = strdup(dst);
 	d->st = *st;
 	d->no_xattrs = src_no_xattrs(t, st);
+	d->fresh = fresh;
 	if (!d->src || !d->dst) {
 		free(d->src);
 		free(d->dst);
@@ -1691,7 +1794,9 @@ static void tree_dirs_finish(struct tree *t)
 		struct tree_dir *d = &t->dirs[i];
 
 		ret = path_metadata(t, d->src, path_at(d->dst), d->dst, &d->st,
-				    d->no_xattrs, &op);
+				    (d->no_xattrs ? META_NO_XATTRS : 0) |
+					    (d->fresh ? META_OWNED : 0),
+				    &op);
 		if (ret && !t->stopping)
 			entry_error(t, ret, op, d->dst);
 	}
@@ -1760,13 +1865,14 @@ static void tree_inline_begin(struct tree *t)
 	bool frozen;
 	int fd;
 
-	t->inline_ok = false;
-	if (t->ctx->opts.verify || !S_ISDIR(t->walk.st.st_mode))
+	t->inline_ok = t->src_frozen = false;
+	if (!S_ISDIR(t->walk.st.st_mode))
 		return;
 	fd = open(t->walk.src_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (!extent_fs_kind(fd, &fs_type, &frozen) && frozen &&
+	t->src_frozen = !extent_fs_kind(fd, &fs_type, &frozen) && frozen;
+	if (t->src_frozen && !t->ctx->opts.verify &&
 	    fs_type == BTRFS_SUPER_MAGIC &&
 	    !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) &&
 	    !inline_files_init(&t->inline_files, fi.sectorsize, fi.nodesize)) {
@@ -1812,7 +1918,7 @@ static void *tree_walker(void *arg)
 		}
 		meta_prefetch_stop(&t->prefetch);
 		inline_files_release(&t->inline_files);
-		t->inline_ok = false;
+		t->inline_ok = t->src_frozen = false;
 	}
 	pthread_mutex_lock(&t->lock);
 	t->walk_done = true;

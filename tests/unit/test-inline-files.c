@@ -407,13 +407,35 @@ static void test_not_regular(void **state)
 		   3000, 100, NULL);
 	assert_rejected(b);
 
-	/* a symlink: its target is an inline extent */
+	/* a FIFO */
 	b = sbuf_new();
-	put_inode(b, INO, S_IFLNK | 0777, 1, 12);
+	put_inode(b, INO, S_IFIFO | 0644, 1, 12);
 	put_ref(b, INO);
 	put_extent(b, INO, 0, BTRFS_FILE_EXTENT_INLINE, BTRFS_COMPRESS_NONE, 12,
 		   12, NULL);
 	assert_rejected(b);
+
+	/* a symlink whose target extent is compressed (btrfs never does) */
+	b = sbuf_new();
+	put_inode(b, INO, S_IFLNK | 0777, 1, 12);
+	put_ref(b, INO);
+	put_extent(b, INO, 0, BTRFS_FILE_EXTENT_INLINE, BTRFS_COMPRESS_ZSTD, 12,
+		   10, NULL);
+	assert_rejected(b);
+}
+
+/* A symlink: its target is the data of an uncompressed inline extent. */
+static void test_symlink(void **state)
+{
+	struct sbuf *b = sbuf_new();
+	struct file_items f;
+
+	(void)state;
+	f.inode = put_inode(b, INO, S_IFLNK | 0777, 1, 12);
+	put_ref(b, INO);
+	f.extent = put_extent(b, INO, 0, BTRFS_FILE_EXTENT_INLINE,
+			      BTRFS_COMPRESS_NONE, 12, 12, &f.extent_len);
+	assert_qualifies(b, f);
 }
 
 static void test_empty(void **state)
@@ -907,6 +929,7 @@ int main(void)
 		cmocka_unit_test(test_extref),
 		cmocka_unit_test(test_nlink),
 		cmocka_unit_test(test_not_regular),
+		cmocka_unit_test(test_symlink),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_no_extent),
 		cmocka_unit_test(test_short_inode_item),

@@ -102,6 +102,15 @@ check_tree "$T" "$DST/into/tree"
 echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["files"] == 8 and d["dirs"] == 6 and d["symlinks"] == 3 and d["specials"] == 3 and d["failed"] == 0, d' ||
 	_fail "bad JSON summary"
 
+_log "DEST inside a set-gid directory: every entry keeps its own group"
+# The copy's root, made there, inherits the group and the set-gid bit; had
+# that stayed, entries made under a/b (group 98) would take group 98.
+mkdir "$DST/sgid"
+chgrp 4444 "$DST/sgid"
+chmod 2775 "$DST/sgid"
+run_check timeout 120 "$ENCIO" -q copy -r "$T" "$DST/sgid"
+check_tree "$T" "$DST/sgid/tree"
+
 _log "several sources into a directory; a file source with -r"
 mkdir "$DST/multi"
 run_check timeout 120 "$ENCIO" -q copy -r "$T/a" "$T/empty" "$T/sparse" "$DST/multi"

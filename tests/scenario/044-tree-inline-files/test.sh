@@ -68,7 +68,17 @@ truncate -s 10000 "$N/grown"
 : >"$N/empty"
 compressible 300000 >"$N/large"
 random_bytes 3000 big >"$N/random3000"
-ln -s zstd/c100 "$T/symlink"
+
+_log "build: symlinks, one of them with two names"
+mkdir "$T/links"
+ln -s ../zstd/c100 "$T/links/rel"
+ln -s /nonexistent/dangling "$T/links/dangling"
+ln -s "$(printf 'long/%.0s' $(seq 1 300))end" "$T/links/long"
+ln -s ../zstd "$T/links/to-dir"
+chown -h 1234:5678 "$T/links/rel"
+touch -h -d '2001-02-03 04:05:06.123456789' "$T/links/rel" "$T/links/long"
+ln -s target "$N/symlink-linked"
+ln "$N/symlink-linked" "$N/symlink-linked-too"
 
 _log "build: a directory whose entries run against inode order"
 mkdir "$T/ordered" "$T/reversed"
@@ -132,6 +142,8 @@ check_tree()
 	diff <(layout "$a") <(layout "$b") || _fail "extent layout differs: $a $b"
 	[ "$(stat -c %i "$b/not/linked")" = "$(stat -c %i "$b/zstd/linked-too")" ] ||
 		_fail "hard link lost in $b"
+	[ "$(stat -c %i "$b/not/symlink-linked")" = "$(stat -c %i "$b/not/symlink-linked-too")" ] ||
+		_fail "hard link of a symlink lost in $b"
 }
 
 # Opens of the test's regular files for reading: by name in an open
@@ -145,7 +157,7 @@ file_opens()
 }
 
 _log "a read-only snapshot: small files made without opening them"
-env "$no_lsan" strace -f -qq -e trace=open,openat -o "$TEST_TMP/strace.ro" \
+env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.ro" \
 	timeout 120 "$ENCIO" -q copy -r "$S" "$DST/ro" || _fail "copy of the snapshot"
 opens=$(file_opens "$TEST_TMP/strace.ro")
 # Inline but not made from the items: two names of one inode, an xattr, an
@@ -154,14 +166,20 @@ others=$((total - (inline - 4)))
 echo "$opens files opened of $total; $others do not qualify"
 [ "$opens" -eq $((others + 1)) ] ||
 	_fail "$opens opens, not the $others files that do not qualify and a probe"
+# Symlinks from their items too: only the one with two names is read
+# (its second name becomes a hard link).
+[ "$(grep -c readlink "$TEST_TMP/strace.ro")" = 1 ] ||
+	_fail "symlinks read one by one"
+[ "$(readlink "$DST/ro/links/long")" = "$(readlink "$S/links/long")" ] || _fail "long target"
 check_tree "$S" "$DST/ro"
 
 _log "the writable subvolume: every file opened"
-env "$no_lsan" strace -f -qq -e trace=open,openat -o "$TEST_TMP/strace.rw" \
+env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.rw" \
 	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy of the subvolume"
 opens=$(file_opens "$TEST_TMP/strace.rw")
 echo "$opens files opened of $total"
 [ "$opens" -ge "$total" ] || _fail "only $opens of $total files opened on a writable subvolume"
+[ "$(grep -c readlink "$TEST_TMP/strace.rw")" = 5 ] || _fail "symlinks not read on a writable subvolume"
 check_tree "$T" "$DST/rw"
 
 _log "a directory inside the snapshot, and --verify (which reads every file)"
