@@ -198,15 +198,6 @@ static bool job_refill(struct copy_job *job)
 	return job->nr_pending > 0;
 }
 
-/*
- * Issue the next piece of work into @req.
- *
- * Where encoded reads work, plain data is read with encoded reads too (the
- * kernel returns it as compression NONE): a buffered read of the same file
- * can deadlock against our own encoded reads in flight. Their extent locks
- * are released by task work that only this thread runs, while readahead of
- * a neighbouring range blocks this thread on one of those locks.
- */
 /* The inline extent in memory, handed in as the answer of an encoded read. */
 static void job_issue_inline(struct copy_job *job, struct engine_req *req)
 {
@@ -228,6 +219,15 @@ static void job_issue_inline(struct copy_job *job, struct engine_req *req)
 	job->inflight++;
 }
 
+/*
+ * Issue the next piece of work into @req.
+ *
+ * Where encoded reads work, plain data is read with encoded reads too (the
+ * kernel returns it as compression NONE): a buffered read of the same file
+ * can deadlock against our own encoded reads in flight. Their extent locks
+ * are released by task work that only this thread runs, while readahead of
+ * a neighbouring range blocks this thread on one of those locks.
+ */
 bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 {
 	struct engine *engine = &job->ctx->engine;

@@ -65,8 +65,8 @@
 
 struct walk_level {
 	DIR *dir;
-	int dst_fd; /* its copy in DEST (O_PATH), or -1: reached by path */
-	dev_t dev;
+	int dst_fd;    /* its copy in DEST (O_PATH), or -1: reached by path */
+	dev_t dev;     /* st_dev of the source directory */
 	size_t prefix; /* length of rel before a child's name */
 	bool fresh;    /* its copy was made by this run: nothing to resume */
 };
@@ -95,7 +95,7 @@ struct tree_file {
 	struct stat st;
 	bool redo_metadata;	 /* writes clear set-id bits and capabilities */
 	bool no_xattrs;		 /* the source is known to have none */
-	struct inline_file *inl; /* the source as read ahead, not opened */
+	struct inline_file *inl; /* the source from its items: not opened */
 	struct copy_inline inline_data;
 	char *src;
 	char *dst;
@@ -1257,7 +1257,7 @@ static void inline_file_stat(const struct tree *t,
  * run made: a file to resume is compared with what DEST has by its extent
  * map, which needs it open.
  */
-static bool tree_file_read_ahead(struct tree *t, struct tree_file *f)
+static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 {
 	struct inline_file *inl;
 
@@ -1347,7 +1347,7 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
-	if (!tree_file_read_ahead(t, f)) {
+	if (!tree_file_from_items(t, f)) {
 		ret = tree_file_open_source(t, f, src, dst, at);
 		if (ret < 0)
 			goto fail;
@@ -1525,7 +1525,7 @@ static int special_temp(struct tree *t, const char *src, const char *dst,
  * and its target, the data of its inline extent (never compressed), into
  * t->walk.st and t->link_buf.
  */
-static bool symlink_read_ahead(struct tree *t)
+static bool symlink_from_items(struct tree *t)
 {
 	struct inline_file *inl = walk_inline_file(t);
 	bool ok;
@@ -1557,7 +1557,7 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 	ssize_t n;
 	int ret;
 
-	if (t->walk.st_pending && symlink_read_ahead(t)) {
+	if (t->walk.st_pending && symlink_from_items(t)) {
 		arg.target = t->link_buf;
 	} else if (t->walk.st_pending &&
 		   fstatat(src_at.dir, src_at.name, &t->walk.st,
