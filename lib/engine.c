@@ -416,8 +416,9 @@ got:
 
 void engine_close(struct engine *engine, int fd)
 {
+	/* A full SQ (closes only, nothing else submitted) is sent to make room. */
 	struct io_uring_sqe *sqe =
-		engine->ring_closes ? io_uring_get_sqe(engine->ring) : NULL;
+		engine->ring_closes ? engine_get_sqe(engine) : NULL;
 
 	if (!sqe) {
 		close(fd);

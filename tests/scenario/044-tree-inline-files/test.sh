@@ -162,7 +162,7 @@ link_reads()
 }
 
 _log "a read-only snapshot: small files made without opening them"
-env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.ro" \
+env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat,close -o "$TEST_TMP/strace.ro" \
 	timeout 120 "$ENCIO" -q copy -r "$S" "$DST/ro" || _fail "copy of the snapshot"
 opens=$(file_opens "$TEST_TMP/strace.ro")
 # Inline but not made from the items: two names of one inode, an xattr, an
@@ -176,6 +176,11 @@ echo "$opens files opened of $total; $others do not qualify"
 [ "$(link_reads "$TEST_TMP/strace.ro")" = 1 ] ||
 	_fail "symlinks read one by one"
 [ "$(readlink "$DST/ro/links/long")" = "$(readlink "$S/links/long")" ] || _fail "long target"
+# Files are closed through the ring, even with no reads to send the closes
+# along with: a full submission queue is sent, not closed one by one.
+closes=$(grep -c 'close(' "$TEST_TMP/strace.ro")
+echo "$closes close(2) calls"
+[ "$closes" -lt 100 ] || _fail "$closes close(2) calls for $total files"
 check_tree "$S" "$DST/ro"
 
 _log "the writable subvolume: every file opened"
