@@ -126,6 +126,25 @@ random_bytes()
 		head -c "$1"
 }
 
+# tree_stat DIR: the stat fields of every entry under DIR, by relative path
+# (type, mode, size, owner, device numbers, atime and mtime to the
+# nanosecond, links), one line each, sorted.
+tree_stat()
+{
+	(cd "$1" && find . -printf '%P\n' | LC_ALL=C sort | while read -r p; do
+		[ -z "$p" ] && p=.
+		stat -c "$p %F %f %s %u %g %t %T %X.%x %Y.%y %h" -- "$p" | sed 's/ [0-9.]*\.\([0-9-]* [0-9:.]* [+-][0-9]*\)/ \1/g'
+	done)
+}
+
+# tree_xattrs DIR: every xattr of every entry under DIR (getfattr, hex).
+tree_xattrs()
+{
+	(cd "$1" && find . | LC_ALL=C sort | while read -r p; do
+		getfattr -h -d -m- -e hex -- "$p" 2>/dev/null
+	done)
+}
+
 # Compare two files: content, size, mode, owner, mtime.
 check_same_file()
 {

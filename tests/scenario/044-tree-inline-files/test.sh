@@ -109,19 +109,6 @@ inline=$("$ENCIO" list -r "$S" | awk '
 echo "$total regular files, $inline of them one inline extent"
 [ "$inline" -gt 250 ] || _fail "expected over 250 inline files, got $inline"
 
-snap()
-{
-	(cd "$1" && find . -printf '%P\n' | LC_ALL=C sort | while read -r p; do
-		[ -z "$p" ] && p=.
-		stat -c "$p %F %f %s %u %g %X.%x %Y.%y %h" -- "$p" | sed 's/ [0-9.]*\.\([0-9-]* [0-9:.]* [+-][0-9]*\)/ \1/g'
-	done)
-}
-xattrs()
-{
-	(cd "$1" && find . | LC_ALL=C sort | while read -r p; do
-		getfattr -h -d -m- -e hex -- "$p" 2>/dev/null
-	done)
-}
 # Extent lists. An inline extent that compression made larger than its
 # data (lzo on a few bytes) arrives plain, by any path: the kernel refuses
 # such an encoded write.
@@ -136,9 +123,9 @@ check_tree()
 {
 	local a=$1 b=$2
 	# stat first: reading the files would move atimes in a writable DEST
-	diff <(snap "$a") <(snap "$b") || _fail "stat differs: $a $b"
+	diff <(tree_stat "$a") <(tree_stat "$b") || _fail "stat differs: $a $b"
 	diff -r --no-dereference "$a" "$b" || _fail "diff -r: $a $b"
-	diff <(xattrs "$a") <(xattrs "$b") || _fail "xattrs differ: $a $b"
+	diff <(tree_xattrs "$a") <(tree_xattrs "$b") || _fail "xattrs differ: $a $b"
 	diff <(layout "$a") <(layout "$b") || _fail "extent layout differs: $a $b"
 	[ "$(stat -c %i "$b/not/linked")" = "$(stat -c %i "$b/zstd/linked-too")" ] ||
 		_fail "hard link lost in $b"
@@ -194,7 +181,7 @@ check_tree "$T" "$DST/rw"
 
 _log "a directory inside the snapshot, and --verify (which reads every file)"
 run_check timeout 120 "$ENCIO" -q copy -r "$S/zlib" "$DST/zlib-only"
-diff <(snap "$S/zlib") <(snap "$DST/zlib-only") || _fail "stat differs (directory)"
+diff <(tree_stat "$S/zlib") <(tree_stat "$DST/zlib-only") || _fail "stat differs (directory)"
 diff -r "$S/zlib" "$DST/zlib-only" || _fail "diff -r (directory)"
 env "$no_lsan" strace -f -qq -e trace=open,openat -o "$TEST_TMP/strace.verify" \
 	timeout 120 "$ENCIO" -q copy -r --verify "$S" "$DST/verify" || _fail "copy --verify"
