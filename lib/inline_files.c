@@ -155,10 +155,10 @@ static void cand_item(struct inline_files *w,
 }
 
 void inline_files_parse(struct inline_files *w, uint64_t ino, const void *buf,
-			uint32_t nr_items, bool complete)
+			size_t buf_len, uint32_t nr_items, bool complete)
 {
 	struct btrfs_ioctl_search_header sh;
-	const char *pos = buf;
+	const char *pos = buf, *end = pos + buf_len;
 	uint32_t i;
 
 	w->nr = 0;
@@ -167,12 +167,21 @@ void inline_files_parse(struct inline_files *w, uint64_t ino, const void *buf,
 	w->cand_ok = false;
 	sh.objectid = ino;
 	for (i = 0; i < nr_items; i++) {
+		if ((size_t)(end - pos) < sizeof(sh)) {
+			sh.objectid = w->cand.ino; /* it is not all there */
+			complete = false;
+			break;
+		}
 		memcpy(&sh, pos, sizeof(sh));
 		pos += sizeof(sh);
 		if (sh.objectid != w->cand.ino) {
 			cand_end(w);
 			w->cand = (struct inline_entry){ .ino = sh.objectid };
 			w->cand_ok = false;
+		}
+		if ((size_t)(end - pos) < sh.len) {
+			complete = false;
+			break;
 		}
 		cand_item(w, &sh, pos);
 		pos += sh.len;
@@ -198,7 +207,9 @@ static bool search_complete(const struct inline_files *w,
 	size_t used = 0;
 	uint32_t i;
 
-	for (i = 0; i < args->key.nr_items; i++) {
+	for (i = 0;
+	     i < args->key.nr_items && used + sizeof(sh) <= INLINE_SEARCH_BYTES;
+	     i++) {
 		memcpy(&sh, (const char *)args->buf + used, sizeof(sh));
 		used += sizeof(sh) + sh.len;
 	}
@@ -221,8 +232,8 @@ static int inline_files_search(struct inline_files *w, int fd, uint64_t ino)
 	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0)
 		return -errno;
 	w->searches++;
-	inline_files_parse(w, ino, args->buf, args->key.nr_items,
-			   search_complete(w, args));
+	inline_files_parse(w, ino, args->buf, INLINE_SEARCH_BYTES,
+			   args->key.nr_items, search_complete(w, args));
 	return 0;
 }
 

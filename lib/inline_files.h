@@ -83,11 +83,12 @@ struct inline_file *inline_files_get(struct inline_files *w, int fd, dev_t dev,
 				     uint64_t ino);
 
 /*
- * Parse one search's items (@buf, @nr_items of them) that start at inode
- * @ino; @complete: the search reached the end of the tree. Public for
- * tests.
+ * Parse one search's items (@nr_items of them in the @buf_len bytes at
+ * @buf) that start at inode @ino; @complete: the search reached the end of
+ * the tree. Items that would reach past @buf_len end the parse there, as
+ * if the search had stopped before them. Public for tests.
  */
 void inline_files_parse(struct inline_files *w, uint64_t ino, const void *buf,
-			uint32_t nr_items, bool complete);
+			size_t buf_len, uint32_t nr_items, bool complete);
 
 #endif

@@ -219,7 +219,7 @@ static void parse(struct inline_files *w, struct sbuf *b, uint64_t ino,
 	b->copy = malloc(b->len ? b->len : 1);
 	assert_non_null(b->copy);
 	memcpy(b->copy, b->data, b->len);
-	inline_files_parse(w, ino, b->copy, b->nr, complete);
+	inline_files_parse(w, ino, b->copy, b->len, b->nr, complete);
 }
 
 /* Entry @i is file @ino with its items where @f says. */
@@ -650,6 +650,40 @@ static void test_duplicate_items(void **state)
  * the tree, a buffer that would start inside an inode) are not listed,
  * whatever came before them.
  */
+/*
+ * A buffer whose last item reaches past its end (cut in the item, or in
+ * its search header) ends the parse before that inode, as an incomplete
+ * search does, even when told it is complete.
+ */
+static void test_truncated(void **state)
+{
+	struct sbuf *b = sbuf_new();
+	struct file_items f, second;
+	struct inline_files w;
+	size_t cuts[3], i;
+
+	(void)state;
+	f = put_good(b, INO);
+	second = put_good(b, INO + 1);
+	cuts[0] = b->len - 1;	      /* in the second file's extent data */
+	cuts[1] = second.extent - 10; /* in its extent item's header */
+	cuts[2] = second.inode + 20;  /* in its inode item */
+	assert_int_equal(inline_files_init(&w, 4096, NODESIZE), 0);
+	for (i = 0; i < 3; i++) {
+		free(b->copy);
+		b->copy = malloc(cuts[i]);
+		assert_non_null(b->copy);
+		memcpy(b->copy, b->data, cuts[i]);
+		inline_files_parse(&w, INO, b->copy, cuts[i], b->nr, true);
+		assert_inos(&w, INO);
+		assert_entry(&w, b, 0, INO, f);
+		assert_int_equal(w.lo, INO);
+		assert_int_equal(w.hi, INO);
+	}
+	inline_files_release(&w);
+	sbuf_free(b);
+}
+
 static void test_items_without_inode(void **state)
 {
 	struct sbuf *b = sbuf_new();
@@ -944,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_compression),
 		cmocka_unit_test(test_duplicate_items),
 		cmocka_unit_test(test_items_without_inode),
+		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_many_complete),
 		cmocka_unit_test(test_many_incomplete),
 		cmocka_unit_test(test_nothing),
