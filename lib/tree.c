@@ -175,7 +175,7 @@ struct tree {
 	struct inline_files inline_files; /* of a read-only source root */
 	bool inline_ok;
 	bool src_frozen; /* the source root is read-only: no atime moves */
-	dev_t inline_dev;
+	dev_t src_dev;	 /* the source root's */
 
 	pthread_t walker;
 	pthread_mutex_t lock; /* stats, queue, reports, fatal */
@@ -1218,6 +1218,13 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
 	return ret;
 }
 
+/* The current entry is in the source root's read-only subvolume or mount. */
+static bool entry_frozen(const struct tree *t)
+{
+	return t->src_frozen && t->walk.depth &&
+	       t->walk.levels[t->walk.depth - 1].dev == t->src_dev;
+}
+
 /*
  * Walker: the current entry from the items of a read-only source (see
  * inline_files.h), or NULL.
@@ -1229,7 +1236,7 @@ static struct inline_file *walk_inline_file(struct tree *t)
 	if (!t->inline_ok || !t->walk.depth)
 		return NULL;
 	lvl = &t->walk.levels[t->walk.depth - 1];
-	if (lvl->dev != t->inline_dev)
+	if (lvl->dev != t->src_dev)
 		return NULL;
 	return inline_files_get(&t->inline_files, dirfd(lvl->dir), lvl->dev,
 				t->walk.d_ino);
@@ -1239,7 +1246,7 @@ static void inline_file_stat(const struct tree *t,
 			     const struct inline_file *inl, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_dev = t->inline_dev;
+	st->st_dev = t->src_dev;
 	st->st_ino = inl->ino;
 	st->st_mode = inl->mode;
 	st->st_nlink = 1;
@@ -1578,7 +1585,7 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 		t->link_buf[n] = '\0';
 		arg.target = t->link_buf;
 		/* readlink may have updated the atime (relatime): take it */
-		if (!t->src_frozen &&
+		if (!entry_frozen(t) &&
 		    !fstatat(src_at.dir, src_at.name, &st,
 			     AT_SYMLINK_NOFOLLOW) &&
 		    st.st_ino == t->walk.st.st_ino)
@@ -1854,11 +1861,11 @@ static int tree_root_begin(struct tree *t)
 }
 
 /*
- * Small files from the tree where the source root is on a read-only btrfs
- * subvolume or mount; not with --verify, which compares each copy with its
- * source read plain.
+ * Whether the source root is read-only (a btrfs subvolume or a mount), and
+ * then small files from the tree where it is btrfs; not with --verify,
+ * which compares each copy with its source read plain.
  */
-static void tree_inline_begin(struct tree *t)
+static void tree_source_begin(struct tree *t)
 {
 	struct btrfs_ioctl_fs_info_args fi = { 0 };
 	long fs_type;
@@ -1866,19 +1873,18 @@ static void tree_inline_begin(struct tree *t)
 	int fd;
 
 	t->inline_ok = t->src_frozen = false;
+	t->src_dev = t->walk.st.st_dev;
 	if (!S_ISDIR(t->walk.st.st_mode))
 		return;
 	fd = open(t->walk.src_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	t->src_frozen = !extent_fs_kind(fd, &fs_type, &frozen) && frozen;
-	if (t->src_frozen && !t->ctx->opts.verify &&
-	    fs_type == BTRFS_SUPER_MAGIC &&
-	    !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) &&
-	    !inline_files_init(&t->inline_files, fi.sectorsize, fi.nodesize)) {
-		t->inline_ok = true;
-		t->inline_dev = t->walk.st.st_dev;
-	}
+	t->inline_ok = t->src_frozen && !t->ctx->opts.verify &&
+		       fs_type == BTRFS_SUPER_MAGIC &&
+		       !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) &&
+		       !inline_files_init(&t->inline_files, fi.sectorsize,
+					  fi.nodesize);
 	close(fd);
 }
 
@@ -1906,7 +1912,7 @@ static void *tree_walker(void *arg)
 							    t->walk.src_root,
 							    &t->walk.st,
 							    &t->walked);
-					tree_inline_begin(t);
+					tree_source_begin(t);
 				}
 				tree_entry(t);
 				meta_prefetch_walked(&t->walked);

@@ -81,7 +81,7 @@ ln -s target "$N/symlink-linked"
 ln "$N/symlink-linked" "$N/symlink-linked-too"
 
 _log "build: a directory whose entries run against inode order"
-mkdir "$T/ordered" "$T/reversed"
+mkdir "$T/ordered" "$T/reversed" "$T/mnt"
 for i in $(seq 1 60); do
 	compressible $((i * 30)) >"$T/ordered/f$i"
 done
@@ -194,3 +194,16 @@ umount "$SRC" || _fail "umount"
 mount -o ro "$LOOP_SRC" "$SRC" || _fail "mount ro"
 run_check timeout 120 "$ENCIO" -q copy -r "$SRC/sv" "$DST/ro-mount"
 check_tree "$SRC/sv" "$DST/ro-mount"
+
+_log "a writable mount inside the read-only one"
+# There reading a symlink moves its access time (relatime, an old atime):
+# the copy must take the new one, as on any writable source.
+mount -t tmpfs -o size=1M,relatime tmpfs "$SRC/sv/mnt" || _fail "mount tmpfs"
+_MOUNTS+=("$SRC/sv/mnt")
+ln -s somewhere "$SRC/sv/mnt/link"
+touch -h -d '2000-01-01' "$SRC/sv/mnt/link"
+run_check timeout 120 "$ENCIO" -q copy -r "$SRC/sv" "$DST/nested"
+[ "$(stat -c %X "$SRC/sv/mnt/link")" -gt 946684800 ] || _fail "readlink left the atime: nothing tested"
+[ "$(stat -c '%N %x %y' "$SRC/sv/mnt/link" | sed "s|$SRC/sv||")" = \
+	"$(stat -c '%N %x %y' "$DST/nested/mnt/link" | sed "s|$DST/nested||")" ] ||
+	_fail "symlink on the inner mount: $(stat -c '%x' "$DST/nested/mnt/link"), not $(stat -c '%x' "$SRC/sv/mnt/link")"
