@@ -231,7 +231,6 @@ static int inline_files_search(struct inline_files *w, int fd, uint64_t ino)
 	args->buf_size = INLINE_SEARCH_BYTES;
 	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0)
 		return -errno;
-	w->searches++;
 	inline_files_parse(w, ino, args->buf, INLINE_SEARCH_BYTES,
 			   args->key.nr_items, search_complete(w, args));
 	return 0;

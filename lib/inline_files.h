@@ -64,7 +64,6 @@ struct inline_files {
 	struct inline_entry cand; /* the inode being parsed */
 	bool cand_ok;
 	bool disabled; /* the search failed: not btrfs, no CAP_SYS_ADMIN */
-	uint64_t searches;
 };
 
 /* For a file system with these sizes (BTRFS_IOC_FS_INFO); 0 or -ENOMEM. */
