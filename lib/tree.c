@@ -562,6 +562,12 @@ static mode_t t_umask;
 static uid_t t_euid;
 static gid_t t_egid;
 
+/* What we make has our ids (in a directory without set-gid). */
+static bool ids_ours(const struct stat *st)
+{
+	return st->st_uid == t_euid && st->st_gid == t_egid;
+}
+
 /*
  * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
  * the file was just made by us in a directory without set-gid, so it is
@@ -573,7 +579,7 @@ static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 	int ret;
 
 	*op = "set owner of";
-	if ((!made_ours || f->st.st_uid != t_euid || f->st.st_gid != t_egid) &&
+	if (!(made_ours && ids_ours(&f->st)) &&
 	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
 	ret = copy_xattrs(b, f->no_xattrs, f->job.src_fd, f->src, f->job.dst_fd,
@@ -620,7 +626,7 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
  */
 static bool made_with_owner(const struct tree *t, const struct stat *st)
 {
-	return parent_fresh(t) && st->st_uid == t_euid && st->st_gid == t_egid;
+	return parent_fresh(t) && ids_ours(st);
 }
 
 /*
