@@ -341,6 +341,22 @@ static int open_scratch(struct bench_cmd *b)
 	return fd;
 }
 
+/*
+ * --write needs a scratch file in every round of every mode: find out once,
+ * before any timing, rather than fail the same way in each of them.
+ */
+static int bench_scratch_possible(struct bench_cmd *b)
+{
+	int fd = openat(b->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		error("--write needs a scratch file beside '%s': %m", b->path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* Read the scratch copy back and compare with the source's checksums. */
 static bool verify_copy(struct bench_cmd *b, struct bench_row *r, int dst)
 {
@@ -768,6 +784,8 @@ static int bench_open(struct bench_cmd *b)
 		error("'%s' has no compressed extents to read", b->path);
 		return -1;
 	}
+	if (b->write && bench_scratch_possible(b))
+		return -1;
 	ret = engine_init(&engine, &config);
 	if (ret) {
 		error("cannot set up the I/O engine: %s", strerror(-ret));

@@ -52,4 +52,15 @@ echo "$out"
 [ "$(cat /proc/sys/vm/nr_hugepages)" = "$old" ] || _fail "nr_hugepages not restored"
 echo "$out" | grep "^uring-fixed d8 huge" | grep -qE "hugetlb 2MiB pages|hugetlb unavailable" ||
 	_fail "huge row backing not reported"
+_log "--write on a read-only file system: one error before any timing"
+mount -o remount,ro "$SRC"
+rc=0
+out=$(timeout 120 "$ENCIO" bench -r 1 -d 4 --write "$SRC/file" 2>&1) || rc=$?
+mount -o remount,rw "$SRC"
+echo "$out"
+[ "$rc" = 1 ] || _fail "bench --write on a read-only file system: exit $rc, not 1"
+[ "$(echo "$out" | grep -c "ERROR")" = 1 ] || _fail "not exactly one error"
+echo "$out" | grep -q "ERROR: --write needs a scratch file beside '$SRC/file': Read-only file system" ||
+	_fail "error does not name the cause"
+echo "$out" | grep -q "^mode " && _fail "a table printed after the error"
 exit 0
