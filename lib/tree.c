@@ -1818,6 +1818,62 @@ static void tree_dirs_finish(struct tree *t)
 /* ----- the pipeline ----- */
 
 /*
+ * Whether directory @fd is the directory (@dev, @ino) or below it, by
+ * climbing ".." to the top. @fd is closed.
+ */
+static bool dir_within(int fd, dev_t dev, ino_t ino)
+{
+	struct stat cur, up;
+	bool within = false;
+	int parent;
+
+	while (fd >= 0 && !fstat(fd, &cur)) {
+		if (cur.st_dev == dev && cur.st_ino == ino) {
+			within = true;
+			break;
+		}
+		parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = parent;
+		if (fd < 0 || fstat(fd, &up) ||
+		    (up.st_dev == cur.st_dev && up.st_ino == cur.st_ino))
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return within;
+}
+
+/*
+ * Refuse a source root that DEST's copy would land on or inside of, before
+ * anything is made: copying a directory onto itself changes nothing it
+ * could report, and into itself never ends.
+ */
+static int root_target_check(struct tree *t)
+{
+	const struct stat *st = &t->walk.st;
+	char parent[PATH_MAX];
+	struct stat cur;
+
+	if (!lstat(t->dst_root, &cur) && cur.st_dev == st->st_dev &&
+	    cur.st_ino == st->st_ino) {
+		entry_error(t, EINVAL, "copy onto itself", t->dst_final);
+		return -EINVAL;
+	}
+	if (!S_ISDIR(st->st_mode))
+		return 0;
+	snprintf(parent, sizeof(parent), "%s", t->dst_root);
+	if (dir_within(open(dirname(parent),
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+		       st->st_dev, st->st_ino)) {
+		entry_error(t, EINVAL, "copy a directory into itself, as",
+			    t->dst_final);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
  * Walker: handle the walk's current entry, made in DEST through @at (its
  * name in its directory's copy; @dst for messages and by-path calls).
  */
@@ -1832,6 +1888,8 @@ static void tree_entry(struct tree *t)
 		entry_error(t, ENAMETOOLONG, "copy", t->walk.rel);
 		return;
 	}
+	if (!t->walk.rel[0] && root_target_check(t))
+		return;
 	at = walk_dst_at(&t->walk, dst);
 	switch (type) {
 	case S_IFDIR:
@@ -1846,6 +1904,16 @@ static void tree_entry(struct tree *t)
 	}
 }
 
+/* DEST's length without trailing slashes, for names made under it. */
+static size_t dest_len(const char *dest)
+{
+	size_t len = strlen(dest);
+
+	while (len > 1 && dest[len - 1] == '/')
+		len--;
+	return len == 1 && dest[0] == '/' ? 0 : len;
+}
+
 static int tree_root_begin(struct tree *t)
 {
 	char tmp[PATH_MAX];
@@ -1854,8 +1922,8 @@ static int tree_root_begin(struct tree *t)
 
 	snprintf(tmp, sizeof(tmp), "%s", src);
 	if (t->dest_is_dir)
-		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s/%s", t->dest,
-			     basename(tmp));
+		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s/%s",
+			     (int)dest_len(t->dest), t->dest, basename(tmp));
 	else
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s", t->dest);
 	if (n < 0 || n >= (int)sizeof(t->dst_root))

@@ -1,7 +1,8 @@
 #!/bin/bash
 # encio copy -r when things go wrong: an entry that cannot be copied is
 # reported with its path and the rest is copied (exit 1); files removed
-# while the copy runs; ENOSPC midway stops cleanly. Never a temporary left,
+# while the copy runs; ENOSPC midway stops cleanly; a directory copied
+# into or onto itself is refused before anything is made. Never a temporary left,
 # never a file under a final name that differs from SRC.
 source "$(dirname "$0")/../../common.sh"
 require_root
@@ -79,4 +80,19 @@ echo "$ERR_OUT" | grep -q "No space left on device" || _fail "ENOSPC not reporte
 echo "$ERR_OUT" | grep -q "kept in '$SMALL/.t3.encio-partial'" || _fail "staging directory not named"
 [ -z "$(find "$SMALL/.t3.encio-partial" -mindepth 1 -name '.*.encio-*')" ] || _fail "temporaries left"
 check_partial "$SRC/t3" "$SMALL/.t3.encio-partial"
+
+_log "a directory copied into or onto itself: refused before anything is made"
+mkdir -p "$SRC/t4/sub/deep"
+compressible 5000 >"$SRC/t4/sub/f"
+before=$(cd "$SRC/t4" && find . | sort)
+run_mustfail "into itself" timeout 60 "$ENCIO" -q copy -r "$SRC/t4" "$SRC/t4/sub/deep"
+echo "$ERR_OUT" | grep -q "cannot copy a directory into itself, as '$SRC/t4/sub/deep/t4'" || _fail "into itself not named"
+run_mustfail "into itself, DEST named" timeout 60 "$ENCIO" -q copy -r "$SRC/t4/" "$SRC/t4/sub/new"
+run_mustfail "onto itself" timeout 60 "$ENCIO" -q copy -r "$SRC/t4" "$SRC//"
+echo "$ERR_OUT" | grep -q "cannot copy onto itself '$SRC/t4'" || _fail "onto itself not named"
+run_mustfail "a file onto itself" timeout 60 "$ENCIO" -q copy -r "$SRC/t4/sub/f" "$SRC/t4/sub"
+[ "$(cd "$SRC/t4" && find . | sort)" = "$before" ] || _fail "entries made: $(cd "$SRC/t4" && find . | sort)"
+[ -z "$(find "$SRC" -name '*.encio-partial')" ] || _fail "staging directory made"
+"$ENCIO" -q copy -r "$SRC/t4/sub" "$SRC/t4/sub2" || _fail "a sibling copy refused"
+diff -r "$SRC/t4/sub" "$SRC/t4/sub2" || _fail "sibling copy differs"
 exit 0
