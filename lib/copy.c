@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -684,6 +685,62 @@ static int job_check_compress(struct copy_job *job)
 	return 0;
 }
 
+/*
+ * Pseudo file systems give their files size 0 and make up the content as
+ * it is read: what cp copies of them is what reads return up to the end.
+ */
+static bool src_sizeless(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs))
+		return false;
+	switch (sfs.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+		return true;
+	}
+	return false;
+}
+
+static int job_copy_to_eof(struct copy_job *job)
+{
+	char buf[16384];
+	uint64_t off = 0;
+	ssize_t n, w;
+	size_t done;
+
+	for (;;) {
+		n = pread(job->src_fd, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return job_fail(job, errno, "read", false, off);
+		if (!n)
+			break;
+		for (done = 0; done < (size_t)n; done += w) {
+			w = pwrite(job->dst_fd, buf + done, n - done,
+				   off + done);
+			if (w < 0 && errno == EINTR)
+				w = 0;
+			else if (w < 0)
+				return job_fail(job, errno, "write", true,
+						off + done);
+		}
+		off += n;
+	}
+	if (off) {
+		job->ctx->stats.logical_bytes += off;
+		job->ctx->stats.ranges_plain++;
+	}
+	return 0;
+}
+
 int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
@@ -706,6 +763,8 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	    ftruncate(job->dst_fd, job->size))
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
+	if (!job->size && src_sizeless(job->src_fd))
+		return job_copy_to_eof(job);
 	return 0;
 }
 
@@ -856,10 +915,11 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	return 0;
 }
 
+/* O_NONBLOCK: opening a FIFO to learn that it is one must not block. */
 static int copy_open_src(const char *src, struct stat *st,
 			 struct encio_error *e)
 {
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	int fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return encio_error_set(e, errno, "open", src, false, 0);
@@ -873,6 +933,11 @@ static int copy_open_src(const char *src, struct stat *st,
 				       S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
 				       "copy (not a regular file)", src, false,
 				       0);
+	}
+	/* io_uring would hand EAGAIN back for reads of an O_NONBLOCK file */
+	if (fcntl(fd, F_SETFL, 0)) {
+		close(fd);
+		return encio_error_set(e, errno, "open", src, false, 0);
 	}
 	return fd;
 }
