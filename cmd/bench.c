@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../lib/bench.h"
+#include "../lib/extents.h"
 #include "commands.h"
 
 static const char *const bench_usage[] = {
@@ -763,9 +764,10 @@ static int bench_open(struct bench_cmd *b)
 	struct engine engine;
 	int ret;
 
-	b->fd = open(b->path, O_RDONLY | O_CLOEXEC);
+	b->fd = open_regular(b->path, O_RDONLY, 0);
 	if (b->fd < 0) {
-		error("cannot open '%s': %m", b->path);
+		error("cannot open '%s': %s", b->path,
+		      open_regular_error(b->fd));
 		return -1;
 	}
 	snprintf(tmp, sizeof(tmp), "%s", b->path);

@@ -60,6 +60,9 @@ int parse_size(const char *arg, uint64_t *out);
 void json_fprint_string(FILE *out, const char *str);
 void json_print_string(const char *str);
 
+/* Why open_regular() failed (-errno), for a message. */
+const char *open_regular_error(int err);
+
 /* "EINVAL" for EINVAL (either sign); "E<n>" for numbers not in the table. */
 const char *errno_name(int err);
 

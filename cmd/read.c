@@ -13,6 +13,7 @@
 
 #include "../lib/compression.h"
 #include "../lib/engine.h"
+#include "../lib/extents.h"
 #include "commands.h"
 
 static const char *const read_usage[] = {
@@ -214,9 +215,9 @@ static int cmd_read(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_read_options(cmd, argc, argv, &o);
 	if (ret)
 		return ret;
-	fd = open(o.path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(o.path, O_RDONLY, 0);
 	if (fd < 0) {
-		error("cannot open '%s': %m", o.path);
+		error("cannot open '%s': %s", o.path, open_regular_error(fd));
 		return 1;
 	}
 	config.slot_size = o.bufsize;

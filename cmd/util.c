@@ -175,3 +175,8 @@ int common_option(const struct cmd_struct *cmd, int opt, int *json)
 	}
 	return EXIT_USAGE;
 }
+
+const char *open_regular_error(int err)
+{
+	return err == -EINVAL ? "not a regular file" : strerror(-err);
+}

@@ -16,6 +16,7 @@
 
 #include "../lib/compression.h"
 #include "../lib/engine.h"
+#include "../lib/extents.h"
 #include "commands.h"
 
 /* More than any valid extent, so the kernel can refuse oversized data. */
@@ -217,9 +218,9 @@ static int cmd_write(const struct cmd_struct *cmd, int argc, char **argv)
 		free(data);
 		return 1;
 	}
-	fd = open(o.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open_regular(o.path, O_WRONLY | O_CREAT, 0644);
 	if (fd < 0) {
-		error("cannot open '%s': %m", o.path);
+		error("cannot open '%s': %s", o.path, open_regular_error(fd));
 		free(data);
 		return 1;
 	}

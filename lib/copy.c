@@ -915,29 +915,20 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	return 0;
 }
 
-/* O_NONBLOCK: opening a FIFO to learn that it is one must not block. */
 static int copy_open_src(const char *src, struct stat *st,
 			 struct encio_error *e)
 {
-	int fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open_regular(src, O_RDONLY, 0);
 
 	if (fd < 0)
-		return encio_error_set(e, errno, "open", src, false, 0);
+		return encio_error_set(e, -fd,
+				       fd == -EISDIR || fd == -EINVAL ?
+					       "copy (not a regular file)" :
+					       "open",
+				       src, false, 0);
 	if (fstat(fd, st)) {
 		close(fd);
 		return encio_error_set(e, errno, "stat", src, false, 0);
-	}
-	if (!S_ISREG(st->st_mode)) {
-		close(fd);
-		return encio_error_set(e,
-				       S_ISDIR(st->st_mode) ? EISDIR : EINVAL,
-				       "copy (not a regular file)", src, false,
-				       0);
-	}
-	/* io_uring would hand EAGAIN back for reads of an O_NONBLOCK file */
-	if (fcntl(fd, F_SETFL, 0)) {
-		close(fd);
-		return encio_error_set(e, errno, "open", src, false, 0);
 	}
 	return fd;
 }

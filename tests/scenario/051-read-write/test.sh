@@ -80,6 +80,11 @@ run_mustfail "file too big" efbig timeout 30 "$ENCIO" write -o 1M -c zstd -u "$p
 echo "$ERR_OUT" | grep -q "EFBIG (File too large)" || _fail "past RLIMIT_FSIZE: no EFBIG"
 run_mustfail "unknown algorithm number" timeout 30 "$ENCIO" write -o 0 -c 9 -u "$p_unencoded_len" "$SRC/bad" <"$TEST_TMP/ext"
 echo "$ERR_OUT" | grep -q "EINVAL" || _fail "compression 9: no EINVAL"
+mkfifo "$TEST_TMP/fifo"
+run_mustfail "read a FIFO" timeout 20 "$ENCIO" read "$TEST_TMP/fifo"
+echo "$ERR_OUT" | grep -q "cannot open '$TEST_TMP/fifo': not a regular file" || _fail "read: FIFO not refused"
+run_mustfail "write a FIFO" timeout 20 "$ENCIO" write -o 0 -c zstd -u "$p_unencoded_len" "$TEST_TMP/fifo" <"$TEST_TMP/ext"
+echo "$ERR_OUT" | grep -q "cannot open '$TEST_TMP/fifo': not a regular file" || _fail "write: FIFO not refused"
 command -v setpriv >/dev/null || _not_run "needs setpriv"
 noadmin() { setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$@"; }
 run_mustfail "read without CAP_SYS_ADMIN" noadmin timeout 30 "$ENCIO" read "$SRC/zstd"

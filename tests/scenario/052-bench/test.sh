@@ -52,6 +52,13 @@ echo "$out"
 [ "$(cat /proc/sys/vm/nr_hugepages)" = "$old" ] || _fail "nr_hugepages not restored"
 echo "$out" | grep "^uring-fixed d8 huge" | grep -qE "hugetlb 2MiB pages|hugetlb unavailable" ||
 	_fail "huge row backing not reported"
+_log "a FIFO is refused, not waited on"
+mkfifo "$TEST_TMP/fifo"
+rc=0
+out=$(timeout 20 "$ENCIO" bench -r 1 "$TEST_TMP/fifo" 2>&1) || rc=$?
+[ "$rc" = 1 ] || _fail "bench of a FIFO: exit $rc, not 1"
+echo "$out" | grep -q "cannot open '$TEST_TMP/fifo': not a regular file" || _fail "FIFO: $out"
+
 _log "--write on a read-only file system: one error before any timing"
 mount -o remount,ro "$SRC"
 rc=0
