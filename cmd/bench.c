@@ -764,7 +764,7 @@ static int bench_open(struct bench_cmd *b)
 	struct engine engine;
 	int ret;
 
-	b->fd = open_regular(b->path, O_RDONLY, 0);
+	b->fd = open_regular(b->path, O_RDONLY, 0, NULL);
 	if (b->fd < 0) {
 		error("cannot open '%s': %s", b->path,
 		      open_regular_error(b->fd));

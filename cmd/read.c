@@ -215,7 +215,7 @@ static int cmd_read(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_read_options(cmd, argc, argv, &o);
 	if (ret)
 		return ret;
-	fd = open_regular(o.path, O_RDONLY, 0);
+	fd = open_regular(o.path, O_RDONLY, 0, NULL);
 	if (fd < 0) {
 		error("cannot open '%s': %s", o.path, open_regular_error(fd));
 		return 1;

@@ -218,7 +218,7 @@ static int cmd_write(const struct cmd_struct *cmd, int argc, char **argv)
 		free(data);
 		return 1;
 	}
-	fd = open_regular(o.path, O_WRONLY | O_CREAT, 0644);
+	fd = open_regular(o.path, O_WRONLY | O_CREAT, 0644, NULL);
 	if (fd < 0) {
 		error("cannot open '%s': %s", o.path, open_regular_error(fd));
 		free(data);

@@ -918,7 +918,7 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 static int copy_open_src(const char *src, struct stat *st,
 			 struct encio_error *e)
 {
-	int fd = open_regular(src, O_RDONLY, 0);
+	int fd = open_regular(src, O_RDONLY, 0, st);
 
 	if (fd < 0)
 		return encio_error_set(e, -fd,
@@ -926,10 +926,6 @@ static int copy_open_src(const char *src, struct stat *st,
 					       "copy (not a regular file)" :
 					       "open",
 				       src, false, 0);
-	if (fstat(fd, st)) {
-		close(fd);
-		return encio_error_set(e, errno, "stat", src, false, 0);
-	}
 	return fd;
 }
 

@@ -576,27 +576,30 @@ int extent_fs_kind(int fd, long *fs_type, bool *clean)
 }
 
 /*
- * Open @path as open(2) would, for a regular file only: -EISDIR for a
- * directory, -EINVAL for anything else. O_NONBLOCK while finding out: a
- * FIFO must not make the open wait for its other end (its -ENXIO for a
- * writer without a reader is a FIFO too). Cleared again: io_uring would
- * hand EAGAIN back for reads of an O_NONBLOCK file.
+ * Open @path as open(2) would, for a regular file only (its stat in @st
+ * when not NULL): -EISDIR for a directory, -EINVAL for anything else.
+ * O_NONBLOCK while finding out: a FIFO must not make the open wait for its
+ * other end (its -ENXIO for a writer without a reader is a FIFO too).
+ * Cleared again: io_uring would hand EAGAIN back for reads of an
+ * O_NONBLOCK file.
  */
-int open_regular(const char *path, int flags, mode_t mode)
+int open_regular(const char *path, int flags, mode_t mode, struct stat *st)
 {
 	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, mode), ret;
-	struct stat st;
+	struct stat own;
 
+	if (!st)
+		st = &own;
 	if (fd < 0) {
 		ret = -errno;
-		if (ret == -ENXIO && !stat(path, &st) && S_ISFIFO(st.st_mode))
+		if (ret == -ENXIO && !stat(path, st) && S_ISFIFO(st->st_mode))
 			ret = -EINVAL;
 		return ret;
 	}
-	if (fstat(fd, &st))
+	if (fstat(fd, st))
 		ret = -errno;
-	else if (!S_ISREG(st.st_mode))
-		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	else if (!S_ISREG(st->st_mode))
+		ret = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 	else if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK))
 		ret = -errno;
 	else

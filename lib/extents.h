@@ -73,7 +73,7 @@ int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
  * writeback, and EXTENT_MAP_CLEAN applies. 0 or -errno.
  */
 int extent_fs_kind(int fd, long *fs_type, bool *clean);
-int open_regular(const char *path, int flags, mode_t mode);
+int open_regular(const char *path, int flags, mode_t mode, struct stat *st);
 
 /* End of the last range holding data (regular or inline) below map->size. */
 uint64_t extent_map_data_end(const struct extent_map *map);

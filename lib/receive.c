@@ -366,8 +366,8 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
  * nothing shows what is there, and only a regular file is reopened, so a
  * symlink, device or fifo the stream made is never opened through.
  */
-static int open_regular(struct receive_ctx *ctx, int dirfd, const char *path,
-			int flags)
+static int open_regular_beneath(struct receive_ctx *ctx, int dirfd,
+				const char *path, int flags)
 {
 	char proc[64];
 	struct stat st;
@@ -419,7 +419,7 @@ static int get_write_fd(struct receive_ctx *ctx, const char *path)
 	ret = check_path(ctx, path);
 	if (ret)
 		return ret;
-	fd = open_regular(ctx, ctx->subvol_fd, path, O_WRONLY);
+	fd = open_regular_beneath(ctx, ctx->subvol_fd, path, O_WRONLY);
 	if (fd < 0)
 		return fd;
 	ctx->write_fd = fd;
@@ -1085,7 +1085,7 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 		dir = open_subvol_by_uuid(ctx, clone_uuid);
 	if (dir < 0)
 		return dir;
-	src = open_regular(ctx, dir, clone_path, O_RDONLY);
+	src = open_regular_beneath(ctx, dir, clone_path, O_RDONLY);
 	if (dir != ctx->subvol_fd)
 		close(dir);
 	if (src < 0) {
@@ -1261,7 +1261,7 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 					    check_path(ctx, path);
 	if (ret)
 		return ret;
-	fd = open_regular(ctx, ctx->subvol_fd, path, O_RDONLY);
+	fd = open_regular_beneath(ctx, ctx->subvol_fd, path, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	ret = ioctl(fd, FS_IOC_ENABLE_VERITY, &va) ? -errno : 0;

@@ -2,8 +2,8 @@
 # encio copy -r when things go wrong: an entry that cannot be copied is
 # reported with its path and the rest is copied (exit 1); files removed
 # while the copy runs; ENOSPC midway stops cleanly; a directory copied
-# into or onto itself is refused before anything is made. Never a temporary left,
-# never a file under a final name that differs from SRC.
+# into or onto itself is refused before anything is made. Never a
+# temporary left, never a file under a final name that differs from SRC.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
