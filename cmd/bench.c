@@ -333,12 +333,13 @@ static void verify_reads(struct bench_cmd *b)
 	}
 }
 
-static int open_scratch(struct bench_cmd *b)
+/* An unnamed file beside FILE; @what says in the error what it was for. */
+static int open_scratch(struct bench_cmd *b, const char *what)
 {
 	int fd = openat(b->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
 	if (fd < 0)
-		error("cannot create a scratch file beside '%s': %m", b->path);
+		error("%s beside '%s': %m", what, b->path);
 	return fd;
 }
 
@@ -348,12 +349,10 @@ static int open_scratch(struct bench_cmd *b)
  */
 static int bench_scratch_possible(struct bench_cmd *b)
 {
-	int fd = openat(b->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = open_scratch(b, "--write needs a scratch file");
 
-	if (fd < 0) {
-		error("--write needs a scratch file beside '%s': %m", b->path);
+	if (fd < 0)
 		return -1;
-	}
 	close(fd);
 	return 0;
 }
@@ -384,7 +383,7 @@ static void run_write(struct bench_cmd *b, struct bench_row *r,
 {
 	struct bench_pass p = { 0 };
 	double t0, c0;
-	int dst = open_scratch(b);
+	int dst = open_scratch(b, "cannot create a scratch file");
 
 	if (dst < 0) {
 		r->write_err = errno;

@@ -274,6 +274,16 @@ static void assert_rejected(struct sbuf *b)
 	assert_rejected_sector(b, 4096);
 }
 
+/* @w holds just the file at INO, with items @f, and covers INO to @hi. */
+static void assert_only_file(const struct inline_files *w, const struct sbuf *b,
+			     struct file_items f, uint64_t hi)
+{
+	assert_inos(w, INO);
+	assert_entry(w, b, 0, INO, f);
+	assert_int_equal(w->lo, INO);
+	assert_int_equal(w->hi, hi);
+}
+
 /* @b holds one file at INO, with items @f, that qualifies. */
 static void assert_qualifies_sector(struct sbuf *b, struct file_items f,
 				    uint32_t sectorsize)
@@ -282,10 +292,7 @@ static void assert_qualifies_sector(struct sbuf *b, struct file_items f,
 
 	assert_int_equal(inline_files_init(&w, sectorsize, NODESIZE), 0);
 	parse(&w, b, INO, true);
-	assert_inos(&w, INO);
-	assert_entry(&w, b, 0, INO, f);
-	assert_int_equal(w.lo, INO);
-	assert_int_equal(w.hi, UINT64_MAX);
+	assert_only_file(&w, b, f, UINT64_MAX);
 	inline_files_release(&w);
 	sbuf_free(b);
 }
@@ -675,10 +682,7 @@ static void test_truncated(void **state)
 		assert_non_null(b->copy);
 		memcpy(b->copy, b->data, cuts[i]);
 		inline_files_parse(&w, INO, b->copy, cuts[i], b->nr, true);
-		assert_inos(&w, INO);
-		assert_entry(&w, b, 0, INO, f);
-		assert_int_equal(w.lo, INO);
-		assert_int_equal(w.hi, INO);
+		assert_only_file(&w, b, f, INO);
 	}
 	inline_files_release(&w);
 	sbuf_free(b);
