@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,29 +684,6 @@ static int job_check_compress(struct copy_job *job)
 	return 0;
 }
 
-/*
- * Pseudo file systems give their files size 0 and make up the content as
- * it is read: what cp copies of them is what reads return up to the end.
- */
-static bool src_sizeless(int fd)
-{
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs))
-		return false;
-	switch (sfs.f_type) {
-	case PROC_SUPER_MAGIC:
-	case SYSFS_MAGIC:
-	case DEBUGFS_MAGIC:
-	case TRACEFS_MAGIC:
-	case SECURITYFS_MAGIC:
-	case CGROUP_SUPER_MAGIC:
-	case CGROUP2_SUPER_MAGIC:
-		return true;
-	}
-	return false;
-}
-
 static int job_copy_to_eof(struct copy_job *job)
 {
 	char buf[16384];
@@ -763,7 +739,7 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	    ftruncate(job->dst_fd, job->size))
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
-	if (!job->size && src_sizeless(job->src_fd))
+	if (!job->size && fs_files_sizeless(job->src_fd))
 		return job_copy_to_eof(job);
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -576,23 +577,30 @@ int extent_fs_kind(int fd, long *fs_type, bool *clean)
 }
 
 /*
- * Open @path as open(2) would, for a regular file only (its stat in @st
- * when not NULL): -EISDIR for a directory, -EINVAL for anything else.
- * O_NONBLOCK while finding out: a FIFO must not make the open wait for its
- * other end (its -ENXIO for a writer without a reader is a FIFO too).
- * Cleared again: io_uring would hand EAGAIN back for reads of an
- * O_NONBLOCK file.
+ * Open @name beneath @dirfd as openat(2) would, for a regular file only
+ * (its stat in @st when not NULL): -EISDIR for a directory, -EINVAL for
+ * anything else. O_NONBLOCK while finding out: a FIFO must not make the
+ * open wait for its other end (its -ENXIO for a writer without a reader is
+ * a FIFO too). Cleared again: io_uring would hand EAGAIN back for reads of
+ * an O_NONBLOCK file. A lease someone holds makes an O_NONBLOCK open fail
+ * with EWOULDBLOCK where a blocking one waits for it: then it waits.
  */
-int open_regular(const char *path, int flags, mode_t mode, struct stat *st)
+int open_regular_at(int dirfd, const char *name, int flags, mode_t mode,
+		    struct stat *st)
 {
-	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, mode), ret;
+	int fd = openat(dirfd, name, flags | O_NONBLOCK | O_CLOEXEC, mode);
 	struct stat own;
+	int ret;
 
 	if (!st)
 		st = &own;
+	if (fd < 0 && errno == EWOULDBLOCK)
+		fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
 	if (fd < 0) {
 		ret = -errno;
-		if (ret == -ENXIO && !stat(path, st) && S_ISFIFO(st->st_mode))
+		if (ret == -ENXIO &&
+		    !fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISFIFO(st->st_mode))
 			ret = -EINVAL;
 		return ret;
 	}
@@ -606,6 +614,34 @@ int open_regular(const char *path, int flags, mode_t mode, struct stat *st)
 		return fd;
 	close(fd);
 	return ret;
+}
+
+int open_regular(const char *path, int flags, mode_t mode, struct stat *st)
+{
+	return open_regular_at(AT_FDCWD, path, flags, mode, st);
+}
+
+/*
+ * Pseudo file systems give their files size 0 and make up the content as
+ * it is read: what cp copies of them is what reads return up to the end.
+ */
+bool fs_files_sizeless(int fd)
+{
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs))
+		return false;
+	switch (sfs.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case DEBUGFS_MAGIC:
+	case TRACEFS_MAGIC:
+	case SECURITYFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+		return true;
+	}
+	return false;
 }
 
 uint64_t extent_map_data_end(const struct extent_map *map)

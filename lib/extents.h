@@ -73,7 +73,15 @@ int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
  * writeback, and EXTENT_MAP_CLEAN applies. 0 or -errno.
  */
 int extent_fs_kind(int fd, long *fs_type, bool *clean);
+/*
+ * open(2) / openat(2) of a regular file only, without waiting on a FIFO:
+ * -EISDIR for a directory, -EINVAL for anything else; its stat in @st.
+ */
+int open_regular_at(int dirfd, const char *name, int flags, mode_t mode,
+		    struct stat *st);
 int open_regular(const char *path, int flags, mode_t mode, struct stat *st);
+/* Files of @fd's file system report size 0 and read their content (procfs). */
+bool fs_files_sizeless(int fd);
 
 /* End of the last range holding data (regular or inline) below map->size. */
 uint64_t extent_map_data_end(const struct extent_map *map);

@@ -476,6 +476,28 @@ static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 	return 0;
 }
 
+/* A file of procfs and the like: size 0, its content what reads return. */
+static int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path)
+{
+	uint64_t pos = 0;
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		n = pread(fd, ctx->buf, SEND_WRITE_MAX, pos);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail(ctx, errno, "read", pos, true);
+		if (n == 0)
+			return 0;
+		ret = send_write(ctx, path, ctx->buf, n, pos);
+		if (ret)
+			return ret;
+		pos += n;
+	}
+}
+
 /*
  * FALLOCATE for the preallocated ranges of @map: those below the size with
  * mode 0, before the data (so each one grows the file from below, where
@@ -535,15 +557,21 @@ static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 	return 0;
 }
 
-/* Open and map a regular file; a path operation: nothing in flight. */
+/*
+ * Open and map a regular file, @st made the opened file's; a path
+ * operation: nothing in flight.
+ */
 static int file_open_map(struct send_ctx *ctx, int dirfd, const char *name,
-			 const struct stat *st, struct extent_map *map)
+			 struct stat *st, struct extent_map *map)
 {
 	int fd, ret;
 
-	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_regular_at(dirfd, name, O_RDONLY | O_NOFOLLOW, 0, st);
+	if (fd == -EINVAL || fd == -EISDIR)
+		return fail(ctx, EAGAIN, "send (replaced while read)", 0,
+			    false);
 	if (fd < 0)
-		return fail(ctx, errno, "open", 0, false);
+		return fail(ctx, fd, "open", 0, false);
 	ret = probe_file(ctx, fd, st);
 	if (!ret) {
 		ret = extent_map_build_stat(
@@ -578,6 +606,8 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 		ret = send_data_plain(ctx, fd, path, map);
 	else if (!ret)
 		ret = send_data_encoded(ctx, fd, path, map);
+	if (!ret && !map->size && fs_files_sizeless(fd))
+		ret = send_data_to_eof(ctx, fd, path);
 	if (ret)
 		return ret;
 	/* The writes make the size, but for a hole or prealloc at the end. */
@@ -596,9 +626,10 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 			  const char *path, const struct stat *st)
 {
 	struct extent_map map = { 0 };
+	struct stat opened = *st;
 	int fd, ret;
 
-	fd = file_open_map(ctx, dirfd, name, st, &map);
+	fd = file_open_map(ctx, dirfd, name, &opened, &map);
 	if (fd < 0)
 		return fd;
 	ret = file_emit(ctx, fd, path, &map, 0, 0, false, 0);

@@ -363,16 +363,21 @@ static struct entry_at walk_dst_at(const struct walker *w, const char *path)
 				  w->rel + w->name_at };
 }
 
-/* Open the regular file the last walk_next() returned. */
-static int walk_open_file(const struct walker *w, const char *path)
+/*
+ * Open the regular file the last walk_next() returned, its stat in @st.
+ * It may have been replaced since readdir: anything but a regular file is
+ * -EINVAL (a FIFO put there must not block the walk).
+ */
+static int walk_open_file(const struct walker *w, const char *path,
+			  struct stat *st)
 {
-	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+	const int flags = O_RDONLY | O_NOFOLLOW;
 	struct entry_at at = walk_src_at(w, path);
-	int fd = openat(at.dir, at.name, flags | O_NOATIME);
+	int fd = open_regular_at(at.dir, at.name, flags | O_NOATIME, 0, st);
 
-	if (fd < 0 && errno == EPERM) /* O_NOATIME on someone else's */
-		fd = openat(at.dir, at.name, flags);
-	return fd < 0 ? -errno : fd;
+	if (fd == -EPERM) /* O_NOATIME on someone else's */
+		fd = open_regular_at(at.dir, at.name, flags, 0, st);
+	return fd;
 }
 
 /* Enter the directory the last walk_next() returned. */
@@ -1143,15 +1148,17 @@ static int tree_probe(struct tree *t, struct tree_file *f)
 /* The probe reads the source: open one the walker did not need to. */
 static int tree_probe_source(struct tree_file *f)
 {
-	const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+	const int flags = O_RDONLY | O_NOFOLLOW;
+	int fd;
 
 	if (f->job.src_fd >= 0)
 		return 0;
-	f->job.src_fd = open(f->src, flags | O_NOATIME);
-	if (f->job.src_fd < 0 && errno == EPERM) /* someone else's */
-		f->job.src_fd = open(f->src, flags);
-	if (f->job.src_fd < 0)
-		return encio_error_set(&f->e, errno, "open", f->src, false, 0);
+	fd = open_regular(f->src, flags | O_NOATIME, 0, NULL);
+	if (fd == -EPERM) /* someone else's */
+		fd = open_regular(f->src, flags, 0, NULL);
+	if (fd < 0)
+		return encio_error_set(&f->e, fd, "open", f->src, false, 0);
+	f->job.src_fd = fd;
 	return 0;
 }
 
@@ -1305,21 +1312,17 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 {
 	int ret;
 
-	ret = walk_open_file(&t->walk, src);
+	ret = walk_open_file(&t->walk, src, &f->st);
+	if (ret == -EINVAL || ret == -EISDIR) {
+		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
+				src, false, 0);
+		return -1;
+	}
 	if (ret < 0) {
 		encio_error_set(&f->e, ret, "open", src, false, 0);
 		return -1;
 	}
 	f->job.src_fd = ret;
-	if (fstat(f->job.src_fd, &f->st)) {
-		encio_error_set(&f->e, errno, "stat", src, false, 0);
-		return -1;
-	}
-	if (!S_ISREG(f->st.st_mode)) {
-		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
-				src, false, 0);
-		return -1;
-	}
 	if (t->walk.st_pending && link_seen(t, &f->st, dst))
 		return 1;
 	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, at)) {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -639,6 +640,54 @@ static void test_map_empty_and_dir(void **state)
 	close(fd);
 }
 
+/* A FIFO without a writer must not block the open (it would hang here). */
+static void test_open_regular(void **state)
+{
+	char dir[] = "/dev/shm/encio-test-open.XXXXXX";
+	struct stat st;
+	int dfd, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(mkfifoat(dfd, "fifo", 0600), 0);
+	assert_int_equal(mkdirat(dfd, "sub", 0700), 0);
+	fd = openat(dfd, "file", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "data", 4), 4);
+	close(fd);
+
+	assert_int_equal(open_regular_at(dfd, "fifo", O_RDONLY, 0, &st),
+			 -EINVAL);
+	assert_int_equal(open_regular_at(dfd, "fifo", O_WRONLY, 0, NULL),
+			 -EINVAL);
+	assert_int_equal(open_regular_at(dfd, "sub", O_RDONLY, 0, NULL),
+			 -EISDIR);
+	assert_int_equal(open_regular_at(dfd, "none", O_RDONLY, 0, NULL),
+			 -ENOENT);
+	fd = open_regular_at(dfd, "file", O_RDONLY, 0, &st);
+	assert_true(fd >= 0);
+	assert_int_equal(st.st_size, 4);
+	/* io_uring reads must not see O_NONBLOCK */
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	assert_int_not_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	assert_false(fs_files_sizeless(fd));
+	close(fd);
+
+	fd = open_regular("/proc/version", O_RDONLY, 0, &st);
+	assert_true(fd >= 0);
+	assert_int_equal(st.st_size, 0);
+	assert_true(fs_files_sizeless(fd));
+	close(fd);
+
+	unlinkat(dfd, "fifo", 0);
+	unlinkat(dfd, "sub", AT_REMOVEDIR);
+	unlinkat(dfd, "file", 0);
+	close(dfd);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -660,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_map_empty_and_dir),
 		cmocka_unit_test(test_map_data_end),
 		cmocka_unit_test(test_map_build_stat),
+		cmocka_unit_test(test_open_regular),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

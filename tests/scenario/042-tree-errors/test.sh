@@ -1,9 +1,10 @@
 #!/bin/bash
 # encio copy -r when things go wrong: an entry that cannot be copied is
 # reported with its path and the rest is copied (exit 1); files removed
-# while the copy runs; ENOSPC midway stops cleanly; a directory copied
-# into or onto itself is refused before anything is made. Never a
-# temporary left, never a file under a final name that differs from SRC.
+# while the copy runs, or replaced by FIFOs (never waited on); ENOSPC
+# midway stops cleanly; a directory copied into or onto itself is refused
+# before anything is made. Never a temporary left, never a file under a
+# final name that differs from SRC.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -66,6 +67,42 @@ cat "$TEST_TMP/err" | head
 check_partial "$SRC/t2" "$DST/t2" removed-ok
 n=$(grep -c "No such file" "$TEST_TMP/err")
 echo "$n files vanished during the copy, reported"
+
+_log "files replaced by FIFOs while the copy runs: reported, never waited on"
+mkdir -p "$SRC/t5"
+for i in $(seq 0 1999); do echo "file $i" >"$SRC/t5/f$i"; done
+sync
+# Swaps all files for FIFOs and back, over and over: a file seen regular
+# by readdir is often a FIFO when it is opened.
+python3 - "$SRC/t5" <<'PY' &
+import os, sys
+d = sys.argv[1]
+while True:
+    for i in range(2000):
+        p = os.path.join(d, "f%d" % i)
+        os.mkfifo(p + ".x")
+        os.rename(p + ".x", p)
+    for i in range(2000):
+        p = os.path.join(d, "f%d" % i)
+        with open(p + ".y", "w") as fh:
+            fh.write("file %d\n" % i)
+        os.rename(p + ".y", p)
+PY
+swapper=$!
+until [ -p "$SRC/t5/f1999" ]; do sleep 0.01; done
+rc=0
+timeout -k 5 60 "$ENCIO" -q copy -r -j 4 "$SRC/t5" "$DST/t5" 2>"$TEST_TMP/err" || rc=$?
+src=0
+timeout -k 5 60 "$ENCIO" -q send -f "$TEST_TMP/t5.stream" "$SRC/t5" 2>"$TEST_TMP/err-send" || src=$?
+kill $swapper
+wait $swapper 2>/dev/null
+head -3 "$TEST_TMP/err" "$TEST_TMP/err-send"
+[ $rc = 0 ] || [ $rc = 1 ] || _fail "copy -r: exit status $rc (124: it waited on a FIFO)"
+[ $src = 0 ] || [ $src = 1 ] || _fail "send: exit status $src (124: it waited on a FIFO)"
+[ $rc = 0 ] || grep -q "replaced while read" "$TEST_TMP/err" || _fail "copy -r failed for another reason"
+[ $src = 0 ] || grep -q "replaced while read" "$TEST_TMP/err-send" || _fail "send failed for another reason"
+[ -z "$(find "$DST" -name '.*.encio-*')" ] || _fail "temporaries left"
+echo "copy -r: $(grep -c "replaced while read" "$TEST_TMP/err") files reported replaced, exit $rc; send: exit $src"
 
 _log "ENOSPC midway stops cleanly"
 mkdir -p "$SRC/t3"

@@ -2,7 +2,7 @@
 # encio send writes v2 streams that btrfs receive and encio receive apply,
 # giving trees equal to the source in content, metadata, xattrs and encoded
 # bytes; btrfs receive --dump and encio dump read them alike; --snapshot and
-# a plain directory as the source.
+# a plain directory (procfs too) as the source.
 source "$(dirname "$0")/../../common.sh"
 require_root
 command -v getfattr >/dev/null || _not_run "needs getfattr (attr)"
@@ -168,6 +168,14 @@ run_check btrfs receive -f "$S/dir" "$DST/p"
 compare_trees "$V/dir" "$DST/p/dir"
 ruuid=$(received_uuid_of "$DST/p/dir")
 [ -n "$ruuid" ] && [ "$ruuid" != - ] || _fail "no fresh UUID for a directory"
+
+_log "a directory of procfs: files of size 0 sent as they read"
+mkdir "$DST/proc"
+run_check "$ENCIO" -q send -f "$S/proc" /proc/sys/kernel/random
+run_check btrfs receive -f "$S/proc" "$DST/proc"
+for f in poolsize boot_id; do
+	cmp "/proc/sys/kernel/random/$f" "$DST/proc/random/$f" || _fail "random/$f not sent as read"
+done
 
 _log "plain reads (no CAP_SYS_ADMIN: no encoded reads)"
 setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$ENCIO" send "$V" 2>"$TEST_TMP/err" | "$ENCIO" -q receive "$DST/n" ||
