@@ -440,62 +440,61 @@ static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 	return 0;
 }
 
-/* Without encoded reads: pread the data ranges, nothing else in flight. */
-static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
-			   const struct extent_map *map)
+/*
+ * pread [@pos, @end) and send it as WRITEs; *@eof set where the file ended
+ * before @end.
+ */
+static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
+			    uint64_t pos, uint64_t end, bool *eof)
 {
-	size_t i;
-	int ret;
+	while (pos < end) {
+		size_t want = end - pos < SEND_WRITE_MAX ? end - pos :
+							   SEND_WRITE_MAX;
+		ssize_t n = pread(fd, ctx->buf, want, pos);
+		int ret;
 
-	for (i = 0; i < map->nr; i++) {
-		const struct file_extent *fe = &map->ext[i];
-		uint64_t pos = fe->offset, end = fe->offset + fe->len;
-
-		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
-			continue;
-		if (end > map->size)
-			end = map->size;
-		while (pos < end) {
-			size_t want = end - pos < SEND_WRITE_MAX ?
-					      end - pos :
-					      SEND_WRITE_MAX;
-			ssize_t n = pread(fd, ctx->buf, want, pos);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return fail(ctx, errno, "read", pos, true);
-			if (n == 0)
-				return 0;
-			ret = send_write(ctx, path, ctx->buf, n, pos);
-			if (ret)
-				return ret;
-			pos += n;
-		}
-	}
-	return 0;
-}
-
-/* A file of procfs and the like: size 0, its content what reads return. */
-static int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path)
-{
-	uint64_t pos = 0;
-	ssize_t n;
-	int ret;
-
-	for (;;) {
-		n = pread(fd, ctx->buf, SEND_WRITE_MAX, pos);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return fail(ctx, errno, "read", pos, true);
-		if (n == 0)
+		if (n == 0) {
+			*eof = true;
 			return 0;
+		}
 		ret = send_write(ctx, path, ctx->buf, n, pos);
 		if (ret)
 			return ret;
 		pos += n;
 	}
+	return 0;
+}
+
+/* Without encoded reads: pread the data ranges, nothing else in flight. */
+static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
+			   const struct extent_map *map)
+{
+	bool eof = false;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < map->nr && !ret && !eof; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t end = fe->offset + fe->len;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
+			continue;
+		ret = send_range_plain(ctx, fd, path, fe->offset,
+				       end < map->size ? end : map->size, &eof);
+	}
+	return ret;
+}
+
+/* A file of procfs and the like: size 0, its content what reads return. */
+static int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path)
+{
+	bool eof = false;
+
+	return send_range_plain(ctx, fd, path, 0, UINT64_MAX, &eof);
 }
 
 /*
