@@ -365,8 +365,9 @@ static struct entry_at walk_dst_at(const struct walker *w, const char *path)
 
 /*
  * Open the regular file the last walk_next() returned, its stat in @st.
- * It may have been replaced since readdir: anything but a regular file is
- * -EINVAL (a FIFO put there must not block the walk).
+ * It may have been replaced since readdir: a directory is -EISDIR,
+ * anything else but a regular file -EINVAL (a FIFO put there must not
+ * block the walk).
  */
 static int walk_open_file(const struct walker *w, const char *path,
 			  struct stat *st)
