@@ -739,7 +739,7 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	    ftruncate(job->dst_fd, job->size))
 		return job->err = encio_error_set(job->e, errno, "truncate",
 						  job->dst_path, false, 0);
-	if (!job->size && fs_files_sizeless(job->src_fd))
+	if (!job->size && fs_files_sizeless(job->ctx->read_fs_type))
 		return job_copy_to_eof(job);
 	return 0;
 }

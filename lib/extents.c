@@ -625,13 +625,9 @@ int open_regular(const char *path, int flags, mode_t mode, struct stat *st)
  * Pseudo file systems give their files size 0 and make up the content as
  * it is read: what cp copies of them is what reads return up to the end.
  */
-bool fs_files_sizeless(int fd)
+bool fs_files_sizeless(long fs_type)
 {
-	struct statfs sfs;
-
-	if (fstatfs(fd, &sfs))
-		return false;
-	switch (sfs.f_type) {
+	switch (fs_type) {
 	case PROC_SUPER_MAGIC:
 	case SYSFS_MAGIC:
 	case DEBUGFS_MAGIC:

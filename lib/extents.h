@@ -80,8 +80,11 @@ int extent_fs_kind(int fd, long *fs_type, bool *clean);
 int open_regular_at(int dirfd, const char *name, int flags, mode_t mode,
 		    struct stat *st);
 int open_regular(const char *path, int flags, mode_t mode, struct stat *st);
-/* Files of @fd's file system report size 0 and read their content (procfs). */
-bool fs_files_sizeless(int fd);
+/*
+ * Files of a file system of type @fs_type (statfs f_type) report size 0 and
+ * make their content when read (procfs, sysfs...).
+ */
+bool fs_files_sizeless(long fs_type);
 
 /* End of the last range holding data (regular or inline) below map->size. */
 uint64_t extent_map_data_end(const struct extent_map *map);

@@ -441,11 +441,11 @@ static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 }
 
 /*
- * pread [@pos, @end) and send it as WRITEs; *@eof set where the file ended
- * before @end.
+ * pread [@pos, @end) and send it as WRITEs: 0, 1 where the file ended
+ * before @end, or an error.
  */
 static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
-			    uint64_t pos, uint64_t end, bool *eof)
+			    uint64_t pos, uint64_t end)
 {
 	while (pos < end) {
 		size_t want = end - pos < SEND_WRITE_MAX ? end - pos :
@@ -457,10 +457,8 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 			continue;
 		if (n < 0)
 			return fail(ctx, errno, "read", pos, true);
-		if (n == 0) {
-			*eof = true;
-			return 0;
-		}
+		if (n == 0)
+			return 1;
 		ret = send_write(ctx, path, ctx->buf, n, pos);
 		if (ret)
 			return ret;
@@ -473,28 +471,27 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 			   const struct extent_map *map)
 {
-	bool eof = false;
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < map->nr && !ret && !eof; i++) {
+	for (i = 0; i < map->nr && !ret; i++) {
 		const struct file_extent *fe = &map->ext[i];
 		uint64_t end = fe->offset + fe->len;
 
 		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
 			continue;
 		ret = send_range_plain(ctx, fd, path, fe->offset,
-				       end < map->size ? end : map->size, &eof);
+				       end < map->size ? end : map->size);
 	}
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 /* A file of procfs and the like: size 0, its content what reads return. */
 static int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path)
 {
-	bool eof = false;
+	int ret = send_range_plain(ctx, fd, path, 0, UINT64_MAX);
 
-	return send_range_plain(ctx, fd, path, 0, UINT64_MAX, &eof);
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -605,7 +602,7 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 		ret = send_data_plain(ctx, fd, path, map);
 	else if (!ret)
 		ret = send_data_encoded(ctx, fd, path, map);
-	if (!ret && !map->size && fs_files_sizeless(fd))
+	if (!ret && !map->size && fs_files_sizeless(ctx->probe_fs_type))
 		ret = send_data_to_eof(ctx, fd, path);
 	if (ret)
 		return ret;

@@ -644,6 +644,7 @@ static void test_map_empty_and_dir(void **state)
 static void test_open_regular(void **state)
 {
 	char dir[] = "/dev/shm/encio-test-open.XXXXXX";
+	struct statfs sfs;
 	struct stat st;
 	int dfd, fd;
 
@@ -672,13 +673,15 @@ static void test_open_regular(void **state)
 	/* io_uring reads must not see O_NONBLOCK */
 	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	assert_int_not_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
-	assert_false(fs_files_sizeless(fd));
+	assert_int_equal(fstatfs(fd, &sfs), 0);
+	assert_false(fs_files_sizeless(sfs.f_type));
 	close(fd);
 
 	fd = open_regular("/proc/version", O_RDONLY, 0, &st);
 	assert_true(fd >= 0);
 	assert_int_equal(st.st_size, 0);
-	assert_true(fs_files_sizeless(fd));
+	assert_int_equal(fstatfs(fd, &sfs), 0);
+	assert_true(fs_files_sizeless(sfs.f_type));
 	close(fd);
 
 	unlinkat(dfd, "fifo", 0);
