@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sourced by the benchmarks: two compress-force=zstd loopback images in
-# /dev/shm (SRC, DST), removed on exit, and the two corpora of the tree
-# issue as read-only snapshots SRC/many-snap and SRC/big-snap:
+# /dev/shm (SRC, DST), removed on exit, and the two corpora as read-only
+# snapshots SRC/many-snap and SRC/big-snap:
 #   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
 #   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
 # Expects $ENCIO and $top; drop and now come from scripts/loopback.sh.
