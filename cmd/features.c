@@ -33,7 +33,7 @@ static const char *const features_usage[] = {
 static const char *mode_result(int err)
 {
 	if (err < 0)
-		return "not tried";
+		return "not probed";
 	return err ? errno_name(err) : "works";
 }
 
@@ -88,7 +88,7 @@ static void print_text(const char *path, const struct encio_features *f)
 	printf("%-24s %s\n", "CAP_SYS_ADMIN:", f->cap_sys_admin ? "yes" : "no");
 	if (f->btrfs) {
 		if (f->scratch_err)
-			printf("%-24s cannot make a scratch file: %s (%s)\n",
+			printf("%-24s cannot make a scratch file: %s (%s); reads not probed\n",
 			       "probe:", errno_name(f->scratch_err),
 			       strerror(f->scratch_err));
 		text_io(f);
@@ -132,7 +132,7 @@ static void print_json(const char *path, const struct encio_features *f)
 	json_print_string(f->kernel);
 	printf(",\n  \"path\": ");
 	json_print_string(path);
-	printf(",\n  \"btrfs\": %s,\n  \"fs_type\": %lu,\n",
+	printf(",\n  \"btrfs\": %s,\n  \"fs_type\": \"0x%lx\",\n",
 	       f->btrfs ? "true" : "false", f->fs_type);
 	printf("  \"cap_sys_admin\": %s,\n",
 	       f->cap_sys_admin ? "true" : "false");
@@ -164,7 +164,9 @@ static void print_json(const char *path, const struct encio_features *f)
 	       p->fixed == ENCIO_FIXED_IGNORED	? "ignored" :
 						  "unknown");
 	printf("  \"uring_write_punted\": %s,\n",
-	       p->write_punted ? "true" : "false");
+	       p->write_err[ENCIO_IO_URING] != 0 ? "null" :
+	       p->write_punted			 ? "true" :
+						   "false");
 	printf("  \"auto_read\": \"%s\",\n  \"auto_write\": \"%s\"\n}\n",
 	       encio_io_mode_name(p->read_mode),
 	       encio_io_mode_name(p->write_mode));

@@ -383,7 +383,7 @@ static int cmd_list(const struct cmd_struct *cmd, int argc, char **argv)
 		list_path(&ctx, argv[i]);
 	if (ctx.json)
 		json_totals(&ctx.totals);
-	else
+	else if (ctx.totals.nr_files || !ctx.failed)
 		text_totals(&ctx.totals);
 	extent_totals_release(&ctx.totals);
 	if (fflush(stdout) || ferror(stdout)) {

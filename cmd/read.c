@@ -25,7 +25,8 @@ static const char *const read_usage[] = {
 	"returns go to OUT or standard output; the parameters it returns (len,",
 	"unencoded_len, unencoded_offset, compression, encryption, bytes) go to",
 	"standard error, or to standard output when -O is given. A kernel error",
-	"is reported by errno name and message, with exit status 1.",
+	"is reported by errno name and message, with exit status 1. Raw bytes",
+	"are not written to a terminal: give -O or a pipe.",
 	"",
 	"-o|--offset OFFSET  file offset to read at (default 0)",
 	"-O|--output OUT     write the encoded bytes to OUT (created or truncated)",
@@ -215,6 +216,10 @@ static int cmd_read(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_read_options(cmd, argc, argv, &o);
 	if (ret)
 		return ret;
+	if (!o.out && isatty(STDOUT_FILENO)) {
+		error("not writing encoded bytes to a terminal: use -O or a pipe");
+		return 1;
+	}
 	fd = open_regular(o.path, O_RDONLY, 0, NULL);
 	if (fd < 0) {
 		error("cannot open '%s': %s", o.path, open_regular_error(fd));

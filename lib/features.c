@@ -212,11 +212,12 @@ static void probe_io(struct encio_features *f, struct engine *engine, int fd,
 		if (read_fd < 0)
 			f->scratch_err = -read_fd;
 	}
+	/*
+	 * Without a scratch file (a read-only snapshot or mount) reads were
+	 * not probed: they may well work, so no error is reported for them.
+	 */
 	if (read_fd >= 0)
 		engine_probe_read(engine, read_fd, ENCIO_IO_AUTO, &f->probe);
-	else
-		for (int m = 0; m < ENCIO_IO_NR_MODES; m++)
-			f->probe.read_err[m] = f->scratch_err;
 	probe_untried(engine, read_fd, f->probe.read_err, false);
 	if (read_fd >= 0 && read_fd != fd)
 		close(read_fd);

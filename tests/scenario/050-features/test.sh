@@ -1,5 +1,6 @@
 #!/bin/bash
-# encio features on btrfs (text and JSON), on tmpfs (not btrfs, exit 0) and
+# encio features on btrfs (text and JSON), on a read-only snapshot (reads
+# not probed, not reported as failing), on tmpfs (not btrfs, exit 0) and
 # without CAP_SYS_ADMIN (encoded I/O refused with EPERM, said so).
 source "$(dirname "$0")/../../common.sh"
 require_root
@@ -48,7 +49,24 @@ assert d["encoded_write"]["ioctl"] == "works", d
 assert d["fixed"] in ("honoured", "ignored"), d
 assert d["compression"] == "compress-force=zstd:3", d
 assert d["sector_size"] > 0 and d["send_stream_version"] >= 1, d
+assert d["fs_type"] == "0x9123683e", d
+assert d["uring_write_punted"] in (True, False), d
 ' || _fail "JSON content"
+
+_log "a read-only snapshot: no scratch file, reads not probed"
+btrfs -q subvolume create "$SRC/sub" || _fail "subvolume create"
+compressible 300000 >"$SRC/sub/file"
+btrfs -q subvolume snapshot -r "$SRC/sub" "$SRC/snap" || _fail "snapshot"
+out=$(timeout 60 "$ENCIO" features "$SRC/snap") || _fail "features on a read-only snapshot"
+echo "$out"
+echo "$out" | grep -q "^encoded read .*EROFS" && _fail "encoded reads reported failing with EROFS"
+[ "$(echo "$out" | grep -cE "^encoded read +(ioctl|uring|uring-fixed) +not probed")" = 3 ] ||
+	_fail "encoded reads not said to be not probed"
+echo "$out" | grep -qE "^encoded write +ioctl +EROFS" || _fail "encoded write not EROFS"
+echo "$out" | grep -q "^probe: .*reads not probed" || _fail "probe line does not say why"
+out=$(timeout 60 "$ENCIO" features "$SRC/snap/file") || _fail "features on a snapshot's file"
+echo "$out" | grep -qE "^encoded read +ioctl +works" || _fail "encoded read of a snapshot's file"
+btrfs -q subvolume delete "$SRC/snap" "$SRC/sub" >/dev/null
 
 _log "tmpfs: not btrfs, exit 0"
 out=$(timeout 60 "$ENCIO" features "$TMP") || _fail "features on tmpfs exit $?"
