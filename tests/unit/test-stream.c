@@ -219,7 +219,8 @@ static void test_crc32c_lanes(void **state)
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = rand();
 	for (i = 0; i < 300; i++) {
-		len = i < 20 ? 3 * 1024 * (i / 2) + i % 2 : (size_t)rand() % 40000;
+		len = i < 20 ? 3 * 1024 * (i / 2) + i % 2 :
+			       (size_t)rand() % 40000;
 		off = (size_t)rand() % (sizeof(buf) - len);
 		seed = i % 3 ? (uint32_t)rand() : 0;
 		whole = crc32c(seed, buf + off, len);
