@@ -836,6 +836,9 @@ static int open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 				fd = fail(
 					ctx, fd,
 					"the subvolume moved while it was looked up");
+			else if (fd < 0 && fd != -ENOENT)
+				fd = fail(ctx, fd,
+					  "open the subvolume found by UUID");
 			if (fd != -ENOENT)
 				goto out;
 		}
