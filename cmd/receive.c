@@ -15,13 +15,15 @@
 #include "../lib/receive.h"
 
 static const char *const receive_usage[] = {
-	"encio receive [-f FILE] [--force-decompress] [-v|-q] DEST",
+	"encio receive [-f FILE] [-m ROOTMOUNT] [--force-decompress] [-v|-q] DEST",
 	"Receive subvolumes from a send stream into DEST.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
 	"'encio send'; several may be concatenated) from FILE or standard input",
-	"and creates each subvolume (or snapshot of its parent, found by received",
-	"UUID beneath the subvolume holding DEST) under DEST. ENCODED_WRITE data",
+	"and creates each subvolume (or snapshot of its parent) under DEST.",
+	"Parents and clone sources are found anywhere in DEST's filesystem by",
+	"received UUID (else UUID) and transid, and opened from the root of the",
+	"mount holding DEST, which must reach them. ENCODED_WRITE data",
 	"is written encoded; where the destination refuses it, or with",
 	"--force-decompress, it is decoded and written plain. Every path stays",
 	"beneath the subvolume: absolute paths, '..' and symlinks on the way are",
@@ -30,6 +32,9 @@ static const char *const receive_usage[] = {
 	"not marked received.",
 	"",
 	"-f FILE             read the stream from FILE instead of standard input",
+	"-m ROOTMOUNT        open parents and clone sources from ROOTMOUNT, a",
+	"                    directory of DEST's filesystem, instead of the root",
+	"                    of the mount holding DEST",
 	"--force-decompress  decode every encoded extent and write it plain",
 	"-v|--verbose        say more (the write backend chosen)",
 	"-q|--quiet          no summary",
@@ -102,11 +107,14 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "f:vqh", long_options, NULL)) !=
+	while ((opt = getopt_long(argc, argv, "f:m:vqh", long_options, NULL)) !=
 	       -1) {
 		switch (opt) {
 		case 'f':
 			*file = optarg;
+			break;
+		case 'm':
+			opts->root_mount = optarg;
 			break;
 		case OPT_FORCE_DECOMPRESS:
 			opts->force_decompress = true;

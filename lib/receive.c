@@ -37,7 +37,9 @@
 
 /* One request for the synchronous encoded write, one for the probe. */
 #define RECEIVE_ENGINE_DEPTH 2
-#define RECEIVE_WHAT_LEN (STREAM_WHAT_LEN + 2 * NAME_MAX)
+/* A callback's cause: two paths cut to 256 bytes and their words. */
+#define RECEIVE_WHY_LEN 768
+#define RECEIVE_WHAT_LEN (STREAM_WHAT_LEN + RECEIVE_WHY_LEN)
 
 #define DIR_CACHE_SLOTS 8
 
@@ -71,7 +73,8 @@ struct receive_ctx {
 	enum encio_io_mode write_mode;
 
 	int dest_fd;
-	int root_fd;   /* root of the subvolume holding dest: uuid lookups */
+	int mnt_fd; /* where parents and clone sources are opened from */
+	char mnt_path[PATH_MAX]; /* its path from the top-level subvolume */
 	int subvol_fd; /* the subvolume being received, -1 between two */
 	char subvol_name[NAME_MAX + 1];
 	uint8_t uuid[BTRFS_UUID_SIZE];
@@ -99,6 +102,9 @@ struct receive_ctx {
 
 	struct pending_node pending;
 
+	/* The paths of the command being applied, resolved. */
+	char path_buf[2][PATH_MAX];
+
 	/*
 	 * The node created last, while its owner is still ours: streams chown
 	 * every new node, and to root when root receives. Such a chown
@@ -114,8 +120,14 @@ struct receive_ctx {
 	receive_progress_fn progress;
 	void *progress_arg;
 
+	/* The last clone source found by UUID: clones come in runs. */
+	int clone_src_fd;
+	uint8_t clone_src_uuid[BTRFS_UUID_SIZE];
+	uint64_t clone_src_transid;
+
 	const char *why; /* the cause of a callback's failure */
-	bool finishing;	 /* the failure came from finishing a subvolume */
+	char why_buf[RECEIVE_WHY_LEN];
+	bool finishing; /* the failure came from finishing a subvolume */
 	char what[RECEIVE_WHAT_LEN]; /* the error's operation, outlives run */
 };
 
@@ -146,7 +158,8 @@ int receive_ctx_new(struct receive_ctx **ret,
 		return encio_error_set(e, ENOMEM, "allocate", "receive", false,
 				       0);
 	ctx->opts = *opts;
-	ctx->dest_fd = ctx->root_fd = ctx->subvol_fd = ctx->write_fd = -1;
+	ctx->dest_fd = ctx->mnt_fd = ctx->subvol_fd = ctx->write_fd = -1;
+	ctx->clone_src_fd = -1;
 	ctx->euid = geteuid();
 	ctx->egid = getegid();
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
@@ -229,7 +242,8 @@ void receive_ctx_free(struct receive_ctx *ctx)
 		return;
 	close_fd(&ctx->write_fd);
 	close_subvol(ctx);
-	close_fd(&ctx->root_fd);
+	close_fd(&ctx->clone_src_fd);
+	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);
 	if (ctx->engine_ready)
 		engine_release(&ctx->engine);
@@ -265,16 +279,20 @@ static void report_progress(struct receive_ctx *ctx)
 
 /* Paths. */
 
-static int openat2_beneath(int dirfd, const char *path, int flags)
+static int openat2_how(int dirfd, const char *path, int flags, uint64_t resolve)
 {
-	struct open_how how = {
-		.flags = flags | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
+	struct open_how how = { .flags = flags | O_CLOEXEC,
+				.resolve = resolve };
 	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : (int)fd;
+}
+
+static int openat2_beneath(int dirfd, const char *path, int flags)
+{
+	return openat2_how(dirfd, path, flags,
+			   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+				   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 }
 
 static int resolve_failed(struct receive_ctx *ctx, int err)
@@ -305,6 +323,45 @@ static int check_path(struct receive_ctx *ctx, const char *path)
 		p += n;
 		p += strspn(p, "/");
 	}
+	return 0;
+}
+
+/*
+ * A stream path as the kernel resolves it, in @buf (PATH_MAX): empty and
+ * '.' components dropped, so that one entry has one spelling wherever
+ * receive compares or caches paths ("./a" is "a"). A path that ends in
+ * '/' or '/.' keeps one '/': it names that directory itself. Absolute
+ * paths and '..' are refused by check_path() on the original.
+ */
+static int resolve_path(struct receive_ctx *ctx, const char **path, char *buf)
+{
+	const char *p = *path;
+	size_t n, len = 0;
+	bool dir_itself = false;
+	int ret;
+
+	ret = check_path(ctx, p);
+	if (ret)
+		return ret;
+	while (*p) {
+		n = strcspn(p, "/");
+		dir_itself = n == 0 || (n == 1 && *p == '.');
+		if (!dir_itself) {
+			if (len)
+				buf[len++] = '/';
+			memcpy(buf + len, p, n);
+			len += n;
+		}
+		p += n;
+		if (*p == '/') {
+			p++;
+			dir_itself = true;
+		}
+	}
+	if (dir_itself && len)
+		buf[len++] = '/';
+	buf[len] = '\0';
+	*path = buf;
 	return 0;
 }
 
@@ -408,7 +465,7 @@ static int get_write_fd(struct receive_ctx *ctx, const char *path)
 {
 	int ret, fd;
 
-	ret = flush_pending(ctx);
+	ret = flush_pending(ctx) ?: resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	if (ctx->write_fd >= 0 && strcmp(ctx->write_path, path) == 0)
@@ -416,9 +473,6 @@ static int get_write_fd(struct receive_ctx *ctx, const char *path)
 	ret = close_write_fd(ctx);
 	if (ret)
 		return fail(ctx, ret, "close the previous file");
-	ret = check_path(ctx, path);
-	if (ret)
-		return ret;
 	fd = open_regular_beneath(ctx, ctx->subvol_fd, path, O_WRONLY);
 	if (fd < 0)
 		return fd;
@@ -452,24 +506,125 @@ static int check_name(struct receive_ctx *ctx, const char *name)
 	return 0;
 }
 
-/* The root of the subvolume holding the destination: walk up to it. */
-static int open_root(struct receive_ctx *ctx)
+/*
+ * Parents and clone sources: found by UUID across the whole filesystem, as
+ * btrfs receive finds them, and opened from the root of the mount holding
+ * the destination (or -m's directory), which must reach them.
+ */
+
+/*
+ * Climb from the destination to the root of its mount: '..' that would
+ * cross into another mount fails with EXDEV under RESOLVE_NO_XDEV, and
+ * '..' of the process's root is that directory again.
+ */
+static int climb_to_mount_root(int dir)
 {
+	struct stat st, up_st;
 	int fd, up;
 
-	if (ctx->root_fd >= 0)
-		return 0;
-	fd = fcntl(ctx->dest_fd, F_DUPFD_CLOEXEC, 0);
+	fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	while (btrfs_util_is_subvolume_fd(fd) != BTRFS_UTIL_OK) {
-		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(fd);
+	for (;;) {
+		up = openat2_how(fd, "..", O_RDONLY | O_DIRECTORY,
+				 RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS);
+		if (up == -EXDEV)
+			return fd;
 		if (up < 0)
-			return -errno;
+			break;
+		if (fstat(fd, &st) || fstat(up, &up_st)) {
+			up = -errno;
+			break;
+		}
+		if (st.st_dev == up_st.st_dev && st.st_ino == up_st.st_ino) {
+			close(up);
+			return fd;
+		}
+		close(fd);
 		fd = up;
 	}
-	ctx->root_fd = fd;
+	close(fd);
+	return up;
+}
+
+static int same_filesystem(int a, int b)
+{
+	struct btrfs_ioctl_fs_info_args fa = { 0 }, fb = { 0 };
+
+	if (ioctl(a, BTRFS_IOC_FS_INFO, &fa) ||
+	    ioctl(b, BTRFS_IOC_FS_INFO, &fb))
+		return -errno;
+	return memcmp(fa.fsid, fb.fsid, BTRFS_FSID_SIZE) == 0;
+}
+
+/*
+ * The path of directory @fd from the filesystem's top-level subvolume
+ * ("" for the top-level itself): its subvolume's path, then its path
+ * within that subvolume.
+ */
+static int dir_fs_path(int fd, char *out, size_t size)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { 0 };
+	enum btrfs_util_error err;
+	char *subvol = NULL;
+	uint64_t id;
+	struct stat st;
+	size_t len;
+	int n;
+
+	if (fstat(fd, &st))
+		return -errno;
+	err = btrfs_util_subvolume_id_fd(fd, &id);
+	if (!err)
+		err = btrfs_util_subvolume_path_fd(fd, id, &subvol);
+	if (err)
+		return btrfsutil_errno(err);
+	args.objectid = st.st_ino;
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args)) {
+		free(subvol);
+		return -errno;
+	}
+	/* The kernel ends a directory's path with '/'. */
+	len = strnlen(args.name, sizeof(args.name));
+	if (len && args.name[len - 1] == '/')
+		len--;
+	n = snprintf(out, size, "%s%s%.*s", subvol, *subvol && len ? "/" : "",
+		     (int)len, args.name);
+	free(subvol);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int open_mount_root(struct receive_ctx *ctx)
+{
+	int fd, ret;
+
+	if (ctx->mnt_fd >= 0)
+		return 0;
+	if (ctx->opts.root_mount) {
+		fd = open(ctx->opts.root_mount,
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return fail(ctx, errno, "open the -m directory");
+		ret = same_filesystem(fd, ctx->dest_fd);
+		if (ret <= 0) {
+			close(fd);
+			return fail(
+				ctx, ret ?: -EXDEV,
+				"the -m directory is not on the destination's filesystem");
+		}
+	} else {
+		fd = climb_to_mount_root(ctx->dest_fd);
+		if (fd < 0)
+			return fail(ctx, fd,
+				    "find the root of the destination's mount");
+	}
+	ret = dir_fs_path(fd, ctx->mnt_path, sizeof(ctx->mnt_path));
+	if (ret) {
+		close(fd);
+		return fail(ctx, ret,
+			    "resolve the mount's path in the filesystem");
+	}
+	ctx->mnt_fd = fd;
 	return 0;
 }
 
@@ -480,51 +635,218 @@ static bool uuid_is_zero(const uint8_t *uuid)
 	return memcmp(uuid, zero, BTRFS_UUID_SIZE) == 0;
 }
 
-/*
- * Find the subvolume whose received UUID (else whose UUID) is @uuid among
- * the subvolumes beneath the root of the destination's subvolume; return
- * an open directory fd to it.
- */
-static int open_subvol_by_uuid(struct receive_ctx *ctx, const uint8_t *uuid)
+static void uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE])
 {
-	struct btrfs_util_subvolume_iterator *iter;
+	snprintf(
+		out, BTRFS_UUID_UNPARSED_SIZE,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/*
+ * The subvolume ids the UUID tree lists for @uuid under @type (a received
+ * UUID may belong to several subvolumes): at most @max in @ids, their
+ * number returned, 0 when there is no such item.
+ */
+static int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
+			 uint64_t *ids, int max)
+{
+	struct btrfs_ioctl_search_args args = { 0 };
+	struct btrfs_ioctl_search_key *sk = &args.key;
+	struct btrfs_ioctl_search_header sh;
+	uint64_t objectid, offset, id;
+	uint32_t i, n = 0;
+
+	/* The key is the UUID's two halves, little-endian (uuid-tree.c). */
+	memcpy(&objectid, uuid, 8);
+	memcpy(&offset, uuid + 8, 8);
+	sk->tree_id = BTRFS_UUID_TREE_OBJECTID;
+	sk->min_objectid = sk->max_objectid = le64toh(objectid);
+	sk->min_offset = sk->max_offset = le64toh(offset);
+	sk->min_type = sk->max_type = type;
+	sk->max_transid = UINT64_MAX;
+	sk->nr_items = 1;
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &args))
+		return -errno;
+	if (sk->nr_items == 0)
+		return 0;
+	memcpy(&sh, args.buf, sizeof(sh));
+	if (sh.len > sizeof(args.buf) - sizeof(sh))
+		return -EUCLEAN;
+	for (i = 0; i + sizeof(id) <= sh.len && (int)n < max; i += sizeof(id)) {
+		memcpy(&id, args.buf + sizeof(sh) + i, sizeof(id));
+		ids[n++] = le64toh(id);
+	}
+	return (int)n;
+}
+
+/* Why no subvolume with a UUID could be used, the most telling first. */
+struct uuid_search {
+	const uint8_t *uuid;
+	uint64_t transid;
+	bool stale;	  /* one found, of another transid */
+	bool unreachable; /* one found, outside the mount */
+	uint64_t stale_transid;
+	char path[PATH_MAX]; /* of the one found */
+};
+
+/* @path relative to @top when it is @top or beneath it, else NULL. */
+static const char *path_beneath(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!n)
+		return *path ? path : ".";
+	if (strncmp(path, top, n) || (path[n] && path[n] != '/'))
+		return NULL;
+	return path[n] ? path + n + 1 : ".";
+}
+
+/*
+ * Open subvolume @id if it still has the UUID sought and the transid the
+ * stream names, and the mount reaches it. Returns the fd, -ENOENT for a
+ * subvolume that does not do (noted in @s), or another -errno.
+ */
+static int open_candidate(struct receive_ctx *ctx, uint64_t id, bool received,
+			  struct uuid_search *s)
+{
 	struct btrfs_util_subvolume_info info;
-	char *path, *by_received = NULL, *by_uuid = NULL;
 	enum btrfs_util_error err;
-	int ret;
+	const char *rel;
+	char *path;
+	uint64_t found_id, transid;
+	struct stat st;
+	int fd = -ENOENT;
+
+	err = btrfs_util_subvolume_info_fd(ctx->mnt_fd, id, &info);
+	if (err == BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
+		return -ENOENT;
+	if (err)
+		return btrfsutil_errno(err);
+	if (memcmp(received ? info.received_uuid : info.uuid, s->uuid,
+		   BTRFS_UUID_SIZE))
+		return -ENOENT;
+	err = btrfs_util_subvolume_path_fd(ctx->mnt_fd, id, &path);
+	if (err == BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
+		return -ENOENT;
+	if (err)
+		return btrfsutil_errno(err);
+	/*
+	 * A received subvolume keeps the ctransid its source had when sent
+	 * as stransid; a subvolume found by its own UUID is the source.
+	 */
+	transid = received ? info.stransid : info.ctransid;
+	rel = path_beneath(path, ctx->mnt_path);
+	if (transid != s->transid || !rel) {
+		/* The first one found is the one named. */
+		if (!s->stale && !s->unreachable)
+			snprintf(s->path, sizeof(s->path), "%s", path);
+		if (transid != s->transid && !s->stale) {
+			s->stale = true;
+			s->stale_transid = transid;
+			snprintf(s->path, sizeof(s->path), "%s", path);
+		}
+		s->unreachable |= !rel;
+		goto out;
+	}
+	fd = openat2_beneath(ctx->mnt_fd, rel, O_RDONLY | O_DIRECTORY);
+	if (fd == -ENOENT)
+		fd = -ESTALE;
+	if (fd < 0)
+		goto out;
+	/* Renamed or replaced since the lookup: not the one found. */
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    btrfs_util_subvolume_id_fd(fd, &found_id) || found_id != id) {
+		close(fd);
+		fd = -ESTALE;
+	}
+out:
+	free(path);
+	return fd;
+}
+
+static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
+			      const struct uuid_search *s)
+{
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+
+	uuid_format(s->uuid, uuid);
+	if (s->stale)
+		snprintf(
+			ctx->why_buf, sizeof(ctx->why_buf),
+			"%s subvolume %s at '%.256s' has transid %llu, the stream's is %llu",
+			role, uuid, s->path,
+			(unsigned long long)s->stale_transid,
+			(unsigned long long)s->transid);
+	else if (s->unreachable)
+		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+			 "%s subvolume %s at '%.256s' is outside %s '/%.256s'",
+			 role, uuid, s->path,
+			 ctx->opts.root_mount ? "the -m directory" :
+						"the mount, whose root is",
+			 ctx->mnt_path);
+	else
+		snprintf(
+			ctx->why_buf, sizeof(ctx->why_buf),
+			"%s subvolume %s: no subvolume with that UUID in the filesystem",
+			role, uuid);
+	ctx->why = ctx->why_buf;
+	return -ENOENT;
+}
+
+#define UUID_IDS_MAX 64
+
+/*
+ * The subvolume whose received UUID (else whose own UUID) is @uuid and
+ * whose transid is @transid, opened: the @role ("parent", "clone source")
+ * of a stream command.
+ */
+static int open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
+			       const uint8_t *uuid, uint64_t transid)
+{
+	static const uint8_t types[] = { BTRFS_UUID_KEY_RECEIVED_SUBVOL,
+					 BTRFS_UUID_KEY_SUBVOL };
+	struct uuid_search *s;
+	uint64_t ids[UUID_IDS_MAX];
+	int t, i, n, fd;
 
 	if (uuid_is_zero(uuid))
 		return fail(ctx, ENOENT, "no subvolume has a zero UUID");
-	ret = open_root(ctx);
-	if (ret)
-		return fail(ctx, ret, "open the destination's subvolume root");
-	err = btrfs_util_create_subvolume_iterator_fd(ctx->root_fd, 0, 0,
-						      &iter);
-	if (err)
-		return fail(ctx, btrfsutil_errno(err), "list subvolumes");
-	while (!by_received && btrfs_util_subvolume_iterator_next_info(
-				       iter, &path, &info) == BTRFS_UTIL_OK) {
-		if (!memcmp(info.received_uuid, uuid, BTRFS_UUID_SIZE))
-			by_received = path;
-		else if (!by_uuid && !memcmp(info.uuid, uuid, BTRFS_UUID_SIZE))
-			by_uuid = path;
-		else
-			free(path);
+	fd = open_mount_root(ctx);
+	if (fd)
+		return fd;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->uuid = uuid;
+	s->transid = transid;
+	for (t = 0; t < (int)sizeof(types); t++) {
+		n = uuid_tree_ids(ctx->mnt_fd, uuid, types[t], ids,
+				  UUID_IDS_MAX);
+		if (n < 0) {
+			fd = fail(ctx, n, "search the UUID tree");
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			fd = open_candidate(
+				ctx, ids[i],
+				types[t] == BTRFS_UUID_KEY_RECEIVED_SUBVOL, s);
+			if (fd == -ESTALE)
+				fd = fail(
+					ctx, fd,
+					"the subvolume moved while it was looked up");
+			else if (fd < 0 && fd != -ENOENT)
+				fd = fail(ctx, fd,
+					  "open the subvolume found by UUID");
+			if (fd != -ENOENT)
+				goto out;
+		}
 	}
-	btrfs_util_destroy_subvolume_iterator(iter);
-	path = by_received ?: by_uuid;
-	if (!path)
-		ret = fail(
-			ctx, ENOENT,
-			"no subvolume with that UUID beneath the destination's subvolume");
-	else
-		ret = openat(ctx->root_fd, path,
-			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (path && ret < 0)
-		ret = -errno;
-	free(by_received);
-	free(by_uuid);
-	return ret;
+	fd = uuid_search_failed(ctx, role, s);
+out:
+	free(s);
+	return fd;
 }
 
 static int probe_dest(struct receive_ctx *ctx)
@@ -633,16 +955,14 @@ static int rcv_snapshot(const char *name, const uint8_t *uuid,
 	enum btrfs_util_error err;
 	int ret, parent;
 
-	(void)parent_ctransid;
 	ctx->stats.commands++;
 	ret = finish_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
-	parent = open_subvol_by_uuid(ctx, parent_uuid);
-	if (parent < 0) {
-		ctx->why = ctx->why ?: "find the parent subvolume";
+	parent = open_subvol_by_uuid(ctx, "parent", parent_uuid,
+				     parent_ctransid);
+	if (parent < 0)
 		return parent;
-	}
 	err = btrfs_util_create_snapshot_fd2(parent, ctx->dest_fd, name, 0,
 					     NULL, NULL);
 	ret = btrfsutil_errno(err);
@@ -754,9 +1074,17 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 	struct pending_node *p = &ctx->pending;
 	char last[NAME_MAX + 1];
 	struct stat st;
+	size_t len;
 	int pfd;
 
 	ctx->stats.commands++;
+	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
+	if (pfd)
+		return pfd;
+	/* mkdir of "a/" makes "a", as the kernel's does. */
+	len = strlen(path);
+	if (kind == MK_DIR && len && path[len - 1] == '/')
+		ctx->path_buf[0][len - 1] = '\0';
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
@@ -820,6 +1148,10 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	int pfrom, pto, ret;
 
 	ctx->stats.commands++;
+	ret = resolve_path(ctx, &from, ctx->path_buf[0]) ?:
+		      resolve_path(ctx, &to, ctx->path_buf[1]);
+	if (ret)
+		return ret;
 	if (ctx->pending.active && !strcmp(ctx->pending.path, from)) {
 		ret = create_pending_at(ctx, to);
 		if (ret != -EEXIST)
@@ -850,6 +1182,10 @@ static int rcv_link(const char *path, const char *target, void *arg)
 	int pfd, ptarget;
 
 	ctx->stats.commands++;
+	pfd = resolve_path(ctx, &path, ctx->path_buf[0]) ?:
+		      resolve_path(ctx, &target, ctx->path_buf[1]);
+	if (pfd)
+		return pfd;
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
@@ -866,7 +1202,7 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 	int pfd, ret;
 
 	ctx->stats.commands++;
-	ret = flush_pending(ctx);
+	ret = flush_pending(ctx) ?: resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	ctx->fresh_valid = false;
@@ -900,7 +1236,11 @@ static int xattr_path(struct receive_ctx *ctx, const char *path, char *out,
 		      size_t len, int *pfd)
 {
 	char last[NAME_MAX + 1];
+	int ret;
 
+	ret = resolve_path(ctx, &path, ctx->path_buf[0]);
+	if (ret)
+		return ret;
 	*pfd = open_parent(ctx, path, last);
 	if (*pfd < 0)
 		return *pfd;
@@ -944,6 +1284,9 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	int pfd, ret;
 
 	ctx->stats.commands++;
+	ret = resolve_path(ctx, &path, ctx->path_buf[0]);
+	if (ret)
+		return ret;
 	dir_setgid_forget(ctx, path);
 	if (written_file(ctx, path))
 		return fchmod(ctx->write_fd, mode & 07777) ? -errno : 0;
@@ -963,6 +1306,9 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	int pfd;
 
 	ctx->stats.commands++;
+	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
+	if (pfd)
+		return pfd;
 	if (ctx->fresh_valid && uid == ctx->euid && gid == ctx->egid &&
 	    !strcmp(path, ctx->fresh_path))
 		return 0;
@@ -987,6 +1333,9 @@ static int rcv_utimes(const char *path, const struct timespec *atime,
 
 	(void)ctime;
 	ctx->stats.commands++;
+	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
+	if (pfd)
+		return pfd;
 	if (written_file(ctx, path))
 		return futimens(ctx->write_fd, ts) ? -errno : 0;
 	pfd = open_parent(ctx, path, last);
@@ -1063,6 +1412,30 @@ static int rcv_write(const char *path, uint64_t offset, const void *data,
 	return write_plain(ctx, fd, data, len, offset);
 }
 
+/*
+ * The subvolume a clone reads from: the one being received (by UUID only,
+ * as btrfs receive), else found by UUID and transid and kept for the next.
+ */
+static int clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
+			uint64_t transid)
+{
+	int fd;
+
+	if (memcmp(uuid, ctx->uuid, BTRFS_UUID_SIZE) == 0)
+		return ctx->subvol_fd;
+	if (ctx->clone_src_fd >= 0 && transid == ctx->clone_src_transid &&
+	    memcmp(uuid, ctx->clone_src_uuid, BTRFS_UUID_SIZE) == 0)
+		return ctx->clone_src_fd;
+	fd = open_subvol_by_uuid(ctx, "clone source", uuid, transid);
+	if (fd < 0)
+		return fd;
+	close_fd(&ctx->clone_src_fd);
+	ctx->clone_src_fd = fd;
+	memcpy(ctx->clone_src_uuid, uuid, BTRFS_UUID_SIZE);
+	ctx->clone_src_transid = transid;
+	return fd;
+}
+
 static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 		     const uint8_t *clone_uuid, uint64_t clone_ctransid,
 		     const char *clone_path, uint64_t clone_offset, void *arg)
@@ -1071,23 +1444,17 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 	struct file_clone_range range;
 	int fd, dir, src, ret;
 
-	(void)clone_ctransid;
 	ctx->stats.commands++;
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
-	ret = check_path(ctx, clone_path);
+	ret = resolve_path(ctx, &clone_path, ctx->path_buf[1]);
 	if (ret)
 		return ret;
-	if (memcmp(clone_uuid, ctx->uuid, BTRFS_UUID_SIZE) == 0)
-		dir = ctx->subvol_fd;
-	else
-		dir = open_subvol_by_uuid(ctx, clone_uuid);
+	dir = clone_source(ctx, clone_uuid, clone_ctransid);
 	if (dir < 0)
 		return dir;
 	src = open_regular_beneath(ctx, dir, clone_path, O_RDONLY);
-	if (dir != ctx->subvol_fd)
-		close(dir);
 	if (src < 0) {
 		ctx->why = ctx->why ?: "open the clone source";
 		return src;
@@ -1258,7 +1625,7 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 	/* fs-verity refuses a file that is open for writing. */
 	ret = flush_pending(ctx)	  ?:
 		      close_write_fd(ctx) ?:
-					    check_path(ctx, path);
+		      resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	fd = open_regular_beneath(ctx, ctx->subvol_fd, path, O_RDONLY);
@@ -1362,7 +1729,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	close_subvol(ctx);
-	close_fd(&ctx->root_fd);
+	close_fd(&ctx->clone_src_fd);
+	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);
 	ctx->reader = NULL;
 	stream_reader_release(&r);

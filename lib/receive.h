@@ -17,6 +17,12 @@
 struct receive_options {
 	enum encio_io_mode io_mode;
 	bool force_decompress; /* decode every encoded write */
+	/*
+	 * Where parents and clone sources are looked up from (-m): a
+	 * directory of the destination's filesystem; NULL for the root of
+	 * the mount holding the destination.
+	 */
+	const char *root_mount;
 };
 
 struct receive_stats {

@@ -224,17 +224,21 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 	uint32_t crc;
 	int ret;
 
-	ret = reader_fill(r, BTRFS_SEND_STREAM_HEADER_LEN);
-	if (ret < 0)
-		return reader_error(r, e, ret, "read", r->offset);
-	if (r->buf_len == r->buf_pos)
-		return 0;
-	/* Streams may be concatenated, each with its header. */
-	if (at_stream_header(r)) {
+	/*
+	 * Streams may be concatenated, each with its header; a header may
+	 * follow a header, as often as the input likes.
+	 */
+	for (;;) {
+		ret = reader_fill(r, BTRFS_SEND_STREAM_HEADER_LEN);
+		if (ret < 0)
+			return reader_error(r, e, ret, "read", r->offset);
+		if (r->buf_len == r->buf_pos)
+			return 0;
+		if (!at_stream_header(r))
+			break;
 		ret = reader_header(r, e);
 		if (ret)
 			return ret;
-		return stream_read_cmd(r, cmd, e);
 	}
 	if (r->buf_len - r->buf_pos < BTRFS_SEND_CMD_HEADER_LEN)
 		return reader_error(

@@ -5,15 +5,19 @@
  * is right and only the content is hostile). For the receive tests.
  *
  *   version N                        (before any command; default 2)
- *   subvol NAME [UUID_BYTE]
- *   snapshot NAME UUID_BYTE PARENT_UUID_BYTE
+ *   subvol NAME [UUID [CTRANSID]]
+ *   snapshot NAME UUID PARENT_UUID [PARENT_CTRANSID]
  *   mkfile|mkdir|mkfifo|unlink|rmdir PATH
  *   symlink PATH TARGET     link PATH TARGET     rename FROM TO
  *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
  *   chown PATH UID GID
  *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
  *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG good|garbage
+ *   clone PATH OFFSET LEN CLONE_UUID CLONE_CTRANSID CLONE_PATH CLONE_OFFSET
  *   end
+ *
+ * A UUID is one byte repeated (0x42) or written out in full
+ * (01234567-89ab-cdef-0123-456789abcdef); a CTRANSID defaults to 7.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +42,24 @@ static uint64_t num(const char *s)
 	return strtoull(s, NULL, 0);
 }
 
-static void put_uuid_byte(uint16_t attr, const char *s)
+static void put_uuid(uint16_t attr, const char *s)
 {
 	uint8_t uuid[16];
+	unsigned int byte;
+	int i;
 
-	memset(uuid, (int)num(s), sizeof(uuid));
+	if (strlen(s) != 36) {
+		memset(uuid, (int)num(s), sizeof(uuid));
+	} else {
+		for (i = 0; i < 16; i++) {
+			if (*s == '-')
+				s++;
+			if (sscanf(s, "%2x", &byte) != 1)
+				die("bad UUID", s);
+			uuid[i] = (uint8_t)byte;
+			s += 2;
+		}
+	}
 	stream_put_uuid(&w, attr, uuid);
 }
 
@@ -86,34 +103,53 @@ static void one_path(uint16_t cmd, char **a)
 	stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
 }
 
+/* A new inode: btrfs receive wants its number, as btrfs send gives it. */
+static void new_inode(uint16_t cmd, char **a)
+{
+	static uint64_t ino = 257;
+
+	one_path(cmd, a);
+	stream_put_u64(&w, BTRFS_SEND_A_INO, ino++);
+}
+
 static void command(char **a, int n, const char *line)
 {
 	const char *c = a[0];
 
-	if (!strcmp(c, "subvol") && n >= 2) {
+	if (!strcmp(c, "subvol") && n >= 2 && n <= 4) {
 		stream_begin_cmd(&w, BTRFS_SEND_C_SUBVOL);
 		stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
-		put_uuid_byte(BTRFS_SEND_A_UUID, n > 2 ? a[2] : "0x42");
-		stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 7);
-	} else if (!strcmp(c, "snapshot") && n == 4) {
+		put_uuid(BTRFS_SEND_A_UUID, n > 2 ? a[2] : "0x42");
+		stream_put_u64(&w, BTRFS_SEND_A_CTRANSID,
+			       n > 3 ? num(a[3]) : 7);
+	} else if (!strcmp(c, "snapshot") && (n == 4 || n == 5)) {
 		stream_begin_cmd(&w, BTRFS_SEND_C_SNAPSHOT);
 		stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
-		put_uuid_byte(BTRFS_SEND_A_UUID, a[2]);
+		put_uuid(BTRFS_SEND_A_UUID, a[2]);
 		stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 8);
-		put_uuid_byte(BTRFS_SEND_A_CLONE_UUID, a[3]);
-		stream_put_u64(&w, BTRFS_SEND_A_CLONE_CTRANSID, 7);
+		put_uuid(BTRFS_SEND_A_CLONE_UUID, a[3]);
+		stream_put_u64(&w, BTRFS_SEND_A_CLONE_CTRANSID,
+			       n > 4 ? num(a[4]) : 7);
+	} else if (!strcmp(c, "clone") && n == 8) {
+		one_path(BTRFS_SEND_C_CLONE, a);
+		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, num(a[2]));
+		stream_put_u64(&w, BTRFS_SEND_A_CLONE_LEN, num(a[3]));
+		put_uuid(BTRFS_SEND_A_CLONE_UUID, a[4]);
+		stream_put_u64(&w, BTRFS_SEND_A_CLONE_CTRANSID, num(a[5]));
+		stream_put_string(&w, BTRFS_SEND_A_CLONE_PATH, a[6]);
+		stream_put_u64(&w, BTRFS_SEND_A_CLONE_OFFSET, num(a[7]));
 	} else if (!strcmp(c, "mkfile") && n == 2) {
-		one_path(BTRFS_SEND_C_MKFILE, a);
+		new_inode(BTRFS_SEND_C_MKFILE, a);
 	} else if (!strcmp(c, "mkdir") && n == 2) {
-		one_path(BTRFS_SEND_C_MKDIR, a);
+		new_inode(BTRFS_SEND_C_MKDIR, a);
 	} else if (!strcmp(c, "mkfifo") && n == 2) {
-		one_path(BTRFS_SEND_C_MKFIFO, a);
+		new_inode(BTRFS_SEND_C_MKFIFO, a);
 	} else if (!strcmp(c, "unlink") && n == 2) {
 		one_path(BTRFS_SEND_C_UNLINK, a);
 	} else if (!strcmp(c, "rmdir") && n == 2) {
 		one_path(BTRFS_SEND_C_RMDIR, a);
 	} else if (!strcmp(c, "symlink") && n == 3) {
-		one_path(BTRFS_SEND_C_SYMLINK, a);
+		new_inode(BTRFS_SEND_C_SYMLINK, a);
 		stream_put_string(&w, BTRFS_SEND_A_PATH_LINK, a[2]);
 	} else if (!strcmp(c, "link") && n == 3) {
 		one_path(BTRFS_SEND_C_LINK, a);

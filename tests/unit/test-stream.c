@@ -219,7 +219,8 @@ static void test_crc32c_lanes(void **state)
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = rand();
 	for (i = 0; i < 300; i++) {
-		len = i < 20 ? 3 * 1024 * (i / 2) + i % 2 : (size_t)rand() % 40000;
+		len = i < 20 ? 3 * 1024 * (i / 2) + i % 2 :
+			       (size_t)rand() % 40000;
 		off = (size_t)rand() % (sizeof(buf) - len);
 		seed = i % 3 ? (uint32_t)rand() : 0;
 		whole = crc32c(seed, buf + off, len);
@@ -471,6 +472,34 @@ static void test_concatenated_streams(void **state)
 	close(fd);
 }
 
+/* Bare headers one after another are read in a loop, not one call each. */
+static void test_many_concatenated_headers(void **state)
+{
+	enum { HEADERS = 200000 };
+	size_t offs[8], len, hdr_len = BTRFS_SEND_STREAM_HEADER_LEN;
+	unsigned char *buf;
+	struct encio_error e;
+	struct seen s;
+	int fd;
+	size_t i;
+
+	(void)state;
+	fd = make_stream(2, offs, &len);
+	buf = malloc(HEADERS * hdr_len + len);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf + HEADERS * hdr_len, len, 0),
+			 (ssize_t)len);
+	for (i = 0; i < HEADERS; i++)
+		memcpy(buf + i * hdr_len, buf + HEADERS * hdr_len, hdr_len);
+	assert_int_equal(pwrite(fd, buf, HEADERS * hdr_len + len, 0),
+			 (ssize_t)(HEADERS * hdr_len + len));
+	free(buf);
+	assert_int_equal(process(fd, &s, &e), 0);
+	assert_int_equal(s.subvol, 1);
+	assert_int_equal(s.end, 1);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_encoded_write_sizes),
 		cmocka_unit_test(test_bad_magic_and_version),
 		cmocka_unit_test(test_concatenated_streams),
+		cmocka_unit_test(test_many_concatenated_headers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
