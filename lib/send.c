@@ -988,7 +988,7 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 
 	if (list_dir(ctx, dirfd, &names, &nr))
 		nr = 0;
-	for (i = 0; i < nr; i++) {
+	for (i = 0; i < nr && !(ctx->opts.stop && *ctx->opts.stop); i++) {
 		meta_prefetch_walked(&ctx->walked);
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
 		    st.st_dev != ctx->root_dev)

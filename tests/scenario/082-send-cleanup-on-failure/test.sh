@@ -132,6 +132,34 @@ run_mustfail "send --snapshot to a full file system" "$ENCIO" send --snapshot -f
 [ "$(cat "$FULL/s.stream")" = "an older stream" ] || _fail "the older FILE was changed by a failed send"
 no_snapshot_left "ENOSPC"
 
+_log "-f FILE where O_TMPFILE fails: a dot-name temporary, removed on failure"
+if command -v strace >/dev/null; then
+	# LeakSanitizer cannot run under ptrace
+	no_lsan=ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+	rm -f "$FULL/s.stream"
+	env "$no_lsan" strace -qq -e trace=openat -o "$TEST_TMP/strace.count" \
+		"$ENCIO" -q send -f "$OUT/counted" "$SRC/snap" 2>/dev/null || _fail "send under strace"
+	nth=$(grep -n O_TMPFILE "$TEST_TMP/strace.count" | head -1 | cut -d: -f1)
+	[ -n "$nth" ] || _fail "no O_TMPFILE open seen"
+	# the same opens, the O_TMPFILE one failing as where the file system has none
+	without_tmpfile()
+	{
+		env "$no_lsan" strace -qq -e trace=openat -e inject=openat:error=EOPNOTSUPP:when="$nth" \
+			-o "$TEST_TMP/strace.named" "$ENCIO" -q send "$@"
+	}
+	without_tmpfile -f "$OUT/named" "$SRC/snap" || _fail "send with a dot-name temporary"
+	grep -q "openat([0-9]*, \"\.named\.encio-send-[0-9]*\", O_WRONLY|O_CREAT|O_EXCL" "$TEST_TMP/strace.named" ||
+		_fail "no dot-name temporary made: $(grep -A1 O_TMPFILE "$TEST_TMP/strace.named")"
+	cmp "$OUT/named" "$OUT/counted" || _fail "stream through a dot-name temporary differs"
+	rc=0
+	without_tmpfile -f "$FULL/s.stream" "$SRC/snap" 2>/dev/null || rc=$?
+	[ $rc = 1 ] || _fail "send to a full file system with a dot-name temporary: exit $rc"
+	grep -q "openat([0-9]*, \"\.s\.stream\.encio-send-[0-9]*\", O_WRONLY|O_CREAT|O_EXCL" "$TEST_TMP/strace.named" ||
+		_fail "no dot-name temporary made on the full file system"
+	[ -z "$(ls -A "$FULL")" ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+	rm -f "$OUT"/*
+fi
+
 _log "-f FILE that is not a regular file is written itself"
 run_check "$ENCIO" -q send -f /dev/null "$SRC/snap"
 rm -f "$OUT"/*
