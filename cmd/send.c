@@ -3,8 +3,8 @@
  * encio send: a btrfs send stream (v2) of a tree, compressed extents encoded.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,10 @@ static const char *const send_usage[] = {
 	"",
 	"Writes the subvolume or directory tree PATH as a full btrfs send stream",
 	"version 2 to standard output or FILE, for 'btrfs receive' or 'encio",
-	"receive'. The received subvolume is named after PATH's last component;",
+	"receive'. A subvolume must be read-only, as for btrfs send (or use",
+	"--snapshot); any other directory that may change is sent live, with a",
+	"warning.",
+	"The received subvolume is named after PATH's last component;",
 	"its UUID is PATH's when PATH is a subvolume, else a fresh one. Several",
 	"PATHs make one stream of several subvolumes, as btrfs send writes them.",
 	"Compressed extents are read with encoded reads and sent as",
@@ -32,15 +35,73 @@ static const char *const send_usage[] = {
 	"On a terminal, standard error shows bytes sent of the total (the tree is",
 	"walked first), the rate and the time left.",
 	"",
-	"-f FILE        write the stream to FILE instead of standard output",
+	"-f FILE        write the stream to FILE instead of standard output;",
+	"               FILE gets its name only once the stream is whole",
 	"--snapshot     send from a temporary read-only snapshot of each",
-	"               subvolume PATH (one point in time), deleted afterwards",
+	"               subvolume PATH (one point in time), deleted afterwards,",
+	"               also after an error, SIGINT or SIGTERM",
 	"-q|--quiet     no summary",
 	"-h|--help      this help",
 	NULL
 };
 
 enum { OPT_SNAPSHOT = OPT_HELP + 1 };
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/*
+ * SIGINT and SIGTERM stop the send cleanly (no SA_RESTART: waits return
+ * EINTR), but where they were ignored (a background job's SIGINT); a
+ * reader gone is EPIPE, an error like any other, not SIGPIPE: either way
+ * the snapshot and the temporary stream are removed.
+ */
+static void install_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * Refuse a writable subvolume as btrfs send does, before any output; warn
+ * once for each PATH that may change while it is sent.
+ */
+static int check_sources(char *const *paths, int nr)
+{
+	enum send_source kind;
+	struct encio_error e;
+	int i;
+
+	for (i = 0; i < nr; i++) {
+		if (send_source_kind(paths[i], &kind, &e)) {
+			print_encio_error(&e);
+			return 1;
+		}
+		if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
+			error("subvolume %s is not read-only: send a read-only snapshot of it, or use --snapshot",
+			      paths[i]);
+			return 1;
+		}
+		if (kind == SEND_SOURCE_LIVE)
+			warning("%s is not a read-only subvolume: sent live, not as of one point in time",
+				paths[i]);
+	}
+	return 0;
+}
 
 static double now(void)
 {
@@ -132,42 +193,59 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct send_options opts = { .io_mode = global_opts.io_mode,
 				     .depth = global_opts.queue_depth };
+	struct send_output out = { .fd = STDOUT_FILENO, .dir_fd = -1 };
 	struct progress progress = { 0 };
 	struct send_stats stats;
 	const char *file = NULL;
 	struct encio_error e;
-	int fd = STDOUT_FILENO, ret;
+	int ret;
 
 	ret = parse_send_options(cmd, argc, argv, &opts, &file);
 	if (ret)
 		return ret;
-	if (file) {
-		fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			error("cannot open '%s': %s", file, strerror(errno));
-			return 1;
-		}
-	} else if (isatty(STDOUT_FILENO)) {
+	if (!file && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
 		return 1;
+	}
+	if (!opts.snapshot && check_sources(argv + optind, argc - optind))
+		return 1;
+	install_signals();
+	opts.stop = &stop_signal;
+	if (file) {
+		if (send_output_open(&out, file, &e)) {
+			print_encio_error(&e);
+			return 1;
+		}
+		if (out.replaces) {
+			opts.replaces_dev = out.replaced.st_dev;
+			opts.replaces_ino = out.replaced.st_ino;
+		}
 	}
 	progress.start = now(); /* the first call shows */
 	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO)) {
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
 	}
-	ret = send_run((const char *const *)argv + optind, argc - optind, fd,
-		       file ? file : "stdout", &opts, &stats, &e);
+	ret = send_run((const char *const *)argv + optind, argc - optind,
+		       out.fd, file ? file : "stdout", &opts, &stats, &e);
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
+	/* a signal after the last command still leaves no FILE */
+	if (!ret && stop_signal)
+		ret = encio_error_set(&e, EINTR, "finish (interrupted)",
+				      file ? file : "stdout", false, 0);
+	if (file && !ret)
+		ret = send_output_commit(&out, file, &e);
+	else if (file)
+		send_output_abort(&out);
 	if (ret)
 		print_encio_error(&e);
-	if (file && close(fd) && !ret) {
-		error("cannot write '%s': %s", file, strerror(errno));
-		ret = -EIO;
-	}
 	if (!ret && global_opts.verbose >= 0)
 		print_summary(&stats, now() - progress.start);
+	if (ret && stop_signal) {
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 	return ret ? 1 : 0;
 }
 

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,9 +65,8 @@ struct send_ctx {
 	long probe_fs_type; /* of probe_dev */
 	bool probe_clean;   /* probe_dev is read-only: no flush to map */
 	const char *out_name;
-	dev_t out_dev;
+	struct stat out_st; /* the stream file, if it is in a tree sent */
 	dev_t root_dev;
-	ino_t out_ino;
 	struct send_options opts;
 	struct send_stats *stats;
 	struct encio_error *e;
@@ -85,6 +86,24 @@ static int fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
 		bool has_off)
 {
 	return encio_error_set(ctx->e, err, op, ctx->src, has_off, off);
+}
+
+/* A signal asked to stop: the send ends where it is. */
+static int stopped(struct send_ctx *ctx)
+{
+	if (ctx->opts.stop && *ctx->opts.stop)
+		return fail(ctx, EINTR, "send (interrupted)", 0, false);
+	return 0;
+}
+
+/* @st is the stream file, or the file it replaces: not sent. */
+static bool is_stream_file(const struct send_ctx *ctx, const struct stat *st)
+{
+	if (st->st_dev == ctx->out_st.st_dev &&
+	    st->st_ino == ctx->out_st.st_ino)
+		return true;
+	return ctx->opts.replaces_ino && st->st_dev == ctx->opts.replaces_dev &&
+	       st->st_ino == ctx->opts.replaces_ino;
 }
 
 static int end_cmd(struct send_ctx *ctx)
@@ -432,7 +451,7 @@ static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 		return fail(ctx, ret, "map extents of", 0, false);
 	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {
 		last = i + depth < ctx->nr_pieces ? i + depth : ctx->nr_pieces;
-		ret = send_window(ctx, fd, path, i, last, &eof);
+		ret = stopped(ctx) ?: send_window(ctx, fd, path, i, last, &eof);
 		if (ret)
 			return ret;
 		progress(ctx, ctx->pieces[last - 1].end);
@@ -450,9 +469,12 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 	while (pos < end) {
 		size_t want = end - pos < SEND_WRITE_MAX ? end - pos :
 							   SEND_WRITE_MAX;
-		ssize_t n = pread(fd, ctx->buf, want, pos);
-		int ret;
+		ssize_t n;
+		int ret = stopped(ctx);
 
+		if (ret)
+			return ret;
+		n = pread(fd, ctx->buf, want, pos);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -744,10 +766,13 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	int fd, ret;
 
 	meta_prefetch_walked(&ctx->walked);
+	ret = stopped(ctx);
+	if (ret)
+		return ret;
 	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, errno, "stat", 0, false);
-	if (st->st_dev == ctx->out_dev && st->st_ino == ctx->out_ino)
-		return 0; /* the stream file itself */
+	if (is_stream_file(ctx, st))
+		return 0;
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
 		first = link_seen(ctx, st, path, &ret);
 		if (ret)
@@ -864,8 +889,7 @@ static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
 	if (fstatat(dirfd, name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return false;
 	p->have_st = true;
-	if (S_ISDIR(p->st.st_mode) ||
-	    (p->st.st_dev == ctx->out_dev && p->st.st_ino == ctx->out_ino) ||
+	if (S_ISDIR(p->st.st_mode) || is_stream_file(ctx, &p->st) ||
 	    (S_ISREG(p->st.st_mode) && p->st.st_nlink > 1))
 		return false;
 	if (!S_ISREG(p->st.st_mode))
@@ -964,7 +988,7 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 
 	if (list_dir(ctx, dirfd, &names, &nr))
 		nr = 0;
-	for (i = 0; i < nr; i++) {
+	for (i = 0; i < nr && !(ctx->opts.stop && *ctx->opts.stop); i++) {
 		meta_prefetch_walked(&ctx->walked);
 		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
 		    st.st_dev != ctx->root_dev)
@@ -991,6 +1015,59 @@ static int btrfsutil_errno(enum btrfs_util_error err)
 	if (err == BTRFS_UTIL_OK)
 		return 0;
 	return errno ? -errno : -EIO;
+}
+
+static int source_kind_fd(int fd, enum send_source *kind)
+{
+	enum btrfs_util_error err;
+	long fs_type;
+	bool frozen;
+	int ret;
+
+	if (btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK) {
+		err = btrfs_util_get_subvolume_read_only_fd(fd, &frozen);
+		if (err)
+			return btrfsutil_errno(err);
+		*kind = frozen ? SEND_SOURCE_FROZEN :
+				 SEND_SOURCE_WRITABLE_SUBVOL;
+		return 0;
+	}
+	ret = extent_fs_kind(fd, &fs_type, &frozen);
+	if (ret)
+		return ret;
+	*kind = frozen ? SEND_SOURCE_FROZEN : SEND_SOURCE_LIVE;
+	return 0;
+}
+
+int send_source_kind(const char *path, enum send_source *kind,
+		     struct encio_error *e)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return encio_error_set(e, errno, "open", path, false, 0);
+	ret = source_kind_fd(fd, kind);
+	close(fd);
+	if (ret)
+		return encio_error_set(e, ret, "tell what is sent of", path,
+				       false, 0);
+	return 0;
+}
+
+/*
+ * The read-ahead thread takes no SIGINT or SIGTERM: they are for this
+ * thread, whose waits they interrupt.
+ */
+static void prefetch_start(struct send_ctx *ctx, int fd, const struct stat *st)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	meta_prefetch_start(&ctx->prefetch, fd, ".", st, &ctx->walked);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* SUBVOL: the subvolume's UUID and ctransid, or a fresh UUID for a dir. */
@@ -1032,14 +1109,22 @@ static void links_clear(struct send_ctx *ctx)
 	}
 }
 
-/* The tree at @root as subvolume @name; the END command if @last. */
+/*
+ * The tree at @root as subvolume @name; the END command if @last. The
+ * root of a writable subvolume is refused here, on the directory opened,
+ * whatever the caller checked before.
+ */
 static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     bool last)
 {
+	enum send_source kind;
 	struct stat st;
 	int fd, ret;
 
 	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
+	ret = stopped(ctx);
+	if (ret)
+		return ret;
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open", 0, false);
@@ -1047,9 +1132,19 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		ret = fail(ctx, errno, "stat", 0, false);
 		goto out;
 	}
+	ret = source_kind_fd(fd, &kind);
+	if (ret) {
+		ret = fail(ctx, ret, "tell what is sent of", 0, false);
+		goto out;
+	}
+	if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
+		ret = fail(ctx, EINVAL, "send (not a read-only subvolume)", 0,
+			   false);
+		goto out;
+	}
 	ctx->root_dev = st.st_dev;
 	links_clear(ctx); /* links never reach into another subvolume */
-	meta_prefetch_start(&ctx->prefetch, fd, ".", &st, &ctx->walked);
+	prefetch_start(ctx, fd, &st);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;
@@ -1091,7 +1186,6 @@ static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 		.force_backing = -1,
 	};
 	struct send_ctx *ctx = calloc(1, sizeof(*ctx));
-	struct stat st;
 	int err;
 
 	*ret = NULL;
@@ -1101,10 +1195,8 @@ static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 	ctx->out_name = out_name;
 	ctx->stats = stats;
 	ctx->e = e;
-	if (!fstat(out_fd, &st)) {
-		ctx->out_dev = st.st_dev;
-		ctx->out_ino = st.st_ino;
-	}
+	if (fstat(out_fd, &ctx->out_st))
+		memset(&ctx->out_st, 0, sizeof(ctx->out_st));
 	err = stream_writer_init(&ctx->w, out_fd, 2);
 	if (err)
 		goto fail;
@@ -1180,8 +1272,7 @@ static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			ctx->root_dev = st.st_dev;
 			links_clear(
 				ctx); /* links never reach into another subvolume */
-			meta_prefetch_start(&ctx->prefetch, fd, ".", &st,
-					    &ctx->walked);
+			prefetch_start(ctx, fd, &st);
 			count_tree(ctx, fd);
 			meta_prefetch_stop(&ctx->prefetch);
 		}
@@ -1241,4 +1332,154 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	stats->stream_bytes = ctx->w.written;
 	ctx_release(ctx);
 	return ret;
+}
+
+/* -f FILE when it exists and is not a regular file: written itself. */
+static int output_open_itself(struct send_output *out, const char *file,
+			      struct encio_error *e)
+{
+	out->fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out->fd < 0)
+		return encio_error_set(e, errno, "open", file, false, 0);
+	return 0;
+}
+
+/* A name for the temporary beside FILE, a dot-name ending in our pid. */
+static void output_tmp_name(struct send_output *out)
+{
+	snprintf(out->tmp, sizeof(out->tmp), ".%.200s.encio-send-%d", out->name,
+		 (int)getpid());
+}
+
+/*
+ * Open the temporary in @dir: unnamed (O_TMPFILE), or where the file
+ * system has none, under a dot-name.
+ */
+static int output_open_tmp(struct send_output *out, const char *dir)
+{
+	out->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (out->dir_fd < 0)
+		return -errno;
+	out->fd = openat(out->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+			 0644);
+	if (out->fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR))
+		return out->fd < 0 ? -errno : 0;
+	output_tmp_name(out);
+	out->fd = openat(out->dir_fd, out->tmp,
+			 O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out->fd >= 0)
+		return 0;
+	out->tmp[0] = '\0';
+	return -errno;
+}
+
+int send_output_open(struct send_output *out, const char *file,
+		     struct encio_error *e)
+{
+	char dir[PATH_MAX], *real = NULL;
+	const char *path = file, *slash;
+	struct stat st;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->fd = out->dir_fd = -1;
+	if (!stat(file, &st) && !S_ISREG(st.st_mode))
+		return output_open_itself(out, file, e);
+	/* a symlink's target is replaced; a dangling one made, as btrfs send */
+	if (!lstat(file, &st) && S_ISLNK(st.st_mode)) {
+		real = realpath(file, NULL);
+		if (!real)
+			return output_open_itself(out, file, e);
+		path = real;
+	}
+	slash = strrchr(path, '/');
+	if (snprintf(out->name, sizeof(out->name), "%s",
+		     slash ? slash + 1 : path) >= (int)sizeof(out->name)) {
+		ret = encio_error_set(e, ENAMETOOLONG, "open", file, false, 0);
+		goto out;
+	}
+	if (!out->name[0]) {
+		ret = encio_error_set(e, EISDIR, "open", file, false, 0);
+		goto out;
+	}
+	snprintf(dir, sizeof(dir), "%.*s",
+		 slash ? (int)(slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	out->replaces =
+		!fstatat(AT_FDCWD, path, &out->replaced, AT_SYMLINK_NOFOLLOW) &&
+		S_ISREG(out->replaced.st_mode);
+	ret = output_open_tmp(out, dir);
+	if (ret) {
+		send_output_abort(out);
+		ret = encio_error_set(e, ret, "create a temporary beside", file,
+				      false, 0);
+	}
+out:
+	free(real);
+	return ret;
+}
+
+/* A name for the unnamed temporary, to rename over FILE. */
+static int output_link(struct send_output *out)
+{
+	char proc[32];
+
+	output_tmp_name(out);
+	if (!linkat(out->fd, "", out->dir_fd, out->tmp, AT_EMPTY_PATH))
+		return 0;
+	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
+	if (errno == ENOENT || errno == EPERM) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", out->fd);
+		if (!linkat(AT_FDCWD, proc, out->dir_fd, out->tmp,
+			    AT_SYMLINK_FOLLOW))
+			return 0;
+	}
+	out->tmp[0] = '\0';
+	return -errno;
+}
+
+int send_output_commit(struct send_output *out, const char *file,
+		       struct encio_error *e)
+{
+	const char *op = "write";
+	int ret = 0;
+
+	if (out->dir_fd < 0) {
+		ret = close(out->fd) ? -errno : 0;
+		out->fd = -1;
+		goto out;
+	}
+	if (fsync(out->fd))
+		ret = -errno;
+	else if (!out->tmp[0])
+		ret = output_link(out);
+	if (ret)
+		goto out;
+	ret = close(out->fd) ? -errno : 0;
+	out->fd = -1;
+	if (ret)
+		goto out;
+	op = "rename the stream to";
+	if (renameat(out->dir_fd, out->tmp, out->dir_fd, out->name)) {
+		ret = -errno;
+		goto out;
+	}
+	out->tmp[0] = '\0';
+out:
+	send_output_abort(out);
+	if (ret)
+		return encio_error_set(e, ret, op, file, false, 0);
+	return 0;
+}
+
+void send_output_abort(struct send_output *out)
+{
+	if (out->fd >= 0)
+		close(out->fd);
+	if (out->tmp[0])
+		unlinkat(out->dir_fd, out->tmp, 0);
+	if (out->dir_fd >= 0)
+		close(out->dir_fd);
+	out->fd = out->dir_fd = -1;
+	out->tmp[0] = '\0';
 }

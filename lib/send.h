@@ -6,9 +6,13 @@
 #ifndef ENCIO_SEND_H
 #define ENCIO_SEND_H
 
+#include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "engine.h"
 #include "error.h"
@@ -22,6 +26,11 @@ struct send_options {
 	enum encio_io_mode io_mode; /* for encoded reads; AUTO by default */
 	unsigned int depth;	    /* reads in flight per file; 0 default */
 	bool snapshot; /* send from a temporary read-only snapshot */
+	/* set (by a signal handler): stop, -EINTR, snapshot deleted */
+	const volatile sig_atomic_t *stop;
+	/* a file the stream replaces when done: left out of it too */
+	dev_t replaces_dev;
+	ino_t replaces_ino;
 	/* with a callback, the tree is walked first for bytes_total */
 	send_progress_fn progress;
 	void *progress_arg;
@@ -40,11 +49,50 @@ struct send_stats {
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 
+/* What a PATH to send is, for what its stream can promise. */
+enum send_source {
+	/* a read-only subvolume, or in one or on a read-only mount */
+	SEND_SOURCE_FROZEN,
+	/* the root of a writable subvolume: refused, as btrfs send does */
+	SEND_SOURCE_WRITABLE_SUBVOL,
+	/* a directory that may change while it is sent */
+	SEND_SOURCE_LIVE,
+};
+
+int send_source_kind(const char *path, enum send_source *kind,
+		     struct encio_error *e);
+
+/*
+ * Where the stream of -f FILE goes: an unnamed file (or, without
+ * O_TMPFILE, a dot-name) in FILE's directory, given FILE's name by
+ * send_output_commit() only; or FILE itself when it exists and is not a
+ * regular file (/dev/null, a FIFO), as btrfs send writes it.
+ */
+struct send_output {
+	int fd;
+	int dir_fd;		 /* -1: FILE itself is written */
+	char name[NAME_MAX + 1]; /* FILE's last component */
+	char tmp[NAME_MAX + 1];	 /* the temporary's name, "" while unnamed */
+	bool replaces;		 /* a regular FILE is there to be replaced */
+	struct stat replaced;	 /* its stat */
+};
+
+int send_output_open(struct send_output *out, const char *file,
+		     struct encio_error *e);
+/* Flush the stream to disk and give it FILE's name (then closed). */
+int send_output_commit(struct send_output *out, const char *file,
+		       struct encio_error *e);
+/* Close and remove the temporary: FILE stays as it was. */
+void send_output_abort(struct send_output *out);
+
 /*
  * Write the stream of the @nr trees @paths, one subvolume each, to @out_fd
  * (@out_name for messages): one header, a SUBVOL and its tree per path, one
- * END, as btrfs send writes several subvolumes. Returns 0 or -errno with
- * @e filled; @stats is filled either way.
+ * END, as btrfs send writes several subvolumes. The root of a writable
+ * subvolume is refused (-EINVAL) but with opts->snapshot, which sends from
+ * a read-only snapshot of it, deleted before returning whatever happened.
+ * Returns 0 or -errno with @e filled (-EINTR: *opts->stop was set); @stats
+ * is filled either way.
  */
 int send_run(const char *const *paths, size_t nr, int out_fd,
 	     const char *out_name, const struct send_options *opts,

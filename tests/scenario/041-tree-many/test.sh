@@ -88,13 +88,15 @@ diff -r "$T" "$DST/ra" || _fail "diff -r (read-ahead)"
 traced "$TEST_TMP/strace.dir" "$ENCIO" -q copy -r "$T/d00" "$DST/ra-dir"
 [ "$(whole_tree_searches "$TEST_TMP/strace.dir")" = 0 ] || _fail "read-ahead for a directory"
 diff -r "$T/d00" "$DST/ra-dir" || _fail "diff -r (directory)"
-traced "$TEST_TMP/strace.send" "$ENCIO" -q send "$T"
+# send takes a read-only subvolume
+btrfs -q subvolume snapshot -r "$T" "$SRC/many-ro" || _fail "snapshot"
+traced "$TEST_TMP/strace.send" "$ENCIO" -q send "$SRC/many-ro"
 [ "$(whole_tree_searches "$TEST_TMP/strace.send")" -ge 1 ] || _fail "no read-ahead for send"
 # On a terminal send walks the tree first for its total: a read-ahead for
 # that walk too, then for the one that sends.
 if command -v script >/dev/null; then
 	script -qec "$(printf '%q ' env "$no_lsan" strace -f -qq -e trace=ioctl \
-		-o "$TEST_TMP/strace.tty" "$ENCIO" send -f "$TEST_TMP/tty.stream" "$T")" \
+		-o "$TEST_TMP/strace.tty" "$ENCIO" send -f "$TEST_TMP/tty.stream" "$SRC/many-ro")" \
 		/dev/null >/dev/null || _fail "send on a terminal under strace"
 	[ "$(whole_tree_searches "$TEST_TMP/strace.tty")" -ge 2 ] || _fail "no read-ahead for the walk that counts"
 fi

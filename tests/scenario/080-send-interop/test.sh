@@ -1,8 +1,8 @@
 #!/bin/bash
 # encio send writes v2 streams that btrfs receive and encio receive apply,
 # giving trees equal to the source in content, metadata, xattrs and encoded
-# bytes; btrfs receive --dump and encio dump read them alike; --snapshot and
-# a plain directory (procfs too) as the source.
+# bytes; btrfs receive --dump and encio dump read them alike; a read-only
+# snapshot, --snapshot and a plain directory (procfs too) as the source.
 source "$(dirname "$0")/../../common.sh"
 require_root
 command -v getfattr >/dev/null || _not_run "needs getfattr (attr)"
@@ -54,6 +54,10 @@ chmod 0750 "$V"
 touch -d '2001-02-03 04:05:06.789' "$V/random" "$V/dir/sub" "$V/fifo"
 touch -h -d '2002-02-03 04:05:06' "$V/dir/symlink"
 touch -d '2003-02-03 04:05:06.123456789' "$V/dir" "$V"
+# What is sent: a read-only snapshot of it, named like it.
+mkdir "$SRC/ro"
+run_check btrfs -q subvolume snapshot -r "$V" "$SRC/ro/vol"
+R=$SRC/ro/vol
 
 # Everything a tree holds but atimes, without following symlinks.
 tree_state()
@@ -113,22 +117,22 @@ S=$TEST_TMP/streams
 mkdir "$S"
 
 _log "encio send | btrfs receive"
-"$ENCIO" send "$V" 2>"$TEST_TMP/err" | btrfs receive "$DST/b" >/dev/null ||
+"$ENCIO" send "$R" 2>"$TEST_TMP/err" | btrfs receive "$DST/b" >/dev/null ||
 	_fail "encio send | btrfs receive: $(cat "$TEST_TMP/err")"
 cat "$TEST_TMP/err"
 grep -qE "encoded in [1-9][0-9]* extents" "$TEST_TMP/err" || _fail "nothing sent encoded"
-compare_trees "$V" "$DST/b/vol"
-check_prealloc "$V" "$DST/b/vol"
-[ "$(zstd_disk "$V")" = "$(zstd_disk "$DST/b/vol")" ] ||
-	_fail "encoded bytes differ: $(zstd_disk "$V") vs $(zstd_disk "$DST/b/vol")"
-[ "$(received_uuid_of "$DST/b/vol")" = "$(uuid_of "$V")" ] || _fail "received UUID is not the source's"
+compare_trees "$R" "$DST/b/vol"
+check_prealloc "$R" "$DST/b/vol"
+[ "$(zstd_disk "$R")" = "$(zstd_disk "$DST/b/vol")" ] ||
+	_fail "encoded bytes differ: $(zstd_disk "$R") vs $(zstd_disk "$DST/b/vol")"
+[ "$(received_uuid_of "$DST/b/vol")" = "$(uuid_of "$R")" ] || _fail "received UUID is not the source's"
 
 _log "encio send -f | encio receive -f, dumps"
-run_check "$ENCIO" -q send -f "$S/vol" "$V"
+run_check "$ENCIO" -q send -f "$S/vol" "$R"
 run_check "$ENCIO" -q receive -f "$S/vol" "$DST/e"
-compare_trees "$V" "$DST/e/vol"
-check_prealloc "$V" "$DST/e/vol"
-[ "$(zstd_disk "$V")" = "$(zstd_disk "$DST/e/vol")" ] || _fail "encoded bytes differ (encio receive)"
+compare_trees "$R" "$DST/e/vol"
+check_prealloc "$R" "$DST/e/vol"
+[ "$(zstd_disk "$R")" = "$(zstd_disk "$DST/e/vol")" ] || _fail "encoded bytes differ (encio receive)"
 btrfs receive --dump -f "$S/vol" >"$S/vol.btrfs" || _fail "btrfs receive --dump"
 "$ENCIO" dump -f "$S/vol" >"$S/vol.encio" || _fail "encio dump"
 # btrfs receive --dump prints xattr data as a C string (cut at the NUL),
@@ -141,7 +145,7 @@ grep -q "^encoded_write" "$S/vol.btrfs" || _fail "no encoded_write in the dump"
 
 _log "progress on a terminal"
 if command -v script >/dev/null; then
-	script -qec "$ENCIO send -f $S/tty $V" /dev/null >"$TEST_TMP/tty" || _fail "send on a terminal"
+	script -qec "$ENCIO send -f $S/tty $R" /dev/null >"$TEST_TMP/tty" || _fail "send on a terminal"
 	grep -qE "[0-9.]+[KMG]?i?B of [0-9.]+[KMG]?i?B, .*/s, ETA" "$TEST_TMP/tty" ||
 		_fail "no progress: $(cat -v "$TEST_TMP/tty")"
 	btrfs receive --dump -f "$S/tty" >/dev/null || _fail "stream sent with progress"
@@ -178,10 +182,10 @@ for f in poolsize boot_id; do
 done
 
 _log "plain reads (no CAP_SYS_ADMIN: no encoded reads)"
-setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$ENCIO" send "$V" 2>"$TEST_TMP/err" | "$ENCIO" -q receive "$DST/n" ||
+setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$ENCIO" send "$R" 2>"$TEST_TMP/err" | "$ENCIO" -q receive "$DST/n" ||
 	_fail "send without CAP_SYS_ADMIN: $(cat "$TEST_TMP/err")"
 grep -q "io read none" "$TEST_TMP/err" || _fail "not read plain: $(cat "$TEST_TMP/err")"
-compare_trees "$V" "$DST/n/vol"
+compare_trees "$R" "$DST/n/vol"
 _log "several paths: one stream, two subvolumes"
 mkdir "$DST/two" "$DST/two-e" "$V/dir2"
 ln "$V/dir/hardlink" "$V/dir2/third-link"
@@ -200,6 +204,7 @@ run_check btrfs -q subvolume create "$SRC/outer"
 run_check btrfs -q subvolume create "$SRC/outer/inner"
 echo data >"$SRC/outer/inner/file"
 echo top >"$SRC/outer/top"
+run_check btrfs property set -ts "$SRC/outer" ro true
 mkdir "$DST/nest"
 "$ENCIO" -q send "$SRC/outer" | btrfs receive "$DST/nest" >/dev/null || _fail "nested send"
 [ -d "$DST/nest/outer/inner" ] && [ -z "$(ls -A "$DST/nest/outer/inner")" ] ||
