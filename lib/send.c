@@ -1200,6 +1200,7 @@ static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 	err = stream_writer_init(&ctx->w, out_fd, 2);
 	if (err)
 		goto fail;
+	ctx->w.stop = opts->stop;
 	err = engine_init(&ctx->engine, &config);
 	if (err)
 		goto fail;

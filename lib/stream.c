@@ -711,6 +711,13 @@ static int writer_flush(struct stream_writer *w, size_t upto)
 	ssize_t n;
 
 	while (done < upto) {
+		/*
+		 * A reader that reads nothing must not hold off a stop: a
+		 * signal ends a blocked write early, with EINTR or with what
+		 * it wrote so far.
+		 */
+		if (w->stop && *w->stop)
+			return -EINTR;
 		n = write(w->fd, w->buf + done, upto - done);
 		if (n < 0 && errno == EINTR)
 			continue;

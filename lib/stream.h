@@ -6,6 +6,7 @@
 #ifndef ENCIO_STREAM_H
 #define ENCIO_STREAM_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -135,6 +136,8 @@ struct stream_writer {
 	size_t cmd_start; /* of the command being built */
 	uint64_t written; /* bytes written to fd */
 	int err;	  /* first error, sticky */
+	/* set by a signal handler: a write interrupted then gives -EINTR */
+	const volatile sig_atomic_t *stop;
 };
 
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);

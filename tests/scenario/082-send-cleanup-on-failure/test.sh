@@ -71,6 +71,34 @@ _log "--snapshot stopped by SIGINT, by SIGTERM"
 stop_snapshot_send INT 130
 stop_snapshot_send TERM 143
 
+_log "--snapshot stopped by SIGTERM while it waits on a reader that reads nothing"
+rm -f "$TEST_TMP/pipe"
+mkfifo "$TEST_TMP/pipe"
+sleep 60 <"$TEST_TMP/pipe" &
+sleeper=$!
+"$ENCIO" send --snapshot "$V" >"$TEST_TMP/pipe" 2>"$TEST_TMP/err" &
+pid=$!
+# The pipe fills at once (64 KiB): encio then waits in write().
+n=0
+until grep -q pipe_w "/proc/$pid/wchan" 2>/dev/null || [ $n -ge 500 ]; do
+	n=$((n + 1))
+	sleep 0.01
+done
+kill -TERM $pid
+n=0
+while kill -0 $pid 2>/dev/null && [ $n -lt 100 ]; do
+	n=$((n + 1))
+	sleep 0.05
+done
+kill -0 $pid 2>/dev/null && { kill -KILL $pid $sleeper; _fail "send blocked on a full pipe ignored SIGTERM"; }
+rc=0
+wait $pid || rc=$?
+kill $sleeper 2>/dev/null
+wait $sleeper 2>/dev/null
+cat "$TEST_TMP/err"
+[ $rc = 143 ] || _fail "send blocked on a full pipe, stopped by SIGTERM: exit $rc, not 143"
+no_snapshot_left "SIGTERM on a full pipe"
+
 _log "--snapshot into a reader that goes away"
 rc=0
 "$ENCIO" send --snapshot "$V" 2>"$TEST_TMP/err" | head -c 1000 >/dev/null
