@@ -163,6 +163,53 @@ static void print_tree_summary_text(const struct copy_cmd *c)
 	       (unsigned long long)t->failed);
 }
 
+/* What --verify-only compared, entries first. */
+static void print_verify_entries_text(const struct verify_stats *s)
+{
+	printf("verified: %llu file%s, %llu director%s, %llu symlink%s, %llu special file%s equal to their sources; %llu failed\n",
+	       (unsigned long long)s->files, s->files == 1 ? "" : "s",
+	       (unsigned long long)s->dirs, s->dirs == 1 ? "y" : "ies",
+	       (unsigned long long)s->symlinks, s->symlinks == 1 ? "" : "s",
+	       (unsigned long long)s->specials, s->specials == 1 ? "" : "s",
+	       (unsigned long long)s->failed);
+}
+
+/* What file content was compared; the time it took unless @seconds < 0. */
+static void print_verify_text(const struct verify_stats *s, double seconds)
+{
+	char bytes[PRETTY_SIZE_LEN], read[PRETTY_SIZE_LEN],
+		holes[PRETTY_SIZE_LEN];
+
+	printf("compared: %s of file content, every byte (%s read from both files, %s holes in both); compressed extents of the copies: %llu identical to the source's encoded bytes, %llu decoded and compared; copies read plain (no encoded reads): %llu",
+	       pretty_size(bytes, s->bytes),
+	       pretty_size(read, s->bytes - s->hole_bytes),
+	       pretty_size(holes, s->hole_bytes),
+	       (unsigned long long)s->extents_identical,
+	       (unsigned long long)s->extents_decoded,
+	       (unsigned long long)s->files_plain);
+	if (seconds >= 0)
+		printf("; %.3fs", seconds);
+	printf("\n");
+}
+
+static void print_verify_json_fields(const struct verify_stats *s)
+{
+	printf("\"files_verified\": %llu, \"bytes_compared\": %llu, \"bytes_read\": %llu, "
+	       "\"bytes_holes\": %llu, \"extents_compared_encoded\": %llu, "
+	       "\"extents_identical\": %llu, \"extents_decoded\": %llu, "
+	       "\"files_read_plain\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
+	       "\"specials\": %llu, \"failed\": %llu",
+	       (unsigned long long)s->files, (unsigned long long)s->bytes,
+	       (unsigned long long)(s->bytes - s->hole_bytes),
+	       (unsigned long long)s->hole_bytes,
+	       (unsigned long long)(s->extents_identical + s->extents_decoded),
+	       (unsigned long long)s->extents_identical,
+	       (unsigned long long)s->extents_decoded,
+	       (unsigned long long)s->files_plain, (unsigned long long)s->dirs,
+	       (unsigned long long)s->symlinks, (unsigned long long)s->specials,
+	       (unsigned long long)s->failed);
+}
+
 static void print_summary_text(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
@@ -183,17 +230,24 @@ static void print_summary_text(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed), c->seconds,
 	       pretty_size(rate,
 			   c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
-	if (c->opts.compress.alg || c->opts.recompress.alg || c->opts.verify)
-		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed, %llu verified; ratio %.1f%% (%s encoded of %s written encoded)\n",
+	if (c->opts.compress.alg || c->opts.recompress.alg)
+		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed; ratio %.1f%% (%s encoded of %s written encoded)\n",
 		       (unsigned long long)s->chunks_compressed,
 		       (unsigned long long)s->chunks_incompressible,
 		       (unsigned long long)s->extents_recompressed,
-		       (unsigned long long)s->extents_verified,
 		       s->encoded_logical ?
 			       100.0 * s->encoded_bytes / s->encoded_logical :
 			       100.0,
 		       pretty_size(encoded, s->encoded_bytes),
 		       pretty_size(logical, s->encoded_logical));
+	if (c->opts.verify) {
+		printf("verified: %llu cop%s equal to %s source%s\n",
+		       (unsigned long long)c->ctx.verify.stats.files,
+		       c->ctx.verify.stats.files == 1 ? "y" : "ies",
+		       c->ctx.verify.stats.files == 1 ? "its" : "their",
+		       c->ctx.verify.stats.files == 1 ? "" : "s");
+		print_verify_text(&c->ctx.verify.stats, -1);
+	}
 }
 
 static void print_summary_json(const struct copy_cmd *c)
@@ -238,6 +292,11 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->tree.skipped, c->tree.peak_files,
 		       (unsigned long long)c->tree.ring_waits,
 		       (unsigned long long)c->tree.walker_waits);
+	if (c->opts.verify) {
+		printf(", \"verify\": {");
+		print_verify_json_fields(&c->ctx.verify.stats);
+		printf("}");
+	}
 	printf("}\n");
 }
 
@@ -493,44 +552,6 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	return ret;
 }
 
-static void print_verify_text(const struct verify_stats *s, double seconds)
-{
-	char bytes[PRETTY_SIZE_LEN], read[PRETTY_SIZE_LEN],
-		holes[PRETTY_SIZE_LEN];
-
-	printf("verified: %llu file%s, %llu director%s, %llu symlink%s, %llu special file%s equal to their sources; %llu failed\n",
-	       (unsigned long long)s->files, s->files == 1 ? "" : "s",
-	       (unsigned long long)s->dirs, s->dirs == 1 ? "y" : "ies",
-	       (unsigned long long)s->symlinks, s->symlinks == 1 ? "" : "s",
-	       (unsigned long long)s->specials, s->specials == 1 ? "" : "s",
-	       (unsigned long long)s->failed);
-	printf("compared: %s of file content, every byte (%s read from both files, %s holes in both); compressed extents of the copies: %llu identical to the source's encoded bytes, %llu decoded and compared; copies read plain (no encoded reads): %llu; %.3fs\n",
-	       pretty_size(bytes, s->bytes),
-	       pretty_size(read, s->bytes - s->hole_bytes),
-	       pretty_size(holes, s->hole_bytes),
-	       (unsigned long long)s->extents_identical,
-	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->files_plain, seconds);
-}
-
-static void print_verify_json_fields(const struct verify_stats *s)
-{
-	printf("\"files_verified\": %llu, \"bytes_compared\": %llu, \"bytes_read\": %llu, "
-	       "\"bytes_holes\": %llu, \"extents_compared_encoded\": %llu, "
-	       "\"extents_identical\": %llu, \"extents_decoded\": %llu, "
-	       "\"files_read_plain\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
-	       "\"specials\": %llu, \"failed\": %llu",
-	       (unsigned long long)s->files, (unsigned long long)s->bytes,
-	       (unsigned long long)(s->bytes - s->hole_bytes),
-	       (unsigned long long)s->hole_bytes,
-	       (unsigned long long)(s->extents_identical + s->extents_decoded),
-	       (unsigned long long)s->extents_identical,
-	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->files_plain, (unsigned long long)s->dirs,
-	       (unsigned long long)s->symlinks, (unsigned long long)s->specials,
-	       (unsigned long long)s->failed);
-}
-
 static void verify_report(void *arg, const struct encio_error *e)
 {
 	(void)arg;
@@ -573,6 +594,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 		print_verify_json_fields(&v.stats);
 		printf(", \"seconds\": %.6f}\n", c->seconds);
 	} else if (global_opts.verbose >= 0) {
+		print_verify_entries_text(&v.stats);
 		print_verify_text(&v.stats, c->seconds);
 	}
 	verify_ctx_release(&v);
