@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "../lib/copy.h"
 #include "../lib/tree.h"
+#include "../lib/verify.h"
 
 static const char *const copy_usage[] = {
 	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST",
@@ -44,9 +45,11 @@ static const char *const copy_usage[] = {
 	"                     lzo; level 3 by default (needs encoded writes)",
 	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
 	"--threads N          codec worker threads (default: one per CPU)",
-	"--verify             after each file, decode every encoded extent of the",
-	"                     copy and compare with the source",
-	"--verify-only        copy nothing: verify existing copies SRC DEST",
+	"--verify             after each file, compare every byte of the copy with",
+	"                     the source (read encoded where the filesystem allows,",
+	"                     compressed extents decoded), else discard the copy",
+	"--verify-only        copy nothing: compare existing copies with their",
+	"                     sources, every byte (-r: trees; -T as for a copy)",
 	"-j|--jobs N          files in flight with -r (default 256)",
 	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
 	"-d|--queue-depth QD  requests in flight (default 32)",
@@ -160,6 +163,53 @@ static void print_tree_summary_text(const struct copy_cmd *c)
 	       (unsigned long long)t->failed);
 }
 
+/* What --verify-only compared, entries first. */
+static void print_verify_entries_text(const struct verify_stats *s)
+{
+	printf("verified: %llu file%s, %llu director%s, %llu symlink%s, %llu special file%s equal to their sources; %llu failed\n",
+	       (unsigned long long)s->files, s->files == 1 ? "" : "s",
+	       (unsigned long long)s->dirs, s->dirs == 1 ? "y" : "ies",
+	       (unsigned long long)s->symlinks, s->symlinks == 1 ? "" : "s",
+	       (unsigned long long)s->specials, s->specials == 1 ? "" : "s",
+	       (unsigned long long)s->failed);
+}
+
+/* What file content was compared; the time it took unless @seconds < 0. */
+static void print_verify_text(const struct verify_stats *s, double seconds)
+{
+	char bytes[PRETTY_SIZE_LEN], read[PRETTY_SIZE_LEN],
+		holes[PRETTY_SIZE_LEN];
+
+	printf("compared: %s of file content, every byte (%s read from both files, %s holes in both); compressed extents of the copies: %llu identical to the source's encoded bytes, %llu decoded and compared; copies read plain (no encoded reads): %llu",
+	       pretty_size(bytes, s->bytes),
+	       pretty_size(read, s->bytes - s->hole_bytes),
+	       pretty_size(holes, s->hole_bytes),
+	       (unsigned long long)s->extents_identical,
+	       (unsigned long long)s->extents_decoded,
+	       (unsigned long long)s->files_plain);
+	if (seconds >= 0)
+		printf("; %.3fs", seconds);
+	printf("\n");
+}
+
+static void print_verify_json_fields(const struct verify_stats *s)
+{
+	printf("\"files_verified\": %llu, \"bytes_compared\": %llu, \"bytes_read\": %llu, "
+	       "\"bytes_holes\": %llu, \"extents_compared_encoded\": %llu, "
+	       "\"extents_identical\": %llu, \"extents_decoded\": %llu, "
+	       "\"files_read_plain\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
+	       "\"specials\": %llu, \"failed\": %llu",
+	       (unsigned long long)s->files, (unsigned long long)s->bytes,
+	       (unsigned long long)(s->bytes - s->hole_bytes),
+	       (unsigned long long)s->hole_bytes,
+	       (unsigned long long)(s->extents_identical + s->extents_decoded),
+	       (unsigned long long)s->extents_identical,
+	       (unsigned long long)s->extents_decoded,
+	       (unsigned long long)s->files_plain, (unsigned long long)s->dirs,
+	       (unsigned long long)s->symlinks, (unsigned long long)s->specials,
+	       (unsigned long long)s->failed);
+}
+
 static void print_summary_text(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
@@ -180,17 +230,24 @@ static void print_summary_text(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed), c->seconds,
 	       pretty_size(rate,
 			   c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
-	if (c->opts.compress.alg || c->opts.recompress.alg || c->opts.verify)
-		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed, %llu verified; ratio %.1f%% (%s encoded of %s written encoded)\n",
+	if (c->opts.compress.alg || c->opts.recompress.alg)
+		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed; ratio %.1f%% (%s encoded of %s written encoded)\n",
 		       (unsigned long long)s->chunks_compressed,
 		       (unsigned long long)s->chunks_incompressible,
 		       (unsigned long long)s->extents_recompressed,
-		       (unsigned long long)s->extents_verified,
 		       s->encoded_logical ?
 			       100.0 * s->encoded_bytes / s->encoded_logical :
 			       100.0,
 		       pretty_size(encoded, s->encoded_bytes),
 		       pretty_size(logical, s->encoded_logical));
+	if (c->opts.verify) {
+		printf("verified: %llu cop%s equal to %s source%s\n",
+		       (unsigned long long)c->ctx.verify.stats.files,
+		       c->ctx.verify.stats.files == 1 ? "y" : "ies",
+		       c->ctx.verify.stats.files == 1 ? "its" : "their",
+		       c->ctx.verify.stats.files == 1 ? "" : "s");
+		print_verify_text(&c->ctx.verify.stats, -1);
+	}
 }
 
 static void print_summary_json(const struct copy_cmd *c)
@@ -235,6 +292,11 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->tree.skipped, c->tree.peak_files,
 		       (unsigned long long)c->tree.ring_waits,
 		       (unsigned long long)c->tree.walker_waits);
+	if (c->opts.verify) {
+		printf(", \"verify\": {");
+		print_verify_json_fields(&c->ctx.verify.stats);
+		printf("}");
+	}
 	printf("}\n");
 }
 
@@ -389,12 +451,24 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 	return 0;
 }
 
+/* A difference found by verification says what differs, not an errno. */
+static void print_copy_error(const struct encio_error *e)
+{
+	if (e->err != VERIFY_DIFFERS)
+		print_encio_error(e);
+	else if (e->has_offset)
+		error("verify '%s': %s at offset %llu", e->path, e->op,
+		      (unsigned long long)e->offset);
+	else
+		error("verify '%s': %s", e->path, e->op);
+}
+
 static void tree_report(void *arg, const struct encio_error *e)
 {
 	struct copy_cmd *c = arg;
 
 	clear_progress(c);
-	print_encio_error(e);
+	print_copy_error(e);
 }
 
 /* Named after the error that stopped the copy. */
@@ -472,41 +546,59 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 		if (ret == -EINTR)
 			error("interrupted: files in flight removed, files complete kept (a rerun resumes)");
 		else
-			print_encio_error(&e);
+			print_copy_error(&e);
 	}
 	print_kept(c);
 	return ret;
 }
 
-/* SRC DEST, or SRC... DIR: compare existing copies, write nothing. */
+static void verify_report(void *arg, const struct encio_error *e)
+{
+	(void)arg;
+	print_copy_error(e);
+}
+
+/*
+ * SRC DEST, SRC... DIR, or trees with -r: compare existing copies with
+ * their sources, every byte of every file, and write nothing.
+ */
 static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 		       const char *dst)
 {
-	char path[PATH_MAX];
+	const struct verify_tree_options opts = {
+		.recursive = c->recursive,
+		.no_target_dir = c->no_target_dir,
+		.report = verify_report,
+		.arg = c,
+	};
+	struct verify_ctx v;
 	struct encio_error e;
-	struct stat st;
-	char *tmp;
-	int i;
+	int ret;
 
-	for (i = 0; i < nr_src; i++) {
-		snprintf(path, sizeof(path), "%s", dst);
-		if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
-			tmp = strdup(srcs[i]);
-			snprintf(path, sizeof(path), "%s/%s", dst,
-				 tmp ? basename(tmp) : srcs[i]);
-			free(tmp);
-		}
-		if (copy_verify(&c->ctx, srcs[i], path, &e)) {
-			print_encio_error(&e);
-			c->failed++;
-		}
+	ret = verify_ctx_init(&v);
+	if (ret) {
+		error("cannot verify: %s", strerror(-ret));
+		return ret;
 	}
-	if (global_opts.verbose >= 0)
-		printf("verified %llu encoded extent%s, %d file%s failed\n",
-		       (unsigned long long)c->ctx.stats.extents_verified,
-		       c->ctx.stats.extents_verified == 1 ? "" : "s", c->failed,
-		       c->failed == 1 ? "" : "s");
-	return 0;
+	v.stop = &stop_signal;
+	install_signals();
+	ret = verify_trees(&v, &opts, srcs, nr_src, dst, &e);
+	c->seconds = now() - c->start;
+	c->failed = v.stats.failed;
+	if (ret == -EINTR)
+		error("interrupted");
+	else if (ret)
+		print_copy_error(&e);
+	if (c->json) {
+		printf("{");
+		print_verify_json_fields(&v.stats);
+		printf(", \"seconds\": %.6f}\n", c->seconds);
+	} else if (global_opts.verbose >= 0) {
+		print_verify_entries_text(&v.stats);
+		print_verify_text(&v.stats, c->seconds);
+	}
+	verify_ctx_release(&v);
+	return ret;
 }
 
 static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
@@ -523,6 +615,11 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		return ret;
 	nr_src = argc - optind - 1;
 	dst = argv[argc - 1];
+	if (c.verify_only) {
+		c.start = now();
+		ret = verify_only(&c, argv + optind, nr_src, dst);
+		goto stopped;
+	}
 	if (check_sources(nr_src, argv + optind, dst, c.recursive))
 		return 1;
 
@@ -535,10 +632,6 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	start = now();
 	c.start = start;
-	if (c.verify_only) {
-		ret = verify_only(&c, argv + optind, nr_src, dst);
-		goto out;
-	}
 	if (c.recursive) {
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
@@ -552,7 +645,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		if (!ret)
 			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
 		if (ret) {
-			print_encio_error(&e);
+			print_copy_error(&e);
 			c.failed++;
 		}
 	}
@@ -565,8 +658,8 @@ summary:
 		print_summary_text(&c);
 	if (!c.json && global_opts.verbose >= 0 && c.recursive)
 		print_tree_summary_text(&c);
-out:
 	copy_ctx_release(&c.ctx);
+stopped:
 	if (ret == -EINTR && stop_signal) {
 		signal(stop_signal, SIG_DFL);
 		raise(stop_signal);

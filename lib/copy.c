@@ -53,11 +53,17 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 	ctx->decode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
 	ctx->chunk_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
 	ctx->encode_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
-	ctx->verify_buf = malloc(BTRFS_MAX_UNCOMPRESSED);
 	if (!ctx->codec || !ctx->decode_buf || !ctx->chunk_buf ||
-	    !ctx->encode_buf || !ctx->verify_buf) {
+	    !ctx->encode_buf) {
 		copy_ctx_release(ctx);
 		return -ENOMEM;
+	}
+	if (opts->verify) {
+		ret = verify_ctx_init(&ctx->verify);
+		if (ret) {
+			copy_ctx_release(ctx);
+			return ret;
+		}
 	}
 	if (opts->compress.alg != BTRFS_COMPRESS_NONE ||
 	    opts->recompress.alg != BTRFS_COMPRESS_NONE) {
@@ -80,7 +86,7 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	free(ctx->decode_buf);
 	free(ctx->chunk_buf);
 	free(ctx->encode_buf);
-	free(ctx->verify_buf);
+	verify_ctx_release(&ctx->verify);
 	memset(ctx, 0, sizeof(*ctx));
 }
 
@@ -763,102 +769,14 @@ int copy_job_start_inline(struct copy_job *job, const struct stat *st,
 	return 0;
 }
 
-static ssize_t pread_all(int fd, void *buf, size_t len, uint64_t offset)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done,
-				  offset + done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		done += n;
-	}
-	return done;
-}
-
-/* Decode one encoded extent of the destination and compare with @src_fd. */
-static int verify_extent(struct copy_ctx *ctx,
-			 const struct btrfs_ioctl_encoded_io_args *a,
-			 size_t enc_len, int src_fd, uint64_t *bad)
-{
-	uint64_t n_bad;
-	ssize_t n;
-	int ret;
-
-	*bad = a->offset;
-	if (a->len > BTRFS_MAX_UNCOMPRESSED)
-		return -EINVAL;
-	n = pread_all(src_fd, ctx->chunk_buf, a->len, a->offset);
-	if (n < 0)
-		return n;
-	if ((uint64_t)n != a->len)
-		return -EBADMSG; /* the source is shorter */
-	ret = compress_verify(ctx->codec, a->compression, ctx->encode_buf,
-			      enc_len, a->unencoded_len, a->unencoded_offset,
-			      ctx->chunk_buf, a->len, ctx->verify_buf, &n_bad);
-	*bad += n_bad;
-	if (!ret)
-		ctx->stats.extents_verified++;
-	return ret;
-}
-
 int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 		    const char *dst_path, struct encio_error *e)
 {
-	struct btrfs_ioctl_encoded_io_args a;
-	struct iovec iov;
-	uint64_t offset = 0, bad;
-	ssize_t n;
+	struct verify_stats *s = &ctx->verify.stats;
 	int ret;
 
-	for (;;) {
-		iov = (struct iovec){ ctx->encode_buf, BTRFS_MAX_COMPRESSED };
-		memset(&a, 0, sizeof(a));
-		a.iov = &iov;
-		a.iovcnt = 1;
-		a.offset = offset;
-		n = ioctl(dst_fd, BTRFS_IOC_ENCODED_READ, &a);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return encio_error_set(e, errno,
-					       "verify (encoded read)",
-					       dst_path, true, offset);
-		if (n == 0 || a.len == 0)
-			return 0;
-		if (a.compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
-			ret = verify_extent(ctx, &a, n, src_fd, &bad);
-			if (ret)
-				return encio_error_set(e, ret, "verify",
-						       dst_path, true, bad);
-		}
-		offset += a.len;
-	}
-}
-
-int copy_verify(struct copy_ctx *ctx, const char *src, const char *dst,
-		struct encio_error *e)
-{
-	int src_fd, dst_fd, ret;
-
-	src_fd = open(src, O_RDONLY | O_CLOEXEC);
-	if (src_fd < 0)
-		return encio_error_set(e, errno, "open", src, false, 0);
-	dst_fd = open(dst, O_RDONLY | O_CLOEXEC);
-	if (dst_fd < 0) {
-		ret = encio_error_set(e, errno, "open", dst, false, 0);
-		goto out;
-	}
-	ret = copy_verify_fds(ctx, src_fd, dst_fd, dst, e);
-	close(dst_fd);
-out:
-	close(src_fd);
+	ret = verify_file_fds(&ctx->verify, src_fd, dst_fd, NULL, dst_path, e);
+	ctx->stats.extents_verified = s->extents_identical + s->extents_decoded;
 	return ret;
 }
 

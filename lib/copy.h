@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "error.h"
 #include "extents.h"
+#include "verify.h"
 
 struct codec;
 
@@ -27,7 +28,7 @@ struct copy_options {
 	int force_backing;		 /* -1, BUFPOOL_THP or BUFPOOL_NORMAL */
 	struct compress_spec compress;	 /* plain data; alg NONE: kept plain */
 	struct compress_spec recompress; /* compressed extents; NONE: kept */
-	bool verify; /* decode every extent written encoded and compare */
+	bool verify; /* compare each copy with its source, every byte */
 	unsigned int threads; /* codec workers, 0: one per CPU */
 };
 
@@ -45,7 +46,7 @@ struct copy_stats {
 	uint64_t chunks_compressed;	/* chunks encoded in user space */
 	uint64_t chunks_incompressible; /* chunks written plain: no gain */
 	uint64_t extents_recompressed;	/* decoded and encoded again */
-	uint64_t extents_verified;
+	uint64_t extents_verified;	/* compressed extents of the copies */
 };
 
 struct copy_ctx {
@@ -57,7 +58,7 @@ struct copy_ctx {
 	void *decode_buf;
 	void *chunk_buf; /* a chunk padded with zeros to its unencoded_len */
 	void *encode_buf;
-	void *verify_buf;
+	struct verify_ctx verify; /* with opts.verify */
 	struct copy_stats stats;
 	struct encio_probe probe; /* of the last source / destination probed */
 	dev_t read_dev;
@@ -148,15 +149,14 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	      struct encio_error *e);
 
 /*
- * Decode every encoded extent of @dst_fd (encoded reads, the engine is not
- * used) and compare with the same range of @src_fd read plain. Call it only
- * when no encoded read of @src_fd is in flight. Returns 0, or -errno with
- * @e naming @dst_path and the offset of the first difference (-EBADMSG).
+ * With opts.verify: verify_file_fds() on ctx->verify, the copy @dst_fd
+ * against its source @src_fd, every byte (the engine is not used). Call it
+ * only when nothing of either file is in flight. Returns 0, or -errno with
+ * @e naming @dst_path and the offset of the first difference
+ * (-VERIFY_DIFFERS).
  */
 int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 		    const char *dst_path, struct encio_error *e);
-int copy_verify(struct copy_ctx *ctx, const char *src, const char *dst,
-		struct encio_error *e);
 
 /* copy_probe() on open files; the engine must be idle (nothing in flight). */
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
