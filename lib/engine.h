@@ -55,6 +55,17 @@ struct engine_req {
 	void *priv;	 /* the caller's */
 	uint64_t cookie; /* the caller's too */
 	struct engine_req *next;
+	bool in_ring; /* the kernel owns it until its completion is reaped */
+	/*
+	 * A uring encoded read keeps the inode's extent range [lock_start,
+	 * lock_end] locked until its completion runs in this task; plain
+	 * reads use the same fields for the range they read.
+	 */
+	bool holds_lock;
+	dev_t dev;
+	ino_t ino;
+	uint64_t lock_start;
+	uint64_t lock_end;
 };
 
 /* How the ring is set up (0 is the default). */
@@ -91,6 +102,11 @@ struct engine {
 	unsigned int to_submit;	 /* prepared SQEs not yet submitted */
 	struct engine_req *done; /* completed synchronously, not yet reaped */
 	struct engine_req **done_tail;
+	/* reads waiting for an overlapping encoded read to complete */
+	struct engine_req *held;
+	struct engine_req **held_tail;
+	unsigned int nr_held;
+	unsigned int nr_locks; /* requests in the ring with holds_lock */
 };
 
 /* What the probe found for one file (reads) or directory (writes). */
@@ -149,11 +165,25 @@ void engine_encoded_write(struct engine *engine, struct engine_req *req,
 void engine_read(struct engine *engine, struct engine_req *req,
 		 enum encio_io_mode mode, int fd, uint64_t offset, size_t len);
 
-/* Submit what is queued and return one completed request (waiting for one if
- * @wait), or NULL when nothing is in flight / ready. */
+/*
+ * Submit what is queued and return one completed request (waiting for one if
+ * @wait), or NULL when nothing is in flight / ready. A ring failure is
+ * reported in *@err only once the kernel owns none of the engine's
+ * requests: all of them are then completed (those whose completion the
+ * ring lost with res -ECANCELED) and returned by this and later calls.
+ */
 struct engine_req *engine_reap(struct engine *engine, bool wait, int *err);
 
+/* Requests issued and not yet reaped (held back, in the ring or done). */
 unsigned int engine_inflight(const struct engine *engine);
+
+/*
+ * Cancel every request in flight, wait until the kernel owns none of them
+ * and give all their slots back (their results are dropped): for callers
+ * about to free what the requests point to. Returns 0, or the first ring
+ * error met on the way (it still waited until nothing was in flight).
+ */
+int engine_cancel_all(struct engine *engine);
 
 /*
  * Close @fd with the next batch of submissions, not a syscall of its own
