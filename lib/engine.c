@@ -19,6 +19,7 @@
 #include "compat.h"
 #include "codec.h"
 #include "engine.h"
+#include "extents.h"
 
 static const char *const io_mode_names[ENCIO_IO_NR_MODES] = {
 	[ENCIO_IO_AUTO] = "auto",   [ENCIO_IO_URING_FIXED] = "uring-fixed",
@@ -122,6 +123,8 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 	engine->depth = config->depth ? config->depth : ENGINE_DEFAULT_DEPTH;
 	engine->ring_setup = config->ring_setup;
 	engine->iowq_workers = config->iowq_workers;
+	engine->concurrent_inode_reads = config->concurrent_inode_reads;
+	engine->ro_dev_ans = -1;
 	engine->done_tail = &engine->done;
 	engine->held_tail = &engine->held;
 	ret = bufpool_init(&engine->pool, engine->depth,
@@ -309,15 +312,22 @@ static void engine_ring_issue(struct engine *engine, struct engine_req *req)
 /*
  * btrfs' uring encoded read locks the inode's extent range from the offset
  * rounded down to the sector size, for the largest extent there could be,
- * and keeps it locked (and the inode lock shared) until the completion runs
- * as task work in this task. A second read of an overlapping range finds
- * the range locked, is punted to an io-wq worker and blocks there on the
- * lock. If the task is killed meanwhile, its exit waits for that worker
- * before any completion runs: the task and both filesystems hang for good.
- * So a read that would overlap the locked range of an encoded read in the
- * ring waits here until that read is reaped. Plain (buffered) reads lock
- * what readahead reads too, beyond their own range: they wait for every
- * encoded read of the same inode.
+ * and holds it, and the inode lock shared, until the completion runs as
+ * task work in this task. A request that finds them taken (another read of
+ * an overlapping range, a writer waiting for the inode lock, writeback
+ * whose completion needs the range) is punted to an io-wq worker that
+ * blocks there. If the task is killed meanwhile, its exit waits for that
+ * worker before any completion runs: the task, the writer and both
+ * filesystems hang until reboot.
+ *
+ * So one encoded read per inode is in the ring: nothing a worker of ours
+ * can wait for is then held by a completion of ours. Where nobody can
+ * write the file (a read-only mount or subvolume, such as a snapshot to
+ * back up) or with concurrent_inode_reads, reads of one inode share the
+ * ring as long as their locked ranges are apart. Either way a read that would wait here is held until the read
+ * in its way is reaped. Plain (buffered) reads lock what readahead reads
+ * too, beyond their own range: they wait for every encoded read of the
+ * same inode.
  */
 #define BTRFS_MAX_SECTORSIZE 65536
 
@@ -340,6 +350,21 @@ static bool req_lock_conflict(const struct engine *engine,
 	return false;
 }
 
+/* Whether the files of device @dev cannot be written: asked once a device. */
+static bool engine_dev_read_only(struct engine *engine, int fd, dev_t dev)
+{
+	long fs_type;
+	bool read_only;
+
+	if (engine->ro_dev_ans >= 0 && engine->ro_dev == dev)
+		return engine->ro_dev_ans;
+	if (extent_fs_kind(fd, &fs_type, &read_only))
+		read_only = false;
+	engine->ro_dev = dev;
+	engine->ro_dev_ans = read_only;
+	return read_only;
+}
+
 /* Into the ring now, or held until an overlapping encoded read is reaped. */
 static void engine_ring_read(struct engine *engine, struct engine_req *req)
 {
@@ -351,7 +376,9 @@ static void engine_ring_read(struct engine *engine, struct engine_req *req)
 	}
 	req->dev = st.st_dev;
 	req->ino = st.st_ino;
-	if (req->op == ENGINE_OP_ENCODED_READ) {
+	if (req->op == ENGINE_OP_ENCODED_READ &&
+	    (engine->concurrent_inode_reads ||
+	     engine_dev_read_only(engine, req->fd, st.st_dev))) {
 		req->lock_start = req->offset &
 				  ~(uint64_t)(BTRFS_MAX_SECTORSIZE - 1);
 		req->lock_end = req->offset + BTRFS_MAX_UNCOMPRESSED - 1;
@@ -752,6 +779,7 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 						    ENCIO_IO_IOCTL,
 						    ENCIO_IO_NONE };
 	struct engine_req *req = engine_get_req(engine);
+	struct stat st;
 	int err;
 
 	if (!req)
@@ -773,6 +801,19 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 
 	probe->read_mode = probe_choose(probe->read_err, want, order, &err);
 	probe->read_none_err = err;
+	probe->read_source_writable = false;
+	if (want == ENCIO_IO_AUTO && probe->read_mode != ENCIO_IO_IOCTL &&
+	    probe->read_mode != ENCIO_IO_NONE &&
+	    !engine->concurrent_inode_reads && fstat(fd, &st) == 0 &&
+	    !engine_dev_read_only(engine, fd, st.st_dev)) {
+		/*
+		 * One ring read per inode at a time (see engine_ring_read())
+		 * was measured slower than the ioctl: where the file can be
+		 * written, the safe choice is also the faster one.
+		 */
+		probe->read_mode = ENCIO_IO_IOCTL;
+		probe->read_source_writable = true;
+	}
 	/* No encoded reads at all (EPERM, not btrfs) is not a refused mode. */
 	if (probe->read_mode == ENCIO_IO_NONE && want != ENCIO_IO_AUTO &&
 	    probe->read_err[ENCIO_IO_IOCTL] == 0)

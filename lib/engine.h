@@ -84,6 +84,14 @@ struct engine_config {
 	/* bounded io-wq workers for punted requests (encoded writes); 0: the
 	 * kernel's default (as many as there is work for) */
 	unsigned int iowq_workers;
+	/*
+	 * Several encoded reads of one inode in the ring at once (their
+	 * locked ranges apart): deep queues on a single file, but a process
+	 * killed while another one writes that file can hang for good in
+	 * the kernel (see engine.c). Off: one at a time per inode, except on
+	 * read-only mounts and subvolumes, where no one writes.
+	 */
+	bool concurrent_inode_reads;
 };
 
 struct engine {
@@ -95,6 +103,9 @@ struct engine {
 	bool ring_closes;	 /* engine_close() through the ring */
 	enum engine_ring_setup ring_setup; /* as configured */
 	unsigned int iowq_workers;	   /* as configured, 0 default */
+	bool concurrent_inode_reads;	   /* as configured */
+	dev_t ro_dev;	/* the last device asked whether it is read-only */
+	int ro_dev_ans; /* its answer: 1, 0, or -1 not asked yet */
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;
@@ -117,6 +128,11 @@ struct encio_probe {
 	enum encio_io_mode write_mode;
 	enum encio_fixed_state fixed;
 	bool write_punted; /* a uring encoded write ran on io-wq workers */
+	/*
+	 * auto reads through the ioctl: the source can be written while it
+	 * is read, and ring reads of it could then hang a killed process
+	 */
+	bool read_source_writable;
 	int read_none_err; /* why read_mode is NONE */
 	int write_none_err;
 };
