@@ -324,10 +324,10 @@ static void engine_ring_issue(struct engine *engine, struct engine_req *req)
  * can wait for is then held by a completion of ours. Where nobody can
  * write the file (a read-only mount or subvolume, such as a snapshot to
  * back up) or with concurrent_inode_reads, reads of one inode share the
- * ring as long as their locked ranges are apart. Either way a read that would wait here is held until the read
- * in its way is reaped. Plain (buffered) reads lock what readahead reads
- * too, beyond their own range: they wait for every encoded read of the
- * same inode.
+ * ring as long as their locked ranges are apart. Either way a read that
+ * would wait is held here until the read in its way is reaped. Plain
+ * (buffered) reads lock what readahead reads too, beyond their own range:
+ * they wait for every encoded read of the same inode.
  */
 #define BTRFS_MAX_SECTORSIZE 65536
 
@@ -559,8 +559,10 @@ static bool engine_take_cqes(struct engine *engine)
  * Make the kernel give every request back: held reads never went in and
  * complete as cancelled, io-wq work not started yet is cancelled, and the
  * rest is waited for; every request ends on the done list. A wait that
- * fails is retried (after a pause when it is no signal): the kernel may
- * write into the args and slots until it posts their completions.
+ * fails is retried (after a pause when it is no signal), with no limit:
+ * the kernel may write into the args and slots until it posts their
+ * completions. (A ring that dropped completions, -EBADR, would wait
+ * forever here, killable, rather than hand out memory still in use.)
  */
 static int engine_quiesce(struct engine *engine)
 {
@@ -582,7 +584,7 @@ static int engine_quiesce(struct engine *engine)
 		if (!cancel_sent) {
 			sqe = engine_get_sqe(engine);
 			if (sqe) {
-				/* its completion, like a failed close's, names no request */
+				/* its completion names no request */
 				io_uring_prep_cancel64(sqe, 0,
 						       IORING_ASYNC_CANCEL_ANY);
 				io_uring_sqe_set_data(sqe, NULL);
