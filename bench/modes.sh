@@ -4,7 +4,9 @@
 # the issue 6 measurements.
 #   bench/modes.sh [ROUNDS]      (default 5; needs root)
 # Builds encio in build/, makes a compress-force=zstd image holding a 1 GiB
-# file (a tar of /usr/share and /usr/lib/x86_64-linux-gnu, cut to 1 GiB),
+# file (a tar of /usr/share and /usr/lib/x86_64-linux-gnu, cut to 1 GiB)
+# in a read-only snapshot, as a backup reads it (auto reads a writable
+# source through the ioctl: see SIGKILL AND IO_URING in encio(8)),
 # runs `encio bench --write` on it, times both copies into a second image
 # (each on a fresh destination filesystem with caches dropped, median of
 # ROUNDS, and the ratio within each round), prints the ratios against
@@ -27,6 +29,8 @@ echo "== a 1 GiB file on a compress-force=zstd image"
 tar -cf - -C / usr/share usr/lib/x86_64-linux-gnu 2>/dev/null | head -c 1G >"$SRC"
 sync
 [ "$(stat -c %s "$SRC")" = 1073741824 ] || echo "note: the corpus is only $(stat -c %s "$SRC") bytes"
+btrfs subvolume snapshot -r "$work/src" "$work/src/snap" >/dev/null || exit 1
+SRC=$work/src/snap/data.tar
 "$ENCIO" list "$SRC" | sed -n '/^Processed/,$p'
 "$ENCIO" features "$SRC" | grep -E '^(kernel|fixed buffer flag|uring writes on io-wq|defer taskrun|buffer backing|hugetlb pages):'
 

@@ -168,6 +168,11 @@ static int init_row(struct bench_cmd *b, struct bench_row *r)
 		.force_backing = r->backing,
 		.ring_setup = r->ring_setup,
 		.iowq_workers = r->iowq_workers,
+		/*
+		 * The depth under test, even on a file others may write (the
+		 * auto row reads as encio copy would).
+		 */
+		.concurrent_inode_reads = !r->is_auto,
 	};
 	int ret;
 

@@ -21,4 +21,9 @@
 #define IORING_SETUP_DEFER_TASKRUN (1U << 13)
 #endif
 
+/* io_uring.h: async cancel of any request, since 5.19. */
+#ifndef IORING_ASYNC_CANCEL_ANY
+#define IORING_ASYNC_CANCEL_ANY (1U << 2)
+#endif
+
 #endif

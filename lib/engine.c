@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include "compat.h"
 #include "codec.h"
 #include "engine.h"
+#include "extents.h"
 
 static const char *const io_mode_names[ENCIO_IO_NR_MODES] = {
 	[ENCIO_IO_AUTO] = "auto",   [ENCIO_IO_URING_FIXED] = "uring-fixed",
@@ -121,7 +123,10 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 	engine->depth = config->depth ? config->depth : ENGINE_DEFAULT_DEPTH;
 	engine->ring_setup = config->ring_setup;
 	engine->iowq_workers = config->iowq_workers;
+	engine->concurrent_inode_reads = config->concurrent_inode_reads;
+	engine->ro_dev_ans = -1;
 	engine->done_tail = &engine->done;
+	engine->held_tail = &engine->held;
 	ret = bufpool_init(&engine->pool, engine->depth,
 			   config->slot_size ? config->slot_size :
 					       ENGINE_SLOT_SIZE,
@@ -144,7 +149,8 @@ int engine_init(struct engine *engine, const struct engine_config *config)
 void engine_release(struct engine *engine)
 {
 	if (engine->ring) {
-		engine_flush(engine);
+		/* the slots are unmapped below: nothing may still target them */
+		engine_cancel_all(engine);
 		io_uring_queue_exit(engine->ring);
 		free(engine->ring);
 	}
@@ -176,7 +182,7 @@ void engine_put_req(struct engine *engine, struct engine_req *req)
 unsigned int engine_inflight(const struct engine *engine)
 {
 	const struct engine_req *req;
-	unsigned int n = engine->in_ring;
+	unsigned int n = engine->in_ring + engine->nr_held;
 
 	for (req = engine->done; req; req = req->next)
 		n++;
@@ -205,13 +211,18 @@ static unsigned int req_fill_iovecs(struct engine *engine,
 	return n;
 }
 
+static void engine_done_append(struct engine *engine, struct engine_req *req)
+{
+	req->next = NULL;
+	*engine->done_tail = req;
+	engine->done_tail = &req->next;
+}
+
 static void engine_complete_now(struct engine *engine, struct engine_req *req,
 				ssize_t res)
 {
 	req->res = res < 0 ? -errno : res;
-	req->next = NULL;
-	*engine->done_tail = req;
-	engine->done_tail = &req->next;
+	engine_done_append(engine, req);
 }
 
 static struct io_uring_sqe *engine_get_sqe(struct engine *engine)
@@ -248,8 +259,172 @@ static void engine_queue_uring_cmd(struct engine *engine,
 		sqe->buf_index = buf_index;
 	}
 	io_uring_sqe_set_data(sqe, req);
+	req->in_ring = true;
 	engine->in_ring++;
 	engine->to_submit++;
+}
+
+static void engine_queue_read(struct engine *engine, struct engine_req *req)
+{
+	struct io_uring_sqe *sqe = engine_get_sqe(engine);
+	void *buf = engine_req_buf(engine, req);
+
+	if (!sqe) {
+		errno = EBUSY;
+		engine_complete_now(engine, req, -1);
+		return;
+	}
+	if (engine->buffers_registered)
+		io_uring_prep_read_fixed(sqe, req->fd, buf, req->len,
+					 req->offset, req->slot);
+	else
+		io_uring_prep_read(sqe, req->fd, buf, req->len, req->offset);
+	io_uring_sqe_set_data(sqe, req);
+	req->in_ring = true;
+	engine->in_ring++;
+	engine->to_submit++;
+}
+
+/* Put @req into the ring now; its fields say what it is. */
+static void engine_ring_issue(struct engine *engine, struct engine_req *req)
+{
+	bool fixed = req->mode == ENCIO_IO_URING_FIXED;
+
+	switch (req->op) {
+	case ENGINE_OP_ENCODED_READ:
+		engine_queue_uring_cmd(engine, req, BTRFS_IOC_ENCODED_READ,
+				       fixed, req->slot);
+		if (req->in_ring) {
+			req->holds_lock = true;
+			engine->nr_locks++;
+		}
+		break;
+	case ENGINE_OP_ENCODED_WRITE:
+		engine_queue_uring_cmd(engine, req, BTRFS_IOC_ENCODED_WRITE,
+				       fixed, req->slot);
+		break;
+	case ENGINE_OP_READ:
+		engine_queue_read(engine, req);
+		break;
+	}
+}
+
+/*
+ * btrfs' uring encoded read locks the inode's extent range from the offset
+ * rounded down to the sector size, for the largest extent there could be,
+ * and holds it, and the inode lock shared, until the completion runs as
+ * task work in this task. A request that finds them taken (another read of
+ * an overlapping range, a writer waiting for the inode lock, writeback
+ * whose completion needs the range) is punted to an io-wq worker that
+ * blocks there. If the task is killed meanwhile, its exit waits for that
+ * worker before any completion runs: the task, the writer and both
+ * filesystems hang until reboot.
+ *
+ * So one encoded read per inode is in the ring: nothing a worker of ours
+ * can wait for is then held by a completion of ours. Where nobody can
+ * write the file (a read-only mount or subvolume, such as a snapshot to
+ * back up) or with concurrent_inode_reads, reads of one inode share the
+ * ring as long as their locked ranges are apart. Either way a read that
+ * would wait is held here until the read in its way is reaped. Plain
+ * (buffered) reads lock what readahead reads too, beyond their own range:
+ * they wait for every encoded read of the same inode.
+ */
+#define BTRFS_MAX_SECTORSIZE 65536
+
+static bool req_lock_conflict(const struct engine *engine,
+			      const struct engine_req *req)
+{
+	unsigned int i;
+
+	if (!engine->nr_locks)
+		return false;
+	for (i = 0; i < engine->depth; i++) {
+		const struct engine_req *other = &engine->reqs[i];
+
+		if (other->holds_lock && other->ino == req->ino &&
+		    other->dev == req->dev &&
+		    other->lock_start <= req->lock_end &&
+		    req->lock_start <= other->lock_end)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the files of device @dev cannot be written: asked once a device. */
+static bool engine_dev_read_only(struct engine *engine, int fd, dev_t dev)
+{
+	long fs_type;
+	bool read_only;
+
+	if (engine->ro_dev_ans >= 0 && engine->ro_dev == dev)
+		return engine->ro_dev_ans;
+	if (extent_fs_kind(fd, &fs_type, &read_only))
+		read_only = false;
+	engine->ro_dev = dev;
+	engine->ro_dev_ans = read_only;
+	return read_only;
+}
+
+/* Into the ring now, or held until an overlapping encoded read is reaped. */
+static void engine_ring_read(struct engine *engine, struct engine_req *req)
+{
+	struct stat st;
+
+	if (fstat(req->fd, &st)) {
+		engine_complete_now(engine, req, -1);
+		return;
+	}
+	req->dev = st.st_dev;
+	req->ino = st.st_ino;
+	if (req->op == ENGINE_OP_ENCODED_READ &&
+	    (engine->concurrent_inode_reads ||
+	     engine_dev_read_only(engine, req->fd, st.st_dev))) {
+		req->lock_start = req->offset &
+				  ~(uint64_t)(BTRFS_MAX_SECTORSIZE - 1);
+		req->lock_end = req->offset + BTRFS_MAX_UNCOMPRESSED - 1;
+	} else {
+		req->lock_start = 0;
+		req->lock_end = UINT64_MAX;
+	}
+	if (!req_lock_conflict(engine, req)) {
+		engine_ring_issue(engine, req);
+		return;
+	}
+	req->next = NULL;
+	*engine->held_tail = req;
+	engine->held_tail = &req->next;
+	engine->nr_held++;
+}
+
+/* Issue, in order, the held reads nothing in the ring overlaps any more. */
+static void engine_release_held(struct engine *engine)
+{
+	struct engine_req **link = &engine->held;
+	struct engine_req *req;
+
+	engine->held_tail = &engine->held;
+	while ((req = *link)) {
+		if (req_lock_conflict(engine, req)) {
+			link = &req->next;
+			engine->held_tail = link;
+			continue;
+		}
+		*link = req->next;
+		engine->nr_held--;
+		engine_ring_issue(engine, req);
+	}
+}
+
+/* The kernel gave @req back (its completion was reaped). */
+static void engine_ring_done(struct engine *engine, struct engine_req *req)
+{
+	req->in_ring = false;
+	engine->in_ring--;
+	if (req->holds_lock) {
+		req->holds_lock = false;
+		engine->nr_locks--;
+		engine_release_held(engine);
+	}
 }
 
 static void engine_issue_encoded(struct engine *engine, struct engine_req *req,
@@ -258,13 +433,13 @@ static void engine_issue_encoded(struct engine *engine, struct engine_req *req,
 	switch (req->mode) {
 	case ENCIO_IO_URING_FIXED:
 	case ENCIO_IO_URING:
-		if (engine->ring) {
-			engine_queue_uring_cmd(
-				engine, req, cmd_op,
-				req->mode == ENCIO_IO_URING_FIXED, req->slot);
-			return;
-		}
-		break;
+		if (!engine->ring)
+			break;
+		if (req->op == ENGINE_OP_ENCODED_READ)
+			engine_ring_read(engine, req);
+		else
+			engine_ring_issue(engine, req);
+		return;
 	case ENCIO_IO_IOCTL:
 		engine_complete_now(engine, req,
 				    ioctl(req->fd, cmd_op, &req->args));
@@ -323,7 +498,6 @@ void engine_encoded_write(struct engine *engine, struct engine_req *req,
 void engine_read(struct engine *engine, struct engine_req *req,
 		 enum encio_io_mode mode, int fd, uint64_t offset, size_t len)
 {
-	struct io_uring_sqe *sqe;
 	void *buf = engine_req_buf(engine, req);
 
 	req->op = ENGINE_OP_READ;
@@ -338,19 +512,7 @@ void engine_read(struct engine *engine, struct engine_req *req,
 		engine_complete_now(engine, req, pread(fd, buf, len, offset));
 		return;
 	}
-	sqe = engine_get_sqe(engine);
-	if (!sqe) {
-		errno = EBUSY;
-		engine_complete_now(engine, req, -1);
-		return;
-	}
-	if (engine->buffers_registered)
-		io_uring_prep_read_fixed(sqe, fd, buf, len, offset, req->slot);
-	else
-		io_uring_prep_read(sqe, fd, buf, len, offset);
-	io_uring_sqe_set_data(sqe, req);
-	engine->in_ring++;
-	engine->to_submit++;
+	engine_ring_read(engine, req);
 }
 
 static struct engine_req *engine_pop_done(struct engine *engine)
@@ -364,6 +526,82 @@ static struct engine_req *engine_pop_done(struct engine *engine)
 		engine->done_tail = &engine->done;
 	req->next = NULL;
 	return req;
+}
+
+static bool ring_wait_transient(int ret)
+{
+	return ret == -EINTR || ret == -EAGAIN || ret == -EBUSY ||
+	       ret == -ETIME;
+}
+
+/* Take the completions posted; false when there were none. */
+static bool engine_take_cqes(struct engine *engine)
+{
+	struct io_uring_cqe *cqe;
+	struct engine_req *req;
+	bool any = false;
+
+	while (io_uring_peek_cqe(engine->ring, &cqe) == 0 && cqe) {
+		req = io_uring_cqe_get_data(cqe);
+		if (req) {
+			req->res = cqe->res;
+			engine_done_append(engine, req);
+		}
+		io_uring_cqe_seen(engine->ring, cqe);
+		if (req)
+			engine_ring_done(engine, req);
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * Make the kernel give every request back: held reads never went in and
+ * complete as cancelled, io-wq work not started yet is cancelled, and the
+ * rest is waited for; every request ends on the done list. A wait that
+ * fails is retried (after a pause when it is no signal), with no limit:
+ * the kernel may write into the args and slots until it posts their
+ * completions. (A ring that dropped completions, -EBADR, would wait
+ * forever here, killable, rather than hand out memory still in use.)
+ */
+static int engine_quiesce(struct engine *engine)
+{
+	struct io_uring_sqe *sqe;
+	struct engine_req *req;
+	bool cancel_sent = false;
+	int ret, first_err = 0;
+
+	while ((req = engine->held)) {
+		engine->held = req->next;
+		engine->nr_held--;
+		req->res = -ECANCELED;
+		engine_done_append(engine, req);
+	}
+	engine->held_tail = &engine->held;
+	if (!engine->ring)
+		return 0;
+	while (engine->in_ring) {
+		if (!cancel_sent) {
+			sqe = engine_get_sqe(engine);
+			if (sqe) {
+				/* its completion names no request */
+				io_uring_prep_cancel64(sqe, 0,
+						       IORING_ASYNC_CANCEL_ANY);
+				io_uring_sqe_set_data(sqe, NULL);
+				cancel_sent = true;
+			}
+		}
+		if (engine_take_cqes(engine))
+			continue;
+		ret = io_uring_submit_and_wait(engine->ring, 1);
+		engine->to_submit = 0;
+		if (ret < 0 && !ring_wait_transient(ret)) {
+			if (!first_err)
+				first_err = ret;
+			usleep(1000);
+		}
+	}
+	return first_err;
 }
 
 struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
@@ -388,30 +626,42 @@ struct engine_req *engine_reap(struct engine *engine, bool wait, int *err)
 		ret = io_uring_submit_and_wait(engine->ring, 1);
 	else
 		ret = io_uring_submit_and_get_events(engine->ring);
-	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-		*err = ret;
-		return NULL;
-	}
+	if (ret < 0 && !ring_wait_transient(ret))
+		goto failed;
 	engine->to_submit = 0;
 	ret = io_uring_peek_cqe(engine->ring, &cqe);
 	if (ret == -EAGAIN && wait)
 		ret = io_uring_wait_cqe(engine->ring, &cqe);
-	if (ret || !cqe) {
-		if (ret != -EAGAIN && ret != -EINTR)
-			*err = ret;
+	if (ret && !ring_wait_transient(ret))
+		goto failed;
+	if (ret || !cqe)
 		return NULL;
-	}
 got:
 	req = io_uring_cqe_get_data(cqe);
 	if (!req) {
-		/* a close that failed: nothing waits for it */
+		/* a close that failed, or a cancel: nothing waits for it */
 		io_uring_cqe_seen(engine->ring, cqe);
 		return engine_reap(engine, wait, err);
 	}
 	req->res = cqe->res;
 	io_uring_cqe_seen(engine->ring, cqe);
-	engine->in_ring--;
+	engine_ring_done(engine, req);
 	return req;
+failed:
+	/* Report it once the kernel holds none of our requests. */
+	*err = ret;
+	engine_quiesce(engine);
+	return engine_pop_done(engine);
+}
+
+int engine_cancel_all(struct engine *engine)
+{
+	struct engine_req *req;
+	int ret = engine_quiesce(engine);
+
+	while ((req = engine_pop_done(engine)))
+		engine_put_req(engine, req);
+	return ret;
 }
 
 void engine_close(struct engine *engine, int fd)
@@ -441,14 +691,16 @@ void engine_flush(struct engine *engine)
 ssize_t engine_wait(struct engine *engine, struct engine_req *req)
 {
 	struct engine_req *done;
-	int err;
+	int err, first_err = 0;
 
 	do {
 		done = engine_reap(engine, true, &err);
-		if (err)
-			return err;
+		if (err && !first_err)
+			first_err = err;
+		if (!done && !engine_inflight(engine))
+			return first_err ? first_err : -EIO;
 	} while (done != req);
-	return req->res;
+	return first_err ? first_err : req->res;
 }
 
 static void probe_reset(int *errs)
@@ -529,6 +781,7 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 						    ENCIO_IO_IOCTL,
 						    ENCIO_IO_NONE };
 	struct engine_req *req = engine_get_req(engine);
+	struct stat st;
 	int err;
 
 	if (!req)
@@ -550,6 +803,19 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 
 	probe->read_mode = probe_choose(probe->read_err, want, order, &err);
 	probe->read_none_err = err;
+	probe->read_source_writable = false;
+	if (want == ENCIO_IO_AUTO && probe->read_mode != ENCIO_IO_IOCTL &&
+	    probe->read_mode != ENCIO_IO_NONE &&
+	    !engine->concurrent_inode_reads && fstat(fd, &st) == 0 &&
+	    !engine_dev_read_only(engine, fd, st.st_dev)) {
+		/*
+		 * One ring read per inode at a time (see engine_ring_read())
+		 * was measured slower than the ioctl: where the file can be
+		 * written, the safe choice is also the faster one.
+		 */
+		probe->read_mode = ENCIO_IO_IOCTL;
+		probe->read_source_writable = true;
+	}
 	/* No encoded reads at all (EPERM, not btrfs) is not a refused mode. */
 	if (probe->read_mode == ENCIO_IO_NONE && want != ENCIO_IO_AUTO &&
 	    probe->read_err[ENCIO_IO_IOCTL] == 0)

@@ -55,6 +55,17 @@ struct engine_req {
 	void *priv;	 /* the caller's */
 	uint64_t cookie; /* the caller's too */
 	struct engine_req *next;
+	bool in_ring; /* the kernel owns it until its completion is reaped */
+	/*
+	 * A uring encoded read keeps the inode's extent range [lock_start,
+	 * lock_end] locked until its completion runs in this task; plain
+	 * reads use the same fields for the range they read.
+	 */
+	bool holds_lock;
+	dev_t dev;
+	ino_t ino;
+	uint64_t lock_start;
+	uint64_t lock_end;
 };
 
 /* How the ring is set up (0 is the default). */
@@ -73,6 +84,14 @@ struct engine_config {
 	/* bounded io-wq workers for punted requests (encoded writes); 0: the
 	 * kernel's default (as many as there is work for) */
 	unsigned int iowq_workers;
+	/*
+	 * Several encoded reads of one inode in the ring at once (their
+	 * locked ranges apart): deep queues on a single file, but a process
+	 * killed while another one writes that file can hang for good in
+	 * the kernel (see engine.c). Off: one at a time per inode, except on
+	 * read-only mounts and subvolumes, where no one writes.
+	 */
+	bool concurrent_inode_reads;
 };
 
 struct engine {
@@ -84,6 +103,9 @@ struct engine {
 	bool ring_closes;	 /* engine_close() through the ring */
 	enum engine_ring_setup ring_setup; /* as configured */
 	unsigned int iowq_workers;	   /* as configured, 0 default */
+	bool concurrent_inode_reads;	   /* as configured */
+	dev_t ro_dev;	/* the last device asked whether it is read-only */
+	int ro_dev_ans; /* its answer: 1, 0, or -1 not asked yet */
 	bool buffers_registered;
 	size_t registered_bytes;
 	unsigned int depth;
@@ -91,6 +113,11 @@ struct engine {
 	unsigned int to_submit;	 /* prepared SQEs not yet submitted */
 	struct engine_req *done; /* completed synchronously, not yet reaped */
 	struct engine_req **done_tail;
+	/* reads waiting for an overlapping encoded read to complete */
+	struct engine_req *held;
+	struct engine_req **held_tail;
+	unsigned int nr_held;
+	unsigned int nr_locks; /* requests in the ring with holds_lock */
 };
 
 /* What the probe found for one file (reads) or directory (writes). */
@@ -101,6 +128,11 @@ struct encio_probe {
 	enum encio_io_mode write_mode;
 	enum encio_fixed_state fixed;
 	bool write_punted; /* a uring encoded write ran on io-wq workers */
+	/*
+	 * auto reads through the ioctl: the source can be written while it
+	 * is read, and ring reads of it could then hang a killed process
+	 */
+	bool read_source_writable;
 	int read_none_err; /* why read_mode is NONE */
 	int write_none_err;
 };
@@ -149,11 +181,25 @@ void engine_encoded_write(struct engine *engine, struct engine_req *req,
 void engine_read(struct engine *engine, struct engine_req *req,
 		 enum encio_io_mode mode, int fd, uint64_t offset, size_t len);
 
-/* Submit what is queued and return one completed request (waiting for one if
- * @wait), or NULL when nothing is in flight / ready. */
+/*
+ * Submit what is queued and return one completed request (waiting for one if
+ * @wait), or NULL when nothing is in flight / ready. A ring failure is
+ * reported in *@err only once the kernel owns none of the engine's
+ * requests: all of them are then completed (those whose completion the
+ * ring lost with res -ECANCELED) and returned by this and later calls.
+ */
 struct engine_req *engine_reap(struct engine *engine, bool wait, int *err);
 
+/* Requests issued and not yet reaped (held back, in the ring or done). */
 unsigned int engine_inflight(const struct engine *engine);
+
+/*
+ * Cancel every request in flight, wait until the kernel owns none of them
+ * and give all their slots back (their results are dropped): for callers
+ * about to free what the requests point to. Returns 0, or the first ring
+ * error met on the way (it still waited until nothing was in flight).
+ */
+int engine_cancel_all(struct engine *engine);
 
 /*
  * Close @fd with the next batch of submissions, not a syscall of its own

@@ -111,7 +111,10 @@ static void test_fixed_requests_stay_in_their_slot(void **state)
 {
 	static const size_t write_lens[] = { 1,	    4096,   32768,
 					     32769, 100000, 131072 };
-	struct engine_config config = { .depth = 8, .force_backing = -1 };
+	/* reads of one file far apart: each goes into the ring at once */
+	struct engine_config config = { .depth = 8,
+					.force_backing = -1,
+					.concurrent_inode_reads = true };
 	struct engine engine;
 	struct engine_req *req;
 	struct io_uring_sqe *sqe;
@@ -131,7 +134,7 @@ static void test_fixed_requests_stay_in_their_slot(void **state)
 		assert_non_null(req);
 		if (i % 2) {
 			engine_encoded_read(&engine, req, ENCIO_IO_URING_FIXED,
-					    fd, 0);
+					    fd, (uint64_t)i << 20);
 			assert_iovecs_in_slot(&engine, req,
 					      engine.pool.slot_size);
 		} else {
@@ -210,6 +213,126 @@ static void test_ioctl_completes_in_order_of_issue(void **state)
 	close(fd);
 }
 
+/* An engine with a ring, or the test is skipped. */
+static void ring_engine(struct engine *engine, struct engine_config *config)
+{
+	assert_int_equal(engine_init(engine, config), 0);
+	if (!engine->ring) {
+		engine_release(engine);
+		skip();
+	}
+}
+
+static struct engine_req *ring_read(struct engine *engine, int fd,
+				    uint64_t offset)
+{
+	struct engine_req *req = engine_get_req(engine);
+
+	assert_non_null(req);
+	engine_encoded_read(engine, req, ENCIO_IO_URING, fd, offset);
+	return req;
+}
+
+/*
+ * A writable file: one encoded read of it in the ring at a time, the next
+ * held until the one before is reaped; other files' reads go at once.
+ */
+static void test_reads_of_one_file_take_turns(void **state)
+{
+	struct engine_config config = { .depth = 4,
+					.force_backing = BUFPOOL_NORMAL };
+	struct engine engine;
+	struct engine_req *a, *b, *c, *got;
+	int fd = scratch_fd(), other = scratch_fd(), err;
+
+	(void)state;
+	ring_engine(&engine, &config);
+	a = ring_read(&engine, fd, 0);
+	b = ring_read(&engine, fd, 1 << 20);
+	c = ring_read(&engine, other, 0);
+	assert_true(a->in_ring);
+	assert_false(b->in_ring);
+	assert_true(c->in_ring);
+	assert_int_equal(engine.nr_held, 1);
+	assert_int_equal(engine_inflight(&engine), 3);
+	do {
+		got = engine_reap(&engine, true, &err);
+		assert_int_equal(err, 0);
+		assert_ptr_not_equal(got, b);
+		engine_put_req(&engine, got);
+	} while (got != a);
+	assert_true(b->in_ring);
+	assert_int_equal(engine.nr_held, 0);
+	drain(&engine);
+	assert_int_equal(engine.pool.nr_free, config.depth);
+	engine_release(&engine);
+	close(fd);
+	close(other);
+}
+
+/* Reads of one file may share the ring only with their locked ranges apart. */
+static void test_concurrent_reads_keep_their_ranges_apart(void **state)
+{
+	struct engine_config config = { .depth = 4,
+					.force_backing = BUFPOOL_NORMAL,
+					.concurrent_inode_reads = true };
+	struct engine engine;
+	struct engine_req *a, *b, *c;
+	int fd = scratch_fd();
+
+	(void)state;
+	ring_engine(&engine, &config);
+	a = ring_read(&engine, fd, 0);
+	b = ring_read(&engine, fd, 64 * 1024);
+	c = ring_read(&engine, fd, 128 * 1024);
+	assert_true(a->in_ring);
+	assert_false(b->in_ring);
+	assert_true(c->in_ring);
+	drain(&engine);
+	engine_release(&engine);
+	close(fd);
+}
+
+/*
+ * Reads of an empty pipe stay in the kernel until cancelled: after
+ * engine_cancel_all() nothing is in flight, every slot is free, and the
+ * engine works on.
+ */
+static void test_cancel_all_gives_every_slot_back(void **state)
+{
+	struct engine_config config = { .depth = 4,
+					.force_backing = BUFPOOL_NORMAL };
+	struct engine engine;
+	struct engine_req *req;
+	int pipefd[2], i;
+
+	(void)state;
+	assert_int_equal(pipe(pipefd), 0);
+	ring_engine(&engine, &config);
+	for (i = 0; i < 4; i++) {
+		req = engine_get_req(&engine);
+		assert_non_null(req);
+		engine_read(&engine, req, ENCIO_IO_URING, pipefd[0], 0, 100);
+	}
+	engine_flush(&engine);
+	assert_null(engine_get_req(&engine));
+	assert_int_equal(engine_inflight(&engine), 4);
+	assert_int_equal(engine_cancel_all(&engine), 0);
+	assert_int_equal(engine_inflight(&engine), 0);
+	assert_int_equal(engine.pool.nr_free, 4);
+
+	req = engine_get_req(&engine);
+	assert_non_null(req);
+	assert_int_equal(write(pipefd[1], "data", 4), 4);
+	engine_read(&engine, req, ENCIO_IO_URING, pipefd[0], 0, 100);
+	assert_int_equal(engine_wait(&engine, req), 4);
+	assert_memory_equal(engine_req_buf(&engine, req), "data", 4);
+	engine_put_req(&engine, req);
+	engine_release(&engine);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
 static void test_mode_names(void **state)
 {
 	enum encio_io_mode mode;
@@ -233,6 +356,9 @@ int main(void)
 		cmocka_unit_test(test_fixed_requests_stay_in_their_slot),
 		cmocka_unit_test(test_plain_uring_has_no_fixed_flag),
 		cmocka_unit_test(test_ioctl_completes_in_order_of_issue),
+		cmocka_unit_test(test_reads_of_one_file_take_turns),
+		cmocka_unit_test(test_concurrent_reads_keep_their_ranges_apart),
+		cmocka_unit_test(test_cancel_all_gives_every_slot_back),
 		cmocka_unit_test(test_mode_names),
 	};
 
