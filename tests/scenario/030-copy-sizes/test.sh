@@ -52,7 +52,11 @@ done
 # The summary names the backends and counts encoded extents.
 sum=$("$ENCIO" copy "$SRC/zstd/mixed-10M" "$DST/summary-check")
 echo "$sum"
-echo "$sum" | grep -q "io read uring-fixed, write ioctl" || _fail "auto did not read uring-fixed / write ioctl here"
+echo "$sum" | grep -q "io read ioctl, write ioctl" || _fail "auto did not read ioctl / write ioctl from a writable source"
+btrfs subvolume snapshot -r "$SRC" "$SRC/ro" >/dev/null || _fail "snapshot"
+sum=$("$ENCIO" copy "$SRC/ro/zstd/mixed-10M" "$DST/summary-check-ro")
+echo "$sum"
+echo "$sum" | grep -q "io read uring-fixed, write ioctl" || _fail "auto did not read uring-fixed / write ioctl from a read-only snapshot"
 echo "$sum" | grep -q "fixed buffers: ignored by this kernel" || _fail "fixed-buffer probe result missing"
 echo "$sum" | grep -qE "extents [1-9][0-9]* encoded" || _fail "no extent copied encoded"
 json=$("$ENCIO" copy --format=json "$SRC/zstd/mixed-10M" "$DST/summary-json")
