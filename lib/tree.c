@@ -2300,6 +2300,7 @@ static int dir_finish(struct tree *t, const struct tree_dir *d, const char **op,
 		ret = dir_reopen(t->src_roots[d->root], d->src + d->src_off,
 				 d->st.st_dev, d->st.st_ino, &src);
 		if (ret) {
+			*op = "read xattrs of (moved or replaced during the copy)";
 			*path = d->src;
 			goto out;
 		}
