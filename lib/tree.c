@@ -113,6 +113,8 @@ struct tree_file {
 	bool acl_inherited;	 /* made where a default ACL applies */
 	struct inline_file *inl; /* the source from its items: not opened */
 	struct copy_inline inline_data;
+	int root;	/* with inl: its source root, and its path below it */
+	size_t src_off; /* in src */
 	char *src;
 	char *dst;
 	struct dst_dir *dir; /* DEST's directory it goes in */
@@ -1165,19 +1167,24 @@ static const char *dst_rel(const struct tree *t, const char *path)
 }
 
 /*
- * The directory of DEST's @path, opened below t->dest_dir through no
- * symlink, and its last component in *name; -errno.
+ * The directory of @rel, opened below @base through no symlink, and its
+ * last component in *name; -errno.
  */
-static int open_dst_parent(const struct tree *t, const char *path,
-			   const char **name)
+static int open_parent_beneath(int base, const char *rel, const char **name)
 {
 	char dir[PATH_MAX];
-	const char *rel = dst_rel(t, path);
 	const char *slash = strrchr(rel, '/');
 
 	*name = slash ? slash + 1 : rel;
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
-	return openat2_beneath(t->dest_dir->fd, dir, O_PATH | O_DIRECTORY);
+	return openat2_beneath(base, dir, O_PATH | O_DIRECTORY);
+}
+
+/* The same for DEST's @path, below t->dest_dir. */
+static int open_dst_parent(const struct tree *t, const char *path,
+			   const char **name)
+{
+	return open_parent_beneath(t->dest_dir->fd, dst_rel(t, path), name);
 }
 
 static int make_link(void *arg, int dir, const char *tmp)
@@ -1488,17 +1495,32 @@ static int tree_probe(struct tree *t, struct tree_file *f)
 	return 0;
 }
 
-/* The probe reads the source: open one the walker did not need to. */
-static int tree_probe_source(struct tree_file *f)
+/*
+ * The probe reads the source: open one the walker did not need to, below
+ * its source root through no symlink, and the same inode the items told.
+ */
+static int tree_probe_source(struct tree *t, struct tree_file *f)
 {
 	const int flags = O_RDONLY | O_NOFOLLOW;
-	int fd;
+	const char *name;
+	struct stat st;
+	int dir, fd;
 
 	if (f->job.src_fd >= 0)
 		return 0;
-	fd = open_regular(f->src, flags | O_NOATIME, 0, NULL);
+	dir = open_parent_beneath(t->src_roots[f->root], f->src + f->src_off,
+				  &name);
+	if (dir < 0)
+		return encio_error_set(&f->e, dir, "open", f->src, false, 0);
+	fd = open_regular_at(dir, name, flags | O_NOATIME, 0, &st);
 	if (fd == -EPERM) /* someone else's */
-		fd = open_regular(f->src, flags, 0, NULL);
+		fd = open_regular_at(dir, name, flags, 0, &st);
+	close(dir);
+	if (fd >= 0 &&
+	    (st.st_dev != f->st.st_dev || st.st_ino != f->st.st_ino)) {
+		close(fd);
+		fd = -ESTALE;
+	}
 	if (fd < 0)
 		return encio_error_set(&f->e, fd, "open", f->src, false, 0);
 	f->job.src_fd = fd;
@@ -1634,6 +1656,8 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 	if (!inl)
 		return false;
 	f->inl = inl;
+	f->root = t->root;
+	f->src_off = strlen(t->walk.src_root) + 1;
 	inline_file_stat(t, inl, &f->st);
 	f->no_xattrs = true;
 	f->inline_data = (struct copy_inline){
@@ -1796,7 +1820,7 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 
 	if (probe_needed(t, &f->st)) {
 		tree_drain(t);
-		if (tree_probe_source(f) || tree_probe(t, f)) {
+		if (tree_probe_source(t, f) || tree_probe(t, f)) {
 			tree_stop(t, &f->e);
 			tree_file_discard(f);
 			tree_file_free(f);
