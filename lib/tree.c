@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,12 +65,25 @@
 #define XATTR_LIST_BYTES 65536
 #define XATTR_VALUE_BYTES 65536
 
+/*
+ * A directory of DEST held open (O_PATH, or DEST's own fd): everything made
+ * in it, renamed or linked there later, goes through it, so that a name of
+ * DEST swapped for a symlink leads nowhere else. Shared by the entries made
+ * in it until they are in place (walker, ring and renamer threads).
+ */
+struct dst_dir {
+	int fd;
+	unsigned int refs;
+};
+
 struct walk_level {
 	DIR *dir;
-	int dst_fd;    /* its copy in DEST (O_PATH), or -1: reached by path */
-	dev_t dev;     /* st_dev of the source directory */
-	size_t prefix; /* length of rel before a child's name */
-	bool fresh;    /* its copy was made by this run: nothing to resume */
+	struct dst_dir *dst; /* its copy in DEST */
+	dev_t dev;	     /* st_dev of the source directory */
+	size_t prefix;	     /* length of rel before a child's name */
+	bool fresh;	  /* its copy was made by this run: nothing to resume */
+	bool acl_default; /* its copy has a default ACL: what is made in it
+			      * inherits ACLs and has its mode masked */
 };
 
 struct walker {
@@ -95,21 +110,30 @@ struct tree_file {
 	struct stat st;
 	bool redo_metadata;	 /* writes clear set-id bits and capabilities */
 	bool no_xattrs;		 /* the source is known to have none */
+	bool acl_inherited;	 /* made where a default ACL applies */
 	struct inline_file *inl; /* the source from its items: not opened */
 	struct copy_inline inline_data;
+	int root;	/* with inl: its source root, and its path below it */
+	size_t src_off; /* in src */
 	char *src;
 	char *dst;
-	char *tmp;  /* NULL: job.dst_fd is an O_TMPFILE, or named */
+	struct dst_dir *dir; /* DEST's directory it goes in */
+	const char *name;    /* its name there, the end of dst */
+	char *tmp;  /* its temporary name in dir; NULL: job.dst_fd is an
+		     * O_TMPFILE, or named */
 	bool named; /* made under its own name, in a staged tree */
 };
 
 /* A finished file, to sync and put in place: an O_TMPFILE, or a name. */
 struct tree_done {
 	int fd;	   /* the unnamed file to link, or -1 */
-	char *tmp; /* else its temporary name */
+	char *tmp; /* else its temporary name in dir */
 	char *dst;
+	struct dst_dir *dir;
+	const char *name; /* in dir, the end of dst */
 };
 
+/* Full paths; below t->dest_dir from t->root_off on. */
 struct tree_link {
 	char *target;
 	char *dst;
@@ -119,8 +143,13 @@ struct tree_dir {
 	char *src;
 	char *dst;
 	struct stat st;
-	bool no_xattrs; /* the source is known to have none */
-	bool fresh;	/* made by this run, and given its owner then */
+	size_t src_off; /* its path below its source root, in src */
+	int root;	/* its source root */
+	dev_t dst_dev;	/* its copy, found again at the end */
+	ino_t dst_ino;
+	bool no_xattrs;	  /* the source is known to have none */
+	bool fresh;	  /* made by this run, and given its owner then */
+	bool acl_default; /* it has a default ACL (see walk_level) */
 };
 
 /* A tree built under a hidden name, renamed into place at the end. */
@@ -133,6 +162,8 @@ struct tree_stage {
 struct xattr_buf {
 	char *list;
 	char *value;
+	char *dst_list; /* DEST's, to compare or prune */
+	char *dst_value;
 	bool saw_caps; /* the last copy_xattrs() copied security.capability */
 };
 
@@ -166,6 +197,15 @@ struct tree {
 	dev_t root_dev;
 	ino_t root_ino;
 	int sync_fd;
+	/*
+	 * DEST (or its directory with one source not into it): sync_fd. The
+	 * copy of each source root is its entry named at root_off of
+	 * dst_root, and every path of DEST below it at root_off too.
+	 */
+	struct dst_dir *dest_dir;
+	size_t root_off;
+	bool dest_acl_default; /* dest_dir has a default ACL */
+	int *src_roots;	       /* each source root directory, or -1 */
 	dev_t dst_dev;
 
 	struct walker walk;
@@ -242,13 +282,58 @@ static int join_path(char *buf, const char *root, const char *rel)
 	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* Takes @fd; NULL (and @fd closed) without memory. */
+static struct dst_dir *dst_dir_new(int fd)
+{
+	struct dst_dir *d = malloc(sizeof(*d));
+
+	if (!d) {
+		close(fd);
+		return NULL;
+	}
+	d->fd = fd;
+	d->refs = 1;
+	return d;
+}
+
+static struct dst_dir *dst_dir_get(struct dst_dir *d)
+{
+	__atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+	return d;
+}
+
+static void dst_dir_put(struct dst_dir *d)
+{
+	if (!d || __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	close(d->fd);
+	free(d);
+}
+
+/*
+ * Open @path below the directory @dirfd, through no symlink and never out
+ * of it (not by "..", not by an absolute path): names of DEST and SRC met
+ * again after the walk, which anyone who can write there may have swapped.
+ */
+static int openat2_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how,
+			  sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
 /* ----- the walk ----- */
 
 static void walk_level_close(struct walk_level *lvl)
 {
 	closedir(lvl->dir);
-	if (lvl->dst_fd >= 0)
-		close(lvl->dst_fd);
+	dst_dir_put(lvl->dst);
 }
 
 static void walk_reset(struct walker *w, const char *src_root)
@@ -332,35 +417,44 @@ static int walk_next(struct walker *w)
 }
 
 /*
- * The entry the last walk_next() returned, by its name in an open
- * directory, its source's or its copy's (@path is its full name, used where
- * there is no such directory): no path walk from the root for each entry,
- * and nothing above that directory resolved again.
+ * An entry by its name in an open directory, its source's or its copy's:
+ * no path walk from the root for each entry, and nothing above that
+ * directory resolved again. @name "" is the entry @dir itself (an O_PATH
+ * fd); @name NULL, the open file @dir. A source root has only its path,
+ * named by the user: AT_FDCWD.
  */
 struct entry_at {
 	int dir;
 	const char *name;
 };
 
-static struct entry_at path_at(const char *path)
-{
-	return (struct entry_at){ AT_FDCWD, path };
-}
-
+/* The entry the last walk_next() returned, in its source directory. */
 static struct entry_at walk_src_at(const struct walker *w, const char *path)
 {
 	if (!w->depth)
-		return path_at(path);
+		return (struct entry_at){ AT_FDCWD, path };
 	return (struct entry_at){ dirfd(w->levels[w->depth - 1].dir),
 				  w->rel + w->name_at };
 }
 
-static struct entry_at walk_dst_at(const struct walker *w, const char *path)
+/* The DEST directory the walk's current entry is made in. */
+static struct dst_dir *entry_dst_dir(const struct tree *t)
 {
-	if (!w->depth || w->levels[w->depth - 1].dst_fd < 0)
-		return path_at(path);
-	return (struct entry_at){ w->levels[w->depth - 1].dst_fd,
-				  w->rel + w->name_at };
+	const struct walker *w = &t->walk;
+
+	return w->depth ? w->levels[w->depth - 1].dst : t->dest_dir;
+}
+
+/* The walk's current entry in its directory's copy. */
+static struct entry_at entry_dst_at(const struct tree *t)
+{
+	const struct walker *w = &t->walk;
+	const char *root = t->dst_root + t->root_off;
+
+	if (w->depth)
+		return (struct entry_at){ w->levels[w->depth - 1].dst->fd,
+					  w->rel + w->name_at };
+	return (struct entry_at){ t->dest_dir->fd, *root ? root : "." };
 }
 
 /*
@@ -419,10 +513,11 @@ static int walk_descend(struct walker *w)
 		w->rel[len + 1] = '\0';
 		len++;
 	}
-	lvl->dst_fd = -1;
+	lvl->dst = NULL;
 	lvl->dev = w->st.st_dev;
 	lvl->prefix = len;
 	lvl->fresh = false;
+	lvl->acl_default = false;
 	w->depth++;
 	return 0;
 }
@@ -516,51 +611,225 @@ static bool src_no_xattrs(struct tree *t, const struct stat *st)
 }
 
 /*
- * Copy the wanted xattrs raw, by fd where there is one, else by path
- * without following a symlink; none to copy where the source is known to
- * have none (@none). Returns 0 or -errno with *op set.
+ * Wanted, and DEST's to remove where the source lacks it: not a label the
+ * security module of DEST gives what is made there.
  */
-static int copy_xattrs(struct xattr_buf *b, bool none, int src_fd,
-		       const char *src, int dst_fd, const char *dst,
-		       const char **op)
+static bool xattr_prunable(const char *name)
 {
-	ssize_t len, vlen;
+	return xattr_wanted(name) && (strncmp(name, "security.", 9) ||
+				      !strcmp(name, "security.capability"));
+}
+
+/*
+ * The xattr calls have no *at form before Linux 6.13: an entry named in a
+ * directory is reached through that directory's /proc/self/fd link, which
+ * resolves nothing above it again, with the l* calls; an O_PATH entry
+ * through its own link, followed. Sets *follow; NULL for an open file.
+ */
+static const char *xattr_path(struct entry_at a, char *buf, size_t size,
+			      bool *follow)
+{
+	*follow = false;
+	if (!a.name)
+		return NULL;
+	if (a.dir == AT_FDCWD)
+		return a.name;
+	if (!a.name[0]) {
+		*follow = true;
+		snprintf(buf, size, "/proc/self/fd/%d", a.dir);
+	} else {
+		snprintf(buf, size, "/proc/self/fd/%d/%s", a.dir, a.name);
+	}
+	return buf;
+}
+
+static ssize_t at_listxattr(struct entry_at a, char *list, size_t size)
+{
+	char buf[64 + NAME_MAX];
+	bool follow;
+	const char *path = xattr_path(a, buf, sizeof(buf), &follow);
+
+	if (!path)
+		return flistxattr(a.dir, list, size);
+	return follow ? listxattr(path, list, size) :
+			llistxattr(path, list, size);
+}
+
+static ssize_t at_getxattr(struct entry_at a, const char *name, void *value,
+			   size_t size)
+{
+	char buf[64 + NAME_MAX];
+	bool follow;
+	const char *path = xattr_path(a, buf, sizeof(buf), &follow);
+
+	if (!path)
+		return fgetxattr(a.dir, name, value, size);
+	return follow ? getxattr(path, name, value, size) :
+			lgetxattr(path, name, value, size);
+}
+
+static int at_setxattr(struct entry_at a, const char *name, const void *value,
+		       size_t size)
+{
+	char buf[64 + NAME_MAX];
+	bool follow;
+	const char *path = xattr_path(a, buf, sizeof(buf), &follow);
+
+	if (!path)
+		return fsetxattr(a.dir, name, value, size, 0);
+	return follow ? setxattr(path, name, value, size, 0) :
+			lsetxattr(path, name, value, size, 0);
+}
+
+static int at_removexattr(struct entry_at a, const char *name)
+{
+	char buf[64 + NAME_MAX];
+	bool follow;
+	const char *path = xattr_path(a, buf, sizeof(buf), &follow);
+
+	if (!path)
+		return fremovexattr(a.dir, name);
+	return follow ? removexattr(path, name) : lremovexattr(path, name);
+}
+
+/* Owner, mode and times of an open file, an O_PATH one, or a name in one. */
+static int at_chown(struct entry_at a, uid_t uid, gid_t gid)
+{
+	if (!a.name)
+		return fchown(a.dir, uid, gid);
+	return fchownat(a.dir, a.name, uid, gid,
+			a.name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH);
+}
+
+static int at_chmod(struct entry_at a, mode_t mode)
+{
+	char proc[32];
+
+	if (!a.name)
+		return fchmod(a.dir, mode);
+	if (a.name[0])
+		return fchmodat(a.dir, a.name, mode, AT_SYMLINK_NOFOLLOW);
+	/* fchmod() refuses O_PATH fds; their /proc link does not */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a.dir);
+	return chmod(proc, mode);
+}
+
+static int at_utimens(struct entry_at a, const struct timespec times[2])
+{
+	if (!a.name)
+		return futimens(a.dir, times);
+	return utimensat(a.dir, a.name, times,
+			 a.name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH);
+}
+
+/* Whether DEST's directory @fd has a default ACL, which entries inherit. */
+static bool has_default_acl(int fd)
+{
+	return at_getxattr((struct entry_at){ fd, "" },
+			   "system.posix_acl_default", NULL, 0) >= 0;
+}
+
+/* copy_xattrs(), set_metadata() flags */
+#define META_NO_XATTRS (1U << 0) /* the source is known to have none */
+#define META_OWNED (1U << 1)	 /* the copy has the source's owner already */
+#define META_COMPARE (1U << 2)	 /* DEST has some: set only what differs */
+#define META_PRUNE (1U << 3)	 /* remove DEST's xattrs the source lacks */
+
+static bool list_has(const char *list, ssize_t len, const char *name)
+{
+	const char *p;
+
+	for (p = list; p < list + len; p += strlen(p) + 1)
+		if (!strcmp(p, name))
+			return true;
+	return false;
+}
+
+/* DEST's xattrs that the source (its list in b->list) lacks go. */
+static int prune_xattrs(struct xattr_buf *b, ssize_t src_len,
+			struct entry_at dst, const char **op)
+{
+	ssize_t len;
+	char *name;
+	int removed = 0;
+
+	*op = "list xattrs of";
+	len = at_listxattr(dst, b->dst_list, XATTR_LIST_BYTES);
+	if (len < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	*op = "remove xattrs of";
+	for (name = b->dst_list; name < b->dst_list + len;
+	     name += strlen(name) + 1) {
+		if (!xattr_prunable(name) || list_has(b->list, src_len, name))
+			continue;
+		if (at_removexattr(dst, name) && errno != ENODATA)
+			return -errno;
+		removed++;
+	}
+	return removed;
+}
+
+/*
+ * Copy the wanted xattrs raw; none to copy where the source is known to
+ * have none (META_NO_XATTRS). @how: META_* flags. Returns the number of
+ * xattrs set or removed, or -errno with *op set.
+ */
+static int copy_xattrs(struct xattr_buf *b, struct entry_at src,
+		       struct entry_at dst, unsigned int how, const char **op)
+{
+	ssize_t len = 0, vlen, dlen;
+	int changed = 0, ret;
 	char *name;
 
 	*op = "list xattrs of";
 	b->saw_caps = false;
-	if (none)
-		return 0;
-	len = src_fd >= 0 ? flistxattr(src_fd, b->list, XATTR_LIST_BYTES) :
-			    llistxattr(src, b->list, XATTR_LIST_BYTES);
+	if (!(how & META_NO_XATTRS)) {
+		len = at_listxattr(src, b->list, XATTR_LIST_BYTES);
+		if (len < 0 && errno != ENOTSUP)
+			return -errno;
+	}
 	if (len < 0)
-		return errno == ENOTSUP ? 0 : -errno;
+		len = 0;
 	for (name = b->list; name < b->list + len; name += strlen(name) + 1) {
 		if (!xattr_wanted(name))
 			continue;
 		if (!strcmp(name, "security.capability"))
 			b->saw_caps = true;
 		*op = "read xattrs of";
-		vlen = src_fd >= 0 ? fgetxattr(src_fd, name, b->value,
-					       XATTR_VALUE_BYTES) :
-				     lgetxattr(src, name, b->value,
-					       XATTR_VALUE_BYTES);
+		vlen = at_getxattr(src, name, b->value, XATTR_VALUE_BYTES);
 		if (vlen < 0 && errno == ENODATA)
 			continue;
 		if (vlen < 0)
 			return -errno;
+		if (how & META_COMPARE) {
+			dlen = at_getxattr(dst, name, b->dst_value,
+					   XATTR_VALUE_BYTES);
+			if (dlen == vlen &&
+			    !memcmp(b->dst_value, b->value, vlen))
+				continue;
+		}
 		*op = "set xattrs of";
-		if (dst_fd >= 0 ? fsetxattr(dst_fd, name, b->value, vlen, 0) :
-				  lsetxattr(dst, name, b->value, vlen, 0))
+		if (at_setxattr(dst, name, b->value, vlen))
 			return -errno;
+		changed++;
 	}
-	return 0;
+	if (!(how & META_PRUNE))
+		return changed;
+	ret = prune_xattrs(b, len, dst, op);
+	return ret < 0 ? ret : changed + ret;
 }
 
 /* The current entry's directory was made by this run: DEST has nothing. */
 static bool parent_fresh(const struct tree *t)
 {
 	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
+}
+
+/* The current entry's directory in DEST has a default ACL. */
+static bool parent_acl_default(const struct tree *t)
+{
+	return t->walk.depth ? t->walk.levels[t->walk.depth - 1].acl_default :
+			       t->dest_acl_default;
 }
 
 /* The process umask and ids, read once before the threads start. */
@@ -577,23 +846,28 @@ static bool ids_ours(const struct stat *st)
 /*
  * Owner first (chown clears set-id bits), xattrs, mode; by fd. @made_ours:
  * the file was just made by us in a directory without set-gid, so it is
- * ours already.
+ * ours already, and with the mode asked for where no default ACL masked
+ * it (which also gave it ACLs the source may lack).
  */
 static int file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 			   bool made_ours, const char **op)
 {
+	struct entry_at src = { f->job.src_fd, NULL };
+	struct entry_at dst = { f->job.dst_fd, NULL };
 	int ret;
 
 	*op = "set owner of";
 	if (!(made_ours && ids_ours(&f->st)) &&
 	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
-	ret = copy_xattrs(b, f->no_xattrs, f->job.src_fd, f->src, f->job.dst_fd,
-			  f->dst, op);
-	if (ret)
+	ret = copy_xattrs(b, src, dst,
+			  (f->no_xattrs ? META_NO_XATTRS : 0) |
+				  (f->acl_inherited ? META_PRUNE : 0),
+			  op);
+	if (ret < 0)
 		return ret;
 	*op = "set mode of";
-	if ((!made_ours ||
+	if ((!made_ours || f->acl_inherited ||
 	     ((f->st.st_mode & 0777) & ~t_umask) != (f->st.st_mode & 07777)) &&
 	    fchmod(f->job.dst_fd, f->st.st_mode & 07777))
 		return -errno;
@@ -622,10 +896,6 @@ static int file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	return 0;
 }
 
-/* path_metadata() flags */
-#define META_NO_XATTRS (1U << 0) /* the source is known to have none */
-#define META_OWNED (1U << 1)	 /* the copy has the source's owner already */
-
 /*
  * An entry made by us in a directory this run made (never set-gid while
  * the walk runs) has our ids: where the source's are the same, no chown.
@@ -636,55 +906,63 @@ static bool made_with_owner(const struct tree *t, const struct stat *st)
 }
 
 /*
- * The same by name, for entries without data (@dst names @at for the
- * xattr calls, which have no *at form): never follows a symlink. @how:
- * META_* flags.
+ * Owner, xattrs, mode and times of @dst (see struct entry_at: never
+ * following a symlink) from @st and @src's xattrs. @how: META_* flags.
+ * @cur: what @dst has now, where it exists already (a rerun): then only
+ * what differs is set, and the number of changes returned; else 0 or
+ * -errno.
  */
-static int path_metadata(struct tree *t, const char *src, struct entry_at at,
-			 const char *dst, const struct stat *st,
-			 unsigned int how, const char **op)
+static int set_metadata(struct xattr_buf *b, struct entry_at src,
+			struct entry_at dst, const struct stat *st,
+			const struct stat *cur, unsigned int how,
+			const char **op)
 {
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
-	int ret;
+	int changed = 0, ret;
 
 	*op = "set owner of";
 	if (!(how & META_OWNED) &&
-	    fchownat(at.dir, at.name, st->st_uid, st->st_gid,
-		     AT_SYMLINK_NOFOLLOW) &&
-	    errno != EPERM)
-		return -errno;
-	ret = copy_xattrs(&t->walk_xattr, how & META_NO_XATTRS, -1, src, -1,
-			  dst, op);
-	if (ret)
+	    (!cur || cur->st_uid != st->st_uid || cur->st_gid != st->st_gid)) {
+		if (!at_chown(dst, st->st_uid, st->st_gid))
+			changed += !!cur;
+		else if (errno != EPERM)
+			return -errno;
+	}
+	ret = copy_xattrs(b, src, dst, how, op);
+	if (ret < 0)
 		return ret;
+	changed += ret;
 	*op = "set mode of";
 	if (!S_ISLNK(st->st_mode) &&
-	    fchmodat(at.dir, at.name, st->st_mode & 07777, 0))
-		return -errno;
+	    (!cur || changed ||
+	     (cur->st_mode & 07777) != (st->st_mode & 07777))) {
+		if (at_chmod(dst, st->st_mode & 07777))
+			return -errno;
+		changed += cur &&
+			   (cur->st_mode & 07777) != (st->st_mode & 07777);
+	}
+	if (cur && !changed)
+		return 0;
 	*op = "set times of";
-	if (utimensat(at.dir, at.name, times, AT_SYMLINK_NOFOLLOW))
+	if (at_utimens(dst, times))
 		return -errno;
-	return 0;
+	return cur ? changed : 0;
 }
 
-/* A hidden name beside @dst for @make to create; 0 or -errno. */
-static int make_temp(const char *dst, char *tmp,
-		     int (*make)(void *arg, const char *tmp), void *arg)
+/* A hidden name beside @at for @make to create in @at.dir; 0 or -errno. */
+static int make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
+		     int (*make)(void *arg, int dir, const char *tmp),
+		     void *arg)
 {
 	static unsigned int counter;
 	static int pid;
-	const char *slash = strrchr(dst, '/');
-	int dir_len = slash ? (int)(slash - dst + 1) : 0;
-	const char *name = dst + dir_len;
 	int tries, ret;
 
 	for (tries = 0; tries < 100; tries++) {
-		if (snprintf(tmp, PATH_MAX, "%.*s.%.200s.encio-%d-%u", dir_len,
-			     dst, name, pid ? pid : (pid = getpid()),
-			     __atomic_fetch_add(&counter, 1,
-						__ATOMIC_RELAXED)) >= PATH_MAX)
-			return -ENAMETOOLONG;
-		ret = make(arg, tmp);
+		snprintf(tmp, NAME_MAX + 1, ".%.200s.encio-%d-%u", at.name,
+			 pid ? pid : (pid = getpid()),
+			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		ret = make(arg, at.dir, tmp);
 		if (ret != -EEXIST)
 			return ret;
 	}
@@ -696,30 +974,24 @@ struct make_file_arg {
 	mode_t mode;
 };
 
-static int make_file(void *arg, const char *tmp)
+static int make_file(void *arg, int dir, const char *tmp)
 {
 	struct make_file_arg *a = arg;
 
-	a->fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, a->mode);
+	a->fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		       a->mode);
 	return a->fd < 0 ? -errno : 0;
 }
 
 /*
- * An unnamed file in @dst's directory, linked into place at a checkpoint:
+ * An unnamed file in directory @dir, linked into place at a checkpoint:
  * about the cost of a named temporary and a rename (measured: the orphan
  * item replaces the temporary name), and nothing left behind by a copy
  * that dies. -EOPNOTSUPP or -EISDIR where the file system has no O_TMPFILE.
  */
-static int make_unnamed(const char *dst, struct make_file_arg *a)
+static int make_unnamed(int dir, struct make_file_arg *a)
 {
-	const char *slash = strrchr(dst, '/');
-	char dir[PATH_MAX];
-
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - dst + 1), dst);
-	a->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, a->mode);
+	a->fd = openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, a->mode);
 	return a->fd < 0 ? -errno : 0;
 }
 
@@ -758,24 +1030,23 @@ static int make_named(struct entry_at at, bool fresh, struct make_file_arg *a)
 	return a->fd < 0 ? -errno : 0;
 }
 
-static int link_fd(int fd, const char *path)
+static int link_fd(int fd, int dir, const char *name)
 {
 	char proc[32];
 
-	if (!linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH))
+	if (!linkat(fd, "", dir, name, AT_EMPTY_PATH))
 		return 0;
 	/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
 	if (errno != ENOENT && errno != EPERM)
 		return -errno;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) ?
-		       -errno :
-		       0;
+	return linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW) ? -errno :
+								      0;
 }
 
-static int make_fd_link(void *arg, const char *tmp)
+static int make_fd_link(void *arg, int dir, const char *tmp)
 {
-	return link_fd(*(int *)arg, tmp);
+	return link_fd(*(int *)arg, dir, tmp);
 }
 
 /*
@@ -785,20 +1056,21 @@ static int make_fd_link(void *arg, const char *tmp)
  */
 static int place_file(struct tree_done *d)
 {
-	char tmp[PATH_MAX];
+	struct entry_at at = { d->dir->fd, d->name };
+	char tmp[NAME_MAX + 1];
 	int ret;
 
 	if (d->fd < 0)
-		return rename(d->tmp, d->dst) ? -errno : 0;
-	ret = link_fd(d->fd, d->dst);
+		return renameat(at.dir, d->tmp, at.dir, at.name) ? -errno : 0;
+	ret = link_fd(d->fd, at.dir, at.name);
 	if (ret != -EEXIST)
 		return ret;
-	ret = make_temp(d->dst, tmp, make_fd_link, &d->fd);
+	ret = make_temp(at, tmp, make_fd_link, &d->fd);
 	if (ret)
 		return ret;
-	if (rename(tmp, d->dst)) {
+	if (renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
-		unlink(tmp);
+		unlinkat(at.dir, tmp, 0);
 	}
 	return ret;
 }
@@ -888,26 +1160,106 @@ nomem:
 	return true;
 }
 
-static int make_link(void *arg, const char *tmp)
+/* @path of DEST below t->dest_dir: "" for dest_dir itself. */
+static const char *dst_rel(const struct tree *t, const char *path)
 {
-	return link(arg, tmp) ? -errno : 0;
+	return strlen(path) > t->root_off ? path + t->root_off : "";
 }
 
-/* A link under its own name, in place of what an earlier run left. */
-static int link_named(const char *target, const char *dst)
+/*
+ * The directory of @rel, opened below @base through no symlink, and its
+ * last component in *name; -errno.
+ */
+static int open_parent_beneath(int base, const char *rel, const char **name)
 {
-	int ret = clear_name(path_at(dst));
+	char dir[PATH_MAX];
+	const char *slash = strrchr(rel, '/');
 
-	if (ret)
+	*name = slash ? slash + 1 : rel;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
+	return openat2_beneath(base, dir, O_PATH | O_DIRECTORY);
+}
+
+/* The same for DEST's @path, below t->dest_dir. */
+static int open_dst_parent(const struct tree *t, const char *path,
+			   const char **name)
+{
+	return open_parent_beneath(t->dest_dir->fd, dst_rel(t, path), name);
+}
+
+static int make_link(void *arg, int dir, const char *tmp)
+{
+	const struct entry_at *target = arg;
+
+	return linkat(target->dir, target->name, dir, tmp, 0) ? -errno : 0;
+}
+
+/* Link @target as @at: under its own name in a staged tree, else a new
+ * name renamed over what is there. */
+static int link_at(struct tree *t, struct entry_at target, struct entry_at at,
+		   const char *dst)
+{
+	char tmp[NAME_MAX + 1];
+	int ret;
+
+	if (in_stage(t, dst)) {
+		ret = clear_name(at);
+		if (!ret && linkat(target.dir, target.name, at.dir, at.name, 0))
+			ret = -errno;
 		return ret;
-	return link(target, dst) ? -errno : 0;
+	}
+	ret = make_temp(at, tmp, make_link, &target);
+	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
+		ret = -errno;
+		unlinkat(at.dir, tmp, 0);
+	}
+	return ret;
+}
+
+/*
+ * One queued hard link: 1 made, 0 there already, -errno with *op and
+ * *path set (path: l->target where the first name is missing). Both names
+ * are found again below DEST, through no symlink.
+ */
+static int make_one_link(struct tree *t, const struct tree_link *l,
+			 const char **op, const char **path)
+{
+	struct entry_at target, at;
+	struct stat a, b;
+	int ret;
+
+	*op = "link to";
+	*path = l->target;
+	target.dir = open_dst_parent(t, l->target, &target.name);
+	if (target.dir < 0)
+		return target.dir;
+	ret = -ENOENT;
+	if (fstatat(target.dir, target.name, &a, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		goto out;
+	}
+	*op = "link";
+	*path = l->dst;
+	at.dir = open_dst_parent(t, l->dst, &at.name);
+	if (at.dir < 0) {
+		ret = at.dir;
+		goto out;
+	}
+	if (!fstatat(at.dir, at.name, &b, AT_SYMLINK_NOFOLLOW) &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		ret = 0;
+	else
+		ret = link_at(t, target, at, l->dst) ?: 1;
+	close(at.dir);
+out:
+	close(target.dir);
+	return ret;
 }
 
 /* Make the queued hard links whose first name is in place. */
 static void tree_make_links(struct tree *t)
 {
-	char tmp[PATH_MAX];
-	struct stat a, b;
+	const char *op, *path;
 	size_t i;
 	int ret;
 
@@ -915,33 +1267,19 @@ static void tree_make_links(struct tree *t)
 		struct tree_link *l = &t->links[i];
 
 		t->stats->entries_done++;
-		if (lstat(l->target, &a)) {
-			if (!t->stopping) {
-				t->stats->entries_done--;
-				entry_error(t, errno, "link to", l->target);
-			}
-			continue;
-		}
-		if (!lstat(l->dst, &b) && a.st_dev == b.st_dev &&
-		    a.st_ino == b.st_ino) {
-			t->stats->skipped++;
-			continue;
-		}
-		if (in_stage(t, l->dst)) {
-			ret = link_named(l->target, l->dst);
-		} else {
-			ret = make_temp(l->dst, tmp, make_link, l->target);
-			if (!ret && rename(tmp, l->dst)) {
-				ret = -errno;
-				unlink(tmp);
-			}
-		}
-		if (ret) {
+		ret = make_one_link(t, l, &op, &path);
+		if (ret < 0) {
+			/* a first name missing after a stop is no news */
+			if (path == l->target && t->stopping)
+				continue;
 			t->stats->entries_done--;
-			entry_error(t, ret, "link", l->dst);
+			entry_error(t, -ret, op, path);
 			continue;
 		}
-		t->stats->hardlinks++;
+		if (ret)
+			t->stats->hardlinks++;
+		else
+			t->stats->skipped++;
 	}
 }
 
@@ -988,29 +1326,36 @@ static bool same_layout(const struct extent_map *a, const struct extent_map *b)
 	}
 }
 
-static bool file_complete(int src_fd, const struct stat *src,
-			  struct entry_at dst)
+/*
+ * DEST's file @dst open, with its stat in @st, where it has the data of
+ * the source already (same size, mtime and layout); else -1.
+ */
+static int file_complete(int src_fd, const struct stat *src,
+			 struct entry_at dst, struct stat *st)
 {
 	struct extent_map ma = { 0 }, mb = { 0 };
-	struct stat st;
 	bool same = false;
 	int fd;
 
-	if (fstatat(dst.dir, dst.name, &st, AT_SYMLINK_NOFOLLOW) ||
-	    !S_ISREG(st.st_mode) || st.st_size != src->st_size ||
-	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != src->st_mtim.tv_nsec)
-		return false;
+	if (fstatat(dst.dir, dst.name, st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st->st_mode) || st->st_size != src->st_size ||
+	    st->st_mtim.tv_sec != src->st_mtim.tv_sec ||
+	    st->st_mtim.tv_nsec != src->st_mtim.tv_nsec)
+		return -1;
 	fd = openat(dst.dir, dst.name,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0)
-		return false;
-	if (!extent_map_build(src_fd, &ma) && !extent_map_build(fd, &mb))
+		return -1;
+	if (!fstat(fd, st) && !extent_map_build(src_fd, &ma) &&
+	    !extent_map_build(fd, &mb))
 		same = same_layout(&ma, &mb);
 	extent_map_release(&ma);
 	extent_map_release(&mb);
-	close(fd);
-	return same;
+	if (!same) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* ----- regular files ----- */
@@ -1019,9 +1364,9 @@ static bool file_complete(int src_fd, const struct stat *src,
 static void tree_file_discard(struct tree_file *f)
 {
 	if (f->tmp)
-		unlink(f->tmp);
+		unlinkat(f->dir->fd, f->tmp, 0);
 	else if (f->named)
-		unlink(f->dst);
+		unlinkat(f->dir->fd, f->name, 0);
 }
 
 static void tree_file_free(struct tree_file *f)
@@ -1031,6 +1376,7 @@ static void tree_file_free(struct tree_file *f)
 	if (f->job.dst_fd >= 0)
 		close(f->job.dst_fd);
 	copy_job_release(&f->job);
+	dst_dir_put(f->dir);
 	free(f->inl);
 	free(f->src);
 	free(f->dst);
@@ -1109,9 +1455,12 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		d->fd = f->tmp ? -1 : f->job.dst_fd;
 		d->tmp = f->tmp;
 		d->dst = f->dst;
+		d->dir = f->dir;
+		d->name = f->name;
 		if (!f->tmp)
 			f->job.dst_fd = -1;
 		f->tmp = f->dst = NULL;
+		f->dir = NULL;
 		t->batch_bytes += f->st.st_size;
 	}
 	tree_file_close(t, f);
@@ -1146,17 +1495,32 @@ static int tree_probe(struct tree *t, struct tree_file *f)
 	return 0;
 }
 
-/* The probe reads the source: open one the walker did not need to. */
-static int tree_probe_source(struct tree_file *f)
+/*
+ * The probe reads the source: open one the walker did not need to, below
+ * its source root through no symlink, and the same inode the items told.
+ */
+static int tree_probe_source(struct tree *t, struct tree_file *f)
 {
 	const int flags = O_RDONLY | O_NOFOLLOW;
-	int fd;
+	const char *name;
+	struct stat st;
+	int dir, fd;
 
 	if (f->job.src_fd >= 0)
 		return 0;
-	fd = open_regular(f->src, flags | O_NOATIME, 0, NULL);
+	dir = open_parent_beneath(t->src_roots[f->root], f->src + f->src_off,
+				  &name);
+	if (dir < 0)
+		return encio_error_set(&f->e, dir, "open", f->src, false, 0);
+	fd = open_regular_at(dir, name, flags | O_NOATIME, 0, &st);
 	if (fd == -EPERM) /* someone else's */
-		fd = open_regular(f->src, flags, 0, NULL);
+		fd = open_regular_at(dir, name, flags, 0, &st);
+	close(dir);
+	if (fd >= 0 &&
+	    (st.st_dev != f->st.st_dev || st.st_ino != f->st.st_ino)) {
+		close(fd);
+		fd = -ESTALE;
+	}
 	if (fd < 0)
 		return encio_error_set(&f->e, fd, "open", f->src, false, 0);
 	f->job.src_fd = fd;
@@ -1213,18 +1577,18 @@ static struct tree_file *queue_pop(struct tree *t, bool wait)
 
 /* Outside a staged tree: an unnamed file, else a hidden temporary name. */
 static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
-				const char *dst, struct make_file_arg *mf)
+				struct entry_at at, struct make_file_arg *mf)
 {
-	char tmp[PATH_MAX];
+	char tmp[NAME_MAX + 1];
 	int ret;
 
-	ret = t->named_temps ? -EOPNOTSUPP : make_unnamed(dst, mf);
+	ret = t->named_temps ? -EOPNOTSUPP : make_unnamed(at.dir, mf);
 	if (ret != -EOPNOTSUPP && ret != -EISDIR)
 		return ret;
 	t->named_temps = true;
-	ret = make_temp(dst, tmp, make_file, mf);
+	ret = make_temp(at, tmp, make_file, mf);
 	if (!ret && !(f->tmp = strdup(tmp))) {
-		unlink(tmp);
+		unlinkat(at.dir, tmp, 0);
 		close(mf->fd);
 		mf->fd = -1;
 		ret = -ENOMEM;
@@ -1292,6 +1656,8 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 	if (!inl)
 		return false;
 	f->inl = inl;
+	f->root = t->root;
+	f->src_off = strlen(t->walk.src_root) + 1;
 	inline_file_stat(t, inl, &f->st);
 	f->no_xattrs = true;
 	f->inline_data = (struct copy_inline){
@@ -1303,6 +1669,44 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 	return true;
 }
 
+/* Count an entry DEST had complete; @updated: but for metadata, now set. */
+static void count_complete(struct tree *t, bool updated, uint64_t bytes)
+{
+	pthread_mutex_lock(&t->lock);
+	if (updated)
+		t->stats->meta_updated++;
+	else
+		t->stats->skipped++;
+	t->stats->entries_done++;
+	t->stats->bytes_skipped += bytes;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * Walker: DEST has the file's data already (@fd, @cur): its owner, xattrs,
+ * mode and times become the source's where they differ. @fd is closed.
+ * 1 (nothing left to do), or -1 with f->e set.
+ */
+static int file_refresh(struct tree *t, struct tree_file *f, int fd,
+			const struct stat *cur)
+{
+	const char *op;
+	int ret;
+
+	ret = set_metadata(
+		&t->walk_xattr, (struct entry_at){ f->job.src_fd, NULL },
+		(struct entry_at){ fd, NULL }, &f->st, cur,
+		META_COMPARE | META_PRUNE | (f->no_xattrs ? META_NO_XATTRS : 0),
+		&op);
+	close(fd);
+	if (ret < 0) {
+		encio_error_set(&f->e, ret, op, f->dst, false, 0);
+		return -1;
+	}
+	count_complete(t, ret > 0, f->st.st_size);
+	return 1;
+}
+
 /*
  * Walker: open the source and stat it. 0 to go on, 1 when nothing is left
  * to do (a hard link to one seen, or complete in DEST), -1 with f->e set.
@@ -1311,6 +1715,7 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 				 const char *src, const char *dst,
 				 struct entry_at at)
 {
+	struct stat cur;
 	int ret;
 
 	ret = walk_open_file(&t->walk, src, &f->st);
@@ -1326,16 +1731,11 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 	f->job.src_fd = ret;
 	if (t->walk.st_pending && link_seen(t, &f->st, dst))
 		return 1;
-	if (!parent_fresh(t) && file_complete(f->job.src_fd, &f->st, at)) {
-		pthread_mutex_lock(&t->lock);
-		t->stats->skipped++;
-		t->stats->entries_done++;
-		t->stats->bytes_skipped += f->st.st_size;
-		pthread_mutex_unlock(&t->lock);
-		return 1;
-	}
 	f->no_xattrs = src_no_xattrs(t, &f->st);
-	return 0;
+	if (parent_fresh(t))
+		return 0;
+	ret = file_complete(f->job.src_fd, &f->st, at, &cur);
+	return ret < 0 ? 0 : file_refresh(t, f, ret, &cur);
 }
 
 /*
@@ -1364,6 +1764,9 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
+	f->dir = dst_dir_get(entry_dst_dir(t));
+	f->name = f->dst + strlen(f->dst) - strlen(at.name);
+	f->acl_inherited = parent_acl_default(t);
 	if (!tree_file_from_items(t, f)) {
 		ret = tree_file_open_source(t, f, src, dst, at);
 		if (ret < 0)
@@ -1374,15 +1777,16 @@ static void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		}
 	}
 	/*
-	 * In a directory this run made (no default ACL yet), create with the
-	 * final permissions: where the umask leaves them whole, no chmod.
+	 * In a directory this run made, create with the final permissions:
+	 * where the umask leaves them whole and no default ACL masks them, no
+	 * chmod.
 	 */
 	mf.mode = parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
 	f->named = in_stage(t, dst);
 	if (f->named)
 		ret = make_named(at, parent_fresh(t), &mf);
 	else
-		ret = make_unnamed_or_temp(t, f, dst, &mf);
+		ret = make_unnamed_or_temp(t, f, at, &mf);
 	if (ret)
 		f->named = false;
 	f->job.dst_fd = mf.fd;
@@ -1416,7 +1820,7 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 
 	if (probe_needed(t, &f->st)) {
 		tree_drain(t);
-		if (tree_probe_source(f) || tree_probe(t, f)) {
+		if (tree_probe_source(t, f) || tree_probe(t, f)) {
 			tree_stop(t, &f->e);
 			tree_file_discard(f);
 			tree_file_free(f);
@@ -1462,24 +1866,24 @@ static int make_special_at(const struct special_arg *a, struct entry_at at)
 	return ret ? -errno : 0;
 }
 
-static int make_special(void *arg, const char *tmp)
+static int make_special(void *arg, int dir, const char *tmp)
 {
-	return make_special_at(arg, path_at(tmp));
+	return make_special_at(arg, (struct entry_at){ dir, tmp });
 }
 
+/* DEST has the entry (its stat in @st), but for metadata perhaps. */
 static bool special_complete(const struct stat *src, const char *target,
-			     struct entry_at dst, char *buf)
+			     struct entry_at dst, struct stat *st, char *buf)
 {
-	struct stat st;
 	ssize_t n;
 
-	if (fstatat(dst.dir, dst.name, &st, AT_SYMLINK_NOFOLLOW) ||
-	    (st.st_mode & S_IFMT) != (src->st_mode & S_IFMT) ||
-	    st.st_rdev != src->st_rdev ||
-	    st.st_mtim.tv_sec != src->st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != src->st_mtim.tv_nsec)
+	if (fstatat(dst.dir, dst.name, st, AT_SYMLINK_NOFOLLOW) ||
+	    (st->st_mode & S_IFMT) != (src->st_mode & S_IFMT) ||
+	    st->st_rdev != src->st_rdev ||
+	    st->st_mtim.tv_sec != src->st_mtim.tv_sec ||
+	    st->st_mtim.tv_nsec != src->st_mtim.tv_nsec)
 		return false;
-	if (!S_ISLNK(st.st_mode))
+	if (!S_ISLNK(st->st_mode))
 		return true;
 	n = readlinkat(dst.dir, dst.name, buf, PATH_MAX);
 	return n >= 0 && (size_t)n == strlen(target) && !memcmp(buf, target, n);
@@ -1491,11 +1895,12 @@ static unsigned int special_meta_flags(struct tree *t, bool here)
 	const struct stat *st = &t->walk.st;
 
 	return (src_no_xattrs(t, st) ? META_NO_XATTRS : 0) |
-	       (here && made_with_owner(t, st) ? META_OWNED : 0);
+	       (here && made_with_owner(t, st) ? META_OWNED : 0) |
+	       (parent_acl_default(t) ? META_PRUNE : 0);
 }
 
 /* In a staged tree, under its own name (an incomplete one replaced). */
-static int special_named(struct tree *t, const char *src, const char *dst,
+static int special_named(struct tree *t, struct entry_at src,
 			 struct entry_at at, struct special_arg *arg,
 			 const char **op)
 {
@@ -1508,32 +1913,33 @@ static int special_named(struct tree *t, const char *src, const char *dst,
 	ret = make_special_at(arg, at);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, at, dst, &t->walk.st,
-			    special_meta_flags(t, true), op);
+	ret = set_metadata(&t->walk_xattr, src, at, &t->walk.st, NULL,
+			   special_meta_flags(t, true), op);
 	if (ret)
 		unlinkat(at.dir, at.name, 0);
 	return ret;
 }
 
 /* Elsewhere made whole under a hidden name, then renamed into place. */
-static int special_temp(struct tree *t, const char *src, const char *dst,
+static int special_temp(struct tree *t, struct entry_at src, struct entry_at at,
 			struct special_arg *arg, const char **op)
 {
-	char tmp[PATH_MAX];
+	char tmp[NAME_MAX + 1];
 	int ret;
 
 	*op = "create";
-	ret = make_temp(dst, tmp, make_special, arg);
+	ret = make_temp(at, tmp, make_special, arg);
 	if (ret)
 		return ret;
-	ret = path_metadata(t, src, path_at(tmp), tmp, &t->walk.st,
-			    special_meta_flags(t, false), op);
-	if (!ret && rename(tmp, dst)) {
+	ret = set_metadata(&t->walk_xattr, src,
+			   (struct entry_at){ at.dir, tmp }, &t->walk.st, NULL,
+			   special_meta_flags(t, false), op);
+	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
 		*op = "rename into place";
 	}
 	if (ret)
-		unlink(tmp);
+		unlinkat(at.dir, tmp, 0);
 	return ret;
 }
 
@@ -1602,15 +2008,21 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 			t->walk.st = st;
 	}
 	if (!parent_fresh(t) &&
-	    special_complete(&t->walk.st, arg.target, at, cur)) {
-		stat_add(t, &t->stats->skipped, 1);
-		stat_add(t, &t->stats->entries_done, 1);
+	    special_complete(&t->walk.st, arg.target, at, &st, cur)) {
+		ret = set_metadata(&t->walk_xattr, src_at, at, &t->walk.st, &st,
+				   special_meta_flags(t, false) | META_COMPARE |
+					   META_PRUNE,
+				   &op);
+		if (ret < 0)
+			entry_error(t, -ret, op, dst);
+		else
+			count_complete(t, ret > 0, 0);
 		return;
 	}
 	if (in_stage(t, dst))
-		ret = special_named(t, src, dst, at, &arg, &op);
+		ret = special_named(t, src_at, at, &arg, &op);
 	else
-		ret = special_temp(t, src, dst, &arg, &op);
+		ret = special_temp(t, src_at, at, &arg, &op);
 	if (ret) {
 		entry_error(t, ret, op, dst);
 		return;
@@ -1634,27 +2046,22 @@ static void tree_special(struct tree *t, const char *src, const char *dst,
 static int stage_root(struct tree *t)
 {
 	char *dst = t->dst_root;
-	size_t len = strlen(dst), dir_len;
 	char staging[PATH_MAX];
 	struct tree_stage *s;
 	struct stat st;
-	const char *name;
+	const char *name = dst + t->root_off;
 	int n;
 
-	if (!lstat(dst, &st))
+	if (!fstatat(t->dest_dir->fd, *name ? name : ".", &st,
+		     AT_SYMLINK_NOFOLLOW))
 		return 0;
 	if (errno != ENOENT)
 		return -errno;
-	while (len > 1 && dst[len - 1] == '/')
-		dst[--len] = '\0';
-	name = strrchr(dst, '/');
-	name = name ? name + 1 : dst;
-	dir_len = name - dst;
 	if (!*name || !strcmp(name, ".") || !strcmp(name, "..") ||
 	    strlen(name) + sizeof(".encio-partial") > NAME_MAX)
 		return 0;
 	n = snprintf(staging, sizeof(staging), "%.*s.%s.encio-partial",
-		     (int)dir_len, dst, name);
+		     (int)t->root_off, dst, name);
 	if (n < 0 || n >= (int)sizeof(staging))
 		return 0;
 	s = vec_grow(t->stages, t->nr_stages, &t->cap_stages, sizeof(*s));
@@ -1687,9 +2094,11 @@ static void tree_unstage(struct tree *t)
 
 	for (i = 0; i < t->nr_stages; i++) {
 		struct tree_stage *s = &t->stages[i];
+		int dir = t->dest_dir->fd;
 
-		if (!t->fatal && renameat2(AT_FDCWD, s->staging, AT_FDCWD,
-					   s->final, RENAME_NOREPLACE)) {
+		if (!t->fatal &&
+		    renameat2(dir, dst_rel(t, s->staging), dir,
+			      dst_rel(t, s->final), RENAME_NOREPLACE)) {
 			encio_error_set(&e, errno, "put into place", s->final,
 					false, 0);
 			tree_stop(t, &e);
@@ -1704,15 +2113,109 @@ static void tree_unstage(struct tree *t)
 	}
 }
 
+/*
+ * The copy of the directory the walk is at, opened (O_PATH) at @at; made
+ * first where DEST lacks it (*fresh). Its stat in @cur. -errno with *op.
+ */
+static int dir_open_or_make(struct tree *t, struct entry_at at, bool *fresh,
+			    struct stat *cur, const char **op)
+{
+	const int flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = -1;
+
+	*op = "make directory";
+	*fresh = parent_fresh(t);
+	if (!*fresh) {
+		fd = openat(at.dir, at.name, flags);
+		if (fd < 0 && errno == ENOTDIR) {
+			*op = "make directory (not a directory)";
+			return -EEXIST;
+		}
+		if (fd < 0 && errno != ENOENT)
+			return -errno;
+		*fresh = fd < 0;
+	}
+	if (*fresh) {
+		if (mkdirat(at.dir, at.name, 0700))
+			return -errno;
+		/* a name swapped in since fails: not a directory */
+		fd = openat(at.dir, at.name, flags);
+		if (fd < 0)
+			return -errno;
+	}
+	if (fstat(fd, cur)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/*
+ * A directory just made: owner now, through its fd; mode, xattrs and
+ * times at the end. In a set-gid directory of DEST it got that group and
+ * the set-gid bit, which everything made inside would inherit: entries
+ * made in it must have our ids. Its mode comes from the source at the end.
+ */
+static int dir_fresh_owner(struct tree *t, int fd, const struct stat *cur,
+			   const char **op)
+{
+	const struct stat *st = &t->walk.st;
+	struct entry_at self = { fd, "" };
+
+	*op = "set mode of";
+	if (!parent_fresh(t) && (cur->st_mode & S_ISGID) &&
+	    at_chmod(self, 0700))
+		return -errno;
+	*op = "set owner of";
+	if (!made_with_owner(t, st) && at_chown(self, st->st_uid, st->st_gid) &&
+	    errno != EPERM)
+		return -errno;
+	return 0;
+}
+
+/* Remember a directory for its metadata at the end. */
+static int dir_remember(struct tree *t, const char *src, const char *dst,
+			const struct stat *cur, bool fresh, bool acl_default)
+{
+	const struct stat *st = &t->walk.st;
+	struct tree_dir *d;
+
+	d = vec_grow(t->dirs, t->nr_dirs, &t->cap_dirs, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	t->dirs = d;
+	d = &t->dirs[t->nr_dirs];
+	d->src = strdup(src);
+	d->dst = strdup(dst);
+	d->st = *st;
+	d->src_off = t->walk.rel[0] ? strlen(t->walk.src_root) + 1 :
+				      strlen(src);
+	d->root = t->root;
+	d->dst_dev = cur->st_dev;
+	d->dst_ino = cur->st_ino;
+	d->no_xattrs = src_no_xattrs(t, st);
+	d->fresh = fresh;
+	d->acl_default = acl_default;
+	if (!d->src || !d->dst) {
+		free(d->src);
+		free(d->dst);
+		return -ENOMEM;
+	}
+	t->nr_dirs++;
+	return 0;
+}
+
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
 static void tree_dir(struct tree *t, const char *src, const char *dst,
 		     struct entry_at at)
 {
 	const struct stat *st = &t->walk.st;
-	struct tree_dir *d;
+	struct dst_dir *dir;
+	struct walk_level *lvl;
+	bool fresh, acl_default;
 	struct stat cur;
-	bool fresh = false;
-	int ret, dst_fd;
+	const char *op;
+	int ret, fd;
 
 	if (t->have_root_id && st->st_dev == t->root_dev &&
 	    st->st_ino == t->root_ino) {
@@ -1727,95 +2230,127 @@ static void tree_dir(struct tree *t, const char *src, const char *dst,
 			return;
 		}
 		dst = t->dst_root;
-		at = path_at(dst);
+		at = entry_dst_at(t);
 	}
-	if (parent_fresh(t) ||
-	    fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW)) {
-		if ((!parent_fresh(t) && errno != ENOENT) ||
-		    mkdirat(at.dir, at.name, 0700) ||
-		    (!parent_fresh(t) &&
-		     fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW))) {
-			entry_error(t, errno, "make directory", dst);
-			return;
-		}
-		fresh = true;
-		/*
-		 * In a set-gid directory of DEST it got that group and the
-		 * set-gid bit, which everything made inside would inherit:
-		 * entries made in it must have our ids. Its mode comes from
-		 * the source at the end.
-		 */
-		if (!parent_fresh(t) && (cur.st_mode & S_ISGID) &&
-		    fchmodat(at.dir, at.name, 0700, 0)) {
-			entry_error(t, errno, "set mode of", dst);
-			return;
-		}
-		if (!made_with_owner(t, st) &&
-		    fchownat(at.dir, at.name, st->st_uid, st->st_gid,
-			     AT_SYMLINK_NOFOLLOW) &&
-		    errno != EPERM) {
-			entry_error(t, errno, "set owner of", dst);
-			return;
-		}
-	} else if (!S_ISDIR(cur.st_mode)) {
-		entry_error(t, EEXIST, "make directory (not a directory)", dst);
+	fd = dir_open_or_make(t, at, &fresh, &cur, &op);
+	if (fd < 0) {
+		entry_error(t, -fd, op, dst);
 		return;
 	}
+	ret = fresh ? dir_fresh_owner(t, fd, &cur, &op) : 0;
+	if (ret) {
+		close(fd);
+		entry_error(t, -ret, op, dst);
+		return;
+	}
+	/* made in a directory with a default ACL, it has one too */
+	acl_default = fresh && parent_fresh(t) ? parent_acl_default(t) :
+						 has_default_acl(fd);
 	if (!t->walk.rel[0]) {
 		t->have_root_id = true;
 		t->root_dev = cur.st_dev;
 		t->root_ino = cur.st_ino;
 	}
-	d = vec_grow(t->dirs, t->nr_dirs, &t->cap_dirs, sizeof(*d));
-	if (!d) {
-		entry_error(t, ENOMEM, "copy", src);
-		return;
-	}
-	t->dirs = d;
-	d = &t->dirs[t->nr_dirs];
-	d->src = strdup(src);
-	d->dst = strdup(dst);
-	d->st = *st;
-	d->no_xattrs = src_no_xattrs(t, st);
-	d->fresh = fresh;
-	if (!d->src || !d->dst) {
-		free(d->src);
-		free(d->dst);
-		entry_error(t, ENOMEM, "copy", src);
-		return;
-	}
-	t->nr_dirs++;
-	stat_add(t, &t->stats->dirs, 1);
-	/* Its entries are made through it; by path where it cannot open. */
-	dst_fd = openat(at.dir, at.name,
-			O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	ret = walk_descend(&t->walk);
+	ret = dir_remember(t, src, dst, &cur, fresh, acl_default);
 	if (ret) {
-		entry_error(t, ret, "read directory", src);
-		if (dst_fd >= 0)
-			close(dst_fd);
+		close(fd);
+		entry_error(t, -ret, "copy", src);
 		return;
 	}
-	t->walk.levels[t->walk.depth - 1].fresh = fresh;
-	t->walk.levels[t->walk.depth - 1].dst_fd = dst_fd;
+	stat_add(t, &t->stats->dirs, 1);
+	/* Its entries are made through it. */
+	dir = dst_dir_new(fd);
+	ret = dir ? walk_descend(&t->walk) : -ENOMEM;
+	if (ret) {
+		dst_dir_put(dir);
+		entry_error(t, -ret, "read directory", src);
+		return;
+	}
+	lvl = &t->walk.levels[t->walk.depth - 1];
+	lvl->fresh = fresh;
+	lvl->dst = dir;
+	lvl->acl_default = acl_default;
+	if (!t->walk.rel[0] && t->src_roots[t->root] < 0)
+		t->src_roots[t->root] =
+			fcntl(dirfd(lvl->dir), F_DUPFD_CLOEXEC, 0);
+}
+
+/*
+ * Open a directory remembered during the walk again, below @base through
+ * no symlink (@rel: its path there), and check it is the same: a name
+ * swapped since for one elsewhere, or for a symlink, is refused. Opened
+ * for reading where we may, else O_PATH; *at tells which (see entry_at).
+ * 0 or -errno.
+ */
+static int dir_reopen(int base, const char *rel, dev_t dev, ino_t ino,
+		      struct entry_at *at)
+{
+	struct stat st;
+	int fd = openat2_beneath(base, rel, O_RDONLY | O_DIRECTORY);
+
+	*at = (struct entry_at){ fd, NULL };
+	if (fd == -EACCES) {
+		fd = openat2_beneath(base, rel, O_PATH | O_DIRECTORY);
+		*at = (struct entry_at){ fd, "" };
+	}
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
+		close(fd);
+		at->dir = -1;
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/* A directory's metadata, at the end; -errno with *op and *path set. */
+static int dir_finish(struct tree *t, const struct tree_dir *d, const char **op,
+		      const char **path)
+{
+	struct entry_at src = { -1, NULL }, dst;
+	unsigned int how;
+	int ret;
+
+	*op = "set metadata of (moved or replaced during the copy)";
+	*path = d->dst;
+	ret = dir_reopen(t->dest_dir->fd, dst_rel(t, d->dst), d->dst_dev,
+			 d->dst_ino, &dst);
+	if (ret)
+		return ret;
+	if (!d->no_xattrs && !d->src[d->src_off] && t->src_roots[d->root] < 0) {
+		/* a source root the walk could not enter: the user named it */
+		src = (struct entry_at){ AT_FDCWD, d->src };
+	} else if (!d->no_xattrs) {
+		ret = dir_reopen(t->src_roots[d->root], d->src + d->src_off,
+				 d->st.st_dev, d->st.st_ino, &src);
+		if (ret) {
+			*op = "read xattrs of (moved or replaced during the copy)";
+			*path = d->src;
+			goto out;
+		}
+	}
+	how = (d->no_xattrs ? META_NO_XATTRS : 0) |
+	      (d->fresh ? META_OWNED : META_COMPARE | META_PRUNE) |
+	      (d->acl_default ? META_PRUNE : 0);
+	ret = set_metadata(&t->walk_xattr, src, dst, &d->st, NULL, how, op);
+out:
+	if (src.dir >= 0)
+		close(src.dir);
+	close(dst.dir);
+	return ret;
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
 static void tree_dirs_finish(struct tree *t)
 {
-	const char *op;
+	const char *op, *path;
 	size_t i;
 	int ret;
 
 	for (i = t->nr_dirs; i-- > 0;) {
-		struct tree_dir *d = &t->dirs[i];
-
-		ret = path_metadata(t, d->src, path_at(d->dst), d->dst, &d->st,
-				    (d->no_xattrs ? META_NO_XATTRS : 0) |
-					    (d->fresh ? META_OWNED : 0),
-				    &op);
+		ret = dir_finish(t, &t->dirs[i], &op, &path);
 		if (ret && !t->stopping)
-			entry_error(t, ret, op, d->dst);
+			entry_error(t, -ret, op, path);
 	}
 }
 
@@ -1856,19 +2391,18 @@ static bool dir_within(int fd, dev_t dev, ino_t ino)
 static int root_target_check(struct tree *t)
 {
 	const struct stat *st = &t->walk.st;
-	char parent[PATH_MAX];
+	struct entry_at at = entry_dst_at(t);
 	struct stat cur;
 
-	if (!lstat(t->dst_root, &cur) && cur.st_dev == st->st_dev &&
-	    cur.st_ino == st->st_ino) {
+	if (!fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW) &&
+	    cur.st_dev == st->st_dev && cur.st_ino == st->st_ino) {
 		entry_error(t, EINVAL, "copy onto itself", t->dst_final);
 		return -EINVAL;
 	}
 	if (!S_ISDIR(st->st_mode))
 		return 0;
-	snprintf(parent, sizeof(parent), "%s", t->dst_root);
-	if (dir_within(open(dirname(parent),
-			    O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+	/* DEST's copy is made in dest_dir */
+	if (dir_within(openat(at.dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC),
 		       st->st_dev, st->st_ino)) {
 		entry_error(t, EINVAL, "copy a directory into itself, as",
 			    t->dst_final);
@@ -1879,7 +2413,7 @@ static int root_target_check(struct tree *t)
 
 /*
  * Walker: handle the walk's current entry, made in DEST through @at (its
- * name in its directory's copy; @dst for messages and by-path calls).
+ * name in its directory's copy; @dst for messages).
  */
 static void tree_entry(struct tree *t)
 {
@@ -1894,7 +2428,7 @@ static void tree_entry(struct tree *t)
 	}
 	if (!t->walk.rel[0] && root_target_check(t))
 		return;
-	at = walk_dst_at(&t->walk, dst);
+	at = entry_dst_at(t);
 	switch (type) {
 	case S_IFDIR:
 		tree_dir(t, src, dst, at);
@@ -1929,9 +2463,18 @@ static int tree_root_begin(struct tree *t)
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s/%s",
 			     (int)dest_len(t->dest), t->dest, basename(tmp));
 	else
-		n = snprintf(t->dst_root, sizeof(t->dst_root), "%s", t->dest);
+		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s",
+			     (int)(dest_len(t->dest) ?: 1), t->dest);
 	if (n < 0 || n >= (int)sizeof(t->dst_root))
 		return -ENAMETOOLONG;
+	/* the copy's name in dest_dir, DEST's directory (tree_setup()) */
+	if (t->dest_is_dir)
+		t->root_off = dest_len(t->dest) + 1;
+	else
+		t->root_off =
+			strrchr(t->dst_root, '/') ?
+				strrchr(t->dst_root, '/') - t->dst_root + 1 :
+				0;
 	memcpy(t->dst_final, t->dst_root, n + 1);
 	walk_reset(&t->walk, src);
 	t->have_root_id = false;
@@ -2105,7 +2648,8 @@ static void tree_done_release(struct tree_done *d, bool drop)
 	if (d->fd >= 0)
 		close(d->fd);
 	else if (drop)
-		unlink(d->tmp);
+		unlinkat(d->dir->fd, d->tmp, 0);
+	dst_dir_put(d->dir);
 	free(d->tmp);
 	free(d->dst);
 }
@@ -2300,9 +2844,10 @@ static void count_tree(struct tree *t, const char *src)
 
 /*
  * Files a batch may hold: each keeps its unnamed file open until it is
- * linked, and two batches exist at once (one filling, one being synced),
- * beside two fds a file in flight. Raise the soft fd limit to the hard one
- * for that, and make batches smaller where the limit stays low.
+ * linked, and the directory it goes in (shared, at worst one a file), and
+ * two batches exist at once (one filling, one being synced), beside three
+ * fds a file in flight. Raise the soft fd limit to the hard one for that,
+ * and make batches smaller where the limit stays low.
  */
 static size_t checkpoint_files(unsigned int max_files)
 {
@@ -2316,12 +2861,29 @@ static size_t checkpoint_files(unsigned int max_files)
 		if (setrlimit(RLIMIT_NOFILE, &rl))
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	room = rl.rlim_cur > 2 * max_files + 64 ?
-		       (rl.rlim_cur - 2 * max_files - 64) / 2 :
+	room = rl.rlim_cur > 3 * max_files + 64 ?
+		       (rl.rlim_cur - 3 * max_files - 64) / 4 :
 		       0;
 	if (room > CHECKPOINT_FILES)
 		return CHECKPOINT_FILES;
 	return room < 16 ? 16 : room;
+}
+
+static int xattr_buf_init(struct xattr_buf *b)
+{
+	b->list = malloc(XATTR_LIST_BYTES);
+	b->value = malloc(XATTR_VALUE_BYTES);
+	b->dst_list = malloc(XATTR_LIST_BYTES);
+	b->dst_value = malloc(XATTR_VALUE_BYTES);
+	return b->list && b->value && b->dst_list && b->dst_value ? 0 : -ENOMEM;
+}
+
+static void xattr_buf_release(struct xattr_buf *b)
+{
+	free(b->list);
+	free(b->value);
+	free(b->dst_list);
+	free(b->dst_value);
 }
 
 static int tree_setup(struct tree *t, struct encio_error *e)
@@ -2329,6 +2891,7 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	char tmp[PATH_MAX];
 	struct stat st;
 	unsigned int max = t->opts->max_files;
+	int i;
 
 	t->max_files = max ? max : TREE_DEFAULT_FILES;
 	if (t->max_files > TREE_MAX_FILES)
@@ -2336,13 +2899,12 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	t->checkpoint_files = checkpoint_files(t->max_files);
 	t->active = calloc(t->max_files, sizeof(*t->active));
 	t->queue = calloc(t->max_files, sizeof(*t->queue));
-	t->ring_xattr.list = malloc(XATTR_LIST_BYTES);
-	t->ring_xattr.value = malloc(XATTR_VALUE_BYTES);
-	t->walk_xattr.list = malloc(XATTR_LIST_BYTES);
-	t->walk_xattr.value = malloc(XATTR_VALUE_BYTES);
-	if (!t->active || !t->queue || !t->ring_xattr.list ||
-	    !t->ring_xattr.value || !t->walk_xattr.list || !t->walk_xattr.value)
+	t->src_roots = malloc(t->nr_srcs * sizeof(*t->src_roots));
+	if (!t->active || !t->queue || !t->src_roots ||
+	    xattr_buf_init(&t->ring_xattr) || xattr_buf_init(&t->walk_xattr))
 		return encio_error_set(e, ENOMEM, "copy to", t->dest, false, 0);
+	for (i = 0; i < t->nr_srcs; i++)
+		t->src_roots[i] = -1;
 	t->dest_is_dir = !t->opts->no_target_dir && stat(t->dest, &st) == 0 &&
 			 S_ISDIR(st.st_mode);
 	if (!t->dest_is_dir && t->nr_srcs > 1)
@@ -2355,9 +2917,15 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 	if (t->sync_fd < 0)
 		return encio_error_set(e, errno, "open directory", t->dest,
 				       false, 0);
+	t->dest_dir = dst_dir_new(t->sync_fd);
+	if (!t->dest_dir) {
+		t->sync_fd = -1;
+		return encio_error_set(e, ENOMEM, "copy to", t->dest, false, 0);
+	}
 	if (fstat(t->sync_fd, &st))
 		return encio_error_set(e, errno, "stat", t->dest, false, 0);
 	t->dst_dev = st.st_dev;
+	t->dest_acl_default = has_default_acl(t->sync_fd);
 	return 0;
 }
 
@@ -2386,11 +2954,15 @@ static void tree_release(struct tree *t)
 	free(t->r_batch);
 	free(t->active);
 	free(t->queue);
-	free(t->ring_xattr.list);
-	free(t->ring_xattr.value);
-	free(t->walk_xattr.list);
-	free(t->walk_xattr.value);
-	if (t->sync_fd >= 0)
+	xattr_buf_release(&t->ring_xattr);
+	xattr_buf_release(&t->walk_xattr);
+	for (i = 0; t->src_roots && i < (size_t)t->nr_srcs; i++)
+		if (t->src_roots[i] >= 0)
+			close(t->src_roots[i]);
+	free(t->src_roots);
+	if (t->dest_dir)
+		dst_dir_put(t->dest_dir);
+	else if (t->sync_fd >= 0)
 		close(t->sync_fd);
 }
 

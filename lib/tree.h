@@ -24,7 +24,8 @@ struct tree_stats {
 	uint64_t specials;  /* FIFOs, sockets and device nodes created */
 	uint64_t hardlinks; /* names linked to a file copied before */
 	uint64_t skipped;   /* entries already complete in DEST (resume) */
-	uint64_t failed;    /* entries not copied, each reported */
+	uint64_t meta_updated; /* complete in DEST but for their metadata, now set */
+	uint64_t failed;       /* entries not copied, each reported */
 	uint64_t entries_done;
 	uint64_t checkpoints;	 /* syncfs + renames */
 	uint64_t bytes_skipped;	 /* sizes of the files skipped */

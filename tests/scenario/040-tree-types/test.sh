@@ -125,7 +125,7 @@ strace -f -qq -e trace=rename,renameat,renameat2,linkat -o "$TEST_TMP/strace" \
 	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/staged" || _fail "copy under strace"
 cat "$TEST_TMP/strace"
 [ "$(grep -c rename "$TEST_TMP/strace")" = 1 ] || _fail "renames beside the staging directory's"
-grep -q "rename.*\.staged\.encio-partial.*$DST/staged\"" "$TEST_TMP/strace" || _fail "staging directory not renamed into place"
+grep -q "rename.*\"\.staged\.encio-partial\".*\"staged\"" "$TEST_TMP/strace" || _fail "staging directory not renamed into place"
 ! grep -q "linkat" "$TEST_TMP/strace" || _fail "a file linked into place"
 check_tree "$T" "$DST/staged"
 
