@@ -2624,10 +2624,13 @@ static void tree_reap(struct tree *t)
 		tree_file_finish(t, job->owner);
 }
 
+/*
+ * Every request back from the kernel before a job is freed: engine_reap()
+ * reports a ring error only after cancelling and collecting all of them,
+ * so this ends once the kernel owns none of our memory.
+ */
 static void tree_drain(struct tree *t)
 {
-	unsigned int spins = 0;
-
 	while (engine_inflight(&t->ctx->engine) ||
 	       copy_ctx_chunks_busy(t->ctx)) {
 		if (!engine_inflight(&t->ctx->engine)) {
@@ -2635,9 +2638,6 @@ static void tree_drain(struct tree *t)
 			continue;
 		}
 		tree_reap(t);
-		/* an io_uring wait error with requests left: give up */
-		if (t->fatal && ++spins > 100000)
-			break;
 	}
 }
 
