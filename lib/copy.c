@@ -100,10 +100,10 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 			return encio_error_set(e, ret,
 					       "read with the forced --io mode",
 					       src, false, 0);
-		ret = extent_fs_kind(src_fd, &ctx->read_fs_type,
-				     &ctx->read_clean);
-		if (ret)
-			return encio_error_set(e, ret, "statfs", src, false, 0);
+		if (fstatfs(src_fd, &sfs))
+			return encio_error_set(e, errno, "statfs", src, false,
+					       0);
+		ctx->read_fs_type = sfs.f_type;
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
@@ -725,8 +725,7 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return ret;
 	job->size = st->st_size;
-	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type,
-				    job->ctx->read_clean ? EXTENT_MAP_CLEAN : 0,
+	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type, 0,
 				    &job->map);
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",

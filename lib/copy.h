@@ -62,7 +62,6 @@ struct copy_ctx {
 	struct encio_probe probe; /* of the last source / destination probed */
 	dev_t read_dev;
 	long read_fs_type; /* statfs f_type of read_dev */
-	bool read_clean;   /* read_dev is read-only: no delalloc to flush */
 	dev_t write_dev;
 	uint32_t write_sectorsize; /* of write_dev */
 	bool read_probed;
