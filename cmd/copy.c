@@ -528,6 +528,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 
 	c.opts.io_mode = global_opts.io_mode;
 	c.opts.depth = global_opts.queue_depth;
+	c.opts.stop = &stop_signal;
 	ret = copy_ctx_init(&c.ctx, &c.opts);
 	if (ret) {
 		error("cannot set up the I/O engine: %s", strerror(-ret));
@@ -543,7 +544,8 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
 	}
-	for (i = 0; i < nr_src; i++) {
+	install_signals();
+	for (i = 0; i < nr_src && !stop_signal; i++) {
 		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
 		if (!ret && i == 0) {
 			print_probe(&c.ctx);
@@ -551,12 +553,18 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 		if (!ret)
 			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
+		if (ret == -EINTR && stop_signal)
+			break;
 		if (ret) {
 			print_encio_error(&e);
 			c.failed++;
 		}
 	}
 	ret = 0;
+	if (stop_signal) {
+		error("interrupted: the file in flight removed, files complete kept");
+		ret = -EINTR;
+	}
 summary:
 	c.seconds = now() - start;
 	if (c.json)

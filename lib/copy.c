@@ -9,9 +9,12 @@
  * are skipped; prealloc ranges are fallocated. Every extent lands at its own
  * offset, so completion order does not matter.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -563,9 +566,44 @@ bool copy_job_complete(struct copy_job *job, struct engine_req *req)
 	return false;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * A writer the copy cannot stop may have truncated, extended or rewritten
+ * the source meanwhile: then the copy holds parts of two versions. ctime
+ * moves with every write, truncate and metadata change.
+ */
+static void job_check_source(struct copy_job *job)
+{
+	const struct stat *old = &job->src_st;
+	struct stat st;
+
+	if (!job->check_src || job->err)
+		return;
+	job->check_src = false;
+	if (fstat(job->src_fd, &st)) {
+		job_fail(job, errno, "stat", false, 0);
+		return;
+	}
+	if (st.st_size != old->st_size ||
+	    !same_time(&st.st_mtim, &old->st_mtim) ||
+	    !same_time(&st.st_ctim, &old->st_ctim))
+		job->err = encio_error_set(job->e, COPY_ESRCCHANGED, "copy",
+					   job->src_path, false, 0);
+}
+
 bool copy_job_has_work(struct copy_job *job)
 {
-	return !job->err && (job->inline_data || job_refill(job));
+	if (job->err)
+		return false;
+	if (job->inline_data || job_refill(job))
+		return true;
+	if (copy_job_idle(job))
+		job_check_source(job);
+	return false;
 }
 
 void copy_job_release(struct copy_job *job)
@@ -582,11 +620,14 @@ void copy_job_release(struct copy_job *job)
  */
 static void job_run(struct copy_job *job)
 {
+	const volatile sig_atomic_t *stop = job->ctx->opts.stop;
 	struct engine *engine = &job->ctx->engine;
 	struct engine_req *req;
 	int err;
 
 	for (;;) {
+		if (stop && *stop)
+			job_fail(job, EINTR, "copy (interrupted)", false, 0);
 		copy_ctx_poll_chunks(job->ctx);
 		while (!job->err && (req = engine_get_req(engine))) {
 			if (!copy_job_issue(job, req)) {
@@ -651,6 +692,48 @@ static int create_temp(int dir_fd, const char *name, char *tmp_name)
 			return fd < 0 ? -errno : fd;
 	}
 	return -EEXIST;
+}
+
+/*
+ * Temporaries of @name (create_temp()'s names) whose process is gone: a
+ * copy killed before it could remove its own. A live process's, even one
+ * that reused the PID, are left alone.
+ */
+static void remove_stale_temps(int dir_fd, const char *name)
+{
+	char prefix[NAME_MAX + 1];
+	struct dirent *de;
+	struct stat st;
+	char *end;
+	long pid;
+	int len, fd;
+	DIR *dir;
+
+	len = snprintf(prefix, sizeof(prefix), ".%.200s.encio-", name);
+	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, prefix, len) ||
+		    !isdigit((unsigned char)de->d_name[len]))
+			continue;
+		pid = strtol(de->d_name + len, &end, 10);
+		if (*end != '-' || !isdigit((unsigned char)end[1]))
+			continue;
+		strtoul(end + 1, &end, 10);
+		if (*end || pid <= 0 || pid == getpid() || !kill(pid, 0) ||
+		    errno != ESRCH)
+			continue;
+		if (!fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode))
+			unlinkat(dir_fd, de->d_name, 0);
+	}
+	closedir(dir);
 }
 
 /* Owner before mode (chown clears set-id bits), times last. */
@@ -725,6 +808,8 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return ret;
 	job->size = st->st_size;
+	job->src_st = *st;
+	job->check_src = !fs_files_sizeless(job->ctx->read_fs_type);
 	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type, 0,
 				    &job->map);
 	if (ret)
@@ -870,6 +955,7 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	if (ret)
 		return ret;
 	job_run(job);
+	job_check_source(job);
 	if (job->err)
 		return job->err;
 	/* Encoded-write errors arrive late: only fsync tells. */
@@ -976,6 +1062,7 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	/* Messages name the final path; the data goes to a hidden temporary. */
 	snprintf(dst_path, sizeof(dst_path), "%s/%s", dir, name);
 	job.dst_path = dst_path;
+	remove_stale_temps(dir_fd, name);
 	job.dst_fd = create_temp(dir_fd, name, tmp_name);
 	if (job.dst_fd < 0) {
 		ret = encio_error_set(e, job.dst_fd, "create", dst_path, false,
