@@ -369,6 +369,59 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	return 0;
 }
 
+/* A source and the name it gets in the destination directory. */
+struct landing {
+	const char *src;
+	int index; /* on the command line */
+	char name[PATH_MAX];
+};
+
+static int landing_cmp(const void *a, const void *b)
+{
+	const struct landing *x = a, *y = b;
+	int ret = strcmp(x->name, y->name);
+
+	return ret ? ret : x->index - y->index;
+}
+
+/*
+ * Two sources copied into one directory under the same name: the second
+ * would replace the first's copy, or with -r merge into it. Refused before
+ * anything is made, as cp refuses to overwrite what it just created.
+ */
+static int check_landing_names(int nr_src, char **srcs, const char *dst)
+{
+	struct landing *l = calloc(nr_src, sizeof(*l));
+	const char *base;
+	size_t len;
+	int i, ret = 0;
+
+	if (!l) {
+		error("cannot check the sources: %s", strerror(ENOMEM));
+		return 1;
+	}
+	for (i = 0; i < nr_src; i++) {
+		l[i].src = srcs[i];
+		l[i].index = i;
+		snprintf(l[i].name, sizeof(l[i].name), "%s", srcs[i]);
+		len = strlen(l[i].name);
+		while (len > 1 && l[i].name[len - 1] == '/')
+			l[i].name[--len] = 0;
+		base = basename(l[i].name);
+		memmove(l[i].name, base, strlen(base) + 1);
+	}
+	qsort(l, nr_src, sizeof(*l), landing_cmp);
+	for (i = 1; i < nr_src && !ret; i++) {
+		if (strcmp(l[i - 1].name, l[i].name))
+			continue;
+		error("will not copy both '%s' and '%s' to '%s/%s'",
+		      l[i - 1].src, l[i].src, dst, l[i].name);
+		ret = 1;
+	}
+	free(l);
+	return ret;
+}
+
 static int check_sources(int nr_src, char **srcs, const char *dst,
 			 bool recursive)
 {
@@ -380,6 +433,8 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 		      dst);
 		return 1;
 	}
+	if (nr_src > 1 && check_landing_names(nr_src, srcs, dst))
+		return 1;
 	for (i = 0; i < nr_src && !recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			error("'%s' is a directory (not copied)", srcs[i]);
