@@ -159,9 +159,35 @@ static void job_progress(struct copy_job *job, uint64_t start, uint64_t end)
 	job->ctx->stats.bytes_done += end - start;
 }
 
+/*
+ * Encoded writes start on a sector of the destination and end on one or at
+ * EOF; a source of smaller blocks (ext4 -b 1024) has data and holes between
+ * them. Plain data to compress is widened to whole sectors, the zeros of a
+ * hole it then covers read as data, never again from where the range before
+ * it ended.
+ */
+static void job_align_range(struct copy_job *job, uint64_t *start,
+			    uint64_t *end)
+{
+	uint64_t ss = job->sectorsize;
+
+	*start -= *start % ss;
+	if (*start < job->aligned_to)
+		*start = job->aligned_to;
+	if (*end % ss)
+		*end += ss - *end % ss;
+	if (*end > job->size)
+		*end = job->size;
+	if (*end > job->aligned_to)
+		job->aligned_to = *end;
+}
+
 /* Turn the next map entries into pending ranges; false when none are left. */
 static bool job_refill(struct copy_job *job)
 {
+	uint64_t start;
+	bool whole;
+
 	while (!job->nr_pending && job->next_extent < job->map.nr) {
 		const struct file_extent *fe =
 			&job->map.ext[job->next_extent++];
@@ -187,15 +213,19 @@ static bool job_refill(struct copy_job *job)
 		}
 		if (end > job->size)
 			end = job->size;
-		if (fe->offset >= end)
+		start = fe->offset;
+		whole = fe->compression != BTRFS_COMPRESS_NONE;
+		if (!whole &&
+		    job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE)
+			job_align_range(job, &start, &end);
+		if (start >= end)
 			continue;
 		/*
 		 * Compressed inline extents go encoded too: an encoded write at
 		 * offset 0 of at most a sector is stored inline again.
 		 */
-		if (push_range(job, fe->offset, end,
-			       fe->compression != BTRFS_COMPRESS_NONE))
-			return job_fail(job, ENOMEM, "map", false, fe->offset),
+		if (push_range(job, start, end, whole))
+			return job_fail(job, ENOMEM, "map", false, start),
 			       false;
 	}
 	return job->nr_pending > 0;

@@ -112,6 +112,7 @@ struct copy_job {
 	size_t next_extent;
 	const struct copy_inline *inline_data; /* not yet issued, or NULL */
 	struct copy_range *pending;
+	uint64_t aligned_to; /* end of the data ranges widened to sectors */
 	size_t nr_pending;
 	size_t cap_pending;
 	enum encio_io_mode read_mode;
