@@ -199,15 +199,7 @@ static bool job_refill(struct copy_job *job)
 			job_progress(job, fe->offset, end);
 			continue;
 		case EXTENT_PREALLOC:
-			job->ctx->stats.prealloc++;
-			job_progress(job, fe->offset, end);
-			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE,
-				      fe->offset, fe->len) &&
-			    errno != EOPNOTSUPP)
-				return job_fail(job, errno, "fallocate", true,
-						fe->offset),
-				       false;
-			continue;
+			continue; /* made by job_prealloc() */
 		default:
 			break;
 		}
@@ -830,6 +822,31 @@ static int job_copy_to_eof(struct copy_job *job)
 	return 0;
 }
 
+/*
+ * The prealloc ranges, while the new file is still empty: btrfs' fallocate
+ * past an i_size inside a block writes zeros to the rest of that block,
+ * which turns a hole or prealloc there into a data extent.
+ */
+static int job_prealloc(struct copy_job *job)
+{
+	const struct file_extent *fe;
+	size_t i;
+
+	for (i = 0; i < job->map.nr; i++) {
+		fe = &job->map.ext[i];
+		if (fe->kind != EXTENT_PREALLOC)
+			continue;
+		job->ctx->stats.prealloc++;
+		job_progress(job, fe->offset, fe->offset + fe->len);
+		if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
+			      fe->len) &&
+		    errno != EOPNOTSUPP)
+			return job_fail(job, errno, "fallocate", true,
+					fe->offset);
+	}
+	return 0;
+}
+
 int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
@@ -845,6 +862,9 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",
 						  job->src_path, false, 0);
+	ret = job_prealloc(job);
+	if (ret)
+		return ret;
 	/*
 	 * The new file grows with its writes: only a trailing hole or
 	 * prealloc range needs the size set (a transaction of its own).
