@@ -595,8 +595,10 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 
 /*
  * A writer the copy cannot stop may have truncated, extended or rewritten
- * the source meanwhile: then the copy holds parts of two versions. ctime
- * moves with every write, truncate and metadata change.
+ * the source meanwhile: then the copy holds parts of two versions. Writes
+ * and truncates move mtime and ctime; ctime alone catches a write whose
+ * mtime was set back. A link or unlink moves ctime too, and changes no
+ * byte: a ctime move with the link count changed is not taken as a write.
  */
 static void job_check_source(struct copy_job *job)
 {
@@ -612,7 +614,8 @@ static void job_check_source(struct copy_job *job)
 	}
 	if (st.st_size != old->st_size ||
 	    !same_time(&st.st_mtim, &old->st_mtim) ||
-	    !same_time(&st.st_ctim, &old->st_ctim))
+	    (!same_time(&st.st_ctim, &old->st_ctim) &&
+	     st.st_nlink == old->st_nlink))
 		job->err = encio_error_set(job->e, COPY_ESRCCHANGED, "copy",
 					   job->src_path, false, 0);
 }

@@ -186,7 +186,8 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
  * (!copy_job_has_work()), or has job->err set and is idle. The first call
  * of copy_job_has_work() that finds the job idle with no work left checks
  * that the source did not change since copy_job_start() (size, mtime,
- * ctime), and fails the job with COPY_ESRCCHANGED if it did.
+ * ctime unless a link or unlink moved it), and fails the job with
+ * COPY_ESRCCHANGED if it did.
  */
 int copy_job_start(struct copy_job *job, const struct stat *st);
 /*

@@ -1,7 +1,7 @@
 #!/bin/bash
-# A source truncated, extended or rewritten while copy or copy -r reads it
-# fails with "file changed as we read it" and exit 1, and leaves no copy
-# of it; an unchanged file beside it is copied.
+# A source truncated, extended or rewritten (its mtime set back or not)
+# while copy or copy -r reads it fails with "file changed as we read it"
+# and exit 1, and leaves no copy of it; a rerun copies it.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -41,6 +41,13 @@ changed_copy()
 	truncate) truncate -s $((SIZE / 3)) "$SRC/t/big" & ;;
 	append) echo more >>"$SRC/t/big" & ;;
 	rewrite) printf 'rewritten' | dd of="$SRC/t/big" bs=1 seek=$((SIZE - 100)) conv=notrunc status=none & ;;
+	rewrite-mtime-kept)
+		m=$(stat -c %y "$SRC/t/big")
+		{
+			printf 'rewritten' | dd of="$SRC/t/big" bs=1 seek=$((SIZE - 100)) conv=notrunc status=none
+			touch -d "$m" "$SRC/t/big"
+		} &
+		;;
 	esac
 	sleep 0.2
 	kill -CONT $pid
@@ -53,7 +60,7 @@ changed_copy()
 		_fail "$how: no message naming the changed file"
 }
 
-for how in truncate append rewrite; do
+for how in truncate append rewrite rewrite-mtime-kept; do
 	rm -rf "$SRC/t" "$DST"/*
 	mkdir "$SRC/t"
 	random_bytes $SIZE "$how" >"$SRC/t/big"
