@@ -35,9 +35,9 @@ struct copy_options {
 };
 
 /*
- * The error (struct encio_error's err) of a file whose size, mtime or ctime
- * changed while it was copied: what was read may be neither the old nor
- * the new content. Beyond every errno.
+ * The error (struct encio_error's err) of a file that changed while it was
+ * copied (see copy_job_has_work()): what was read may be neither the old
+ * nor the new content. Beyond every errno.
  */
 #define COPY_ESRCCHANGED 1000
 
