@@ -431,6 +431,59 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	return 0;
 }
 
+/* A source and the name it gets in the destination directory. */
+struct landing {
+	const char *src;
+	int index; /* on the command line */
+	char name[PATH_MAX];
+};
+
+static int landing_cmp(const void *a, const void *b)
+{
+	const struct landing *x = a, *y = b;
+	int ret = strcmp(x->name, y->name);
+
+	return ret ? ret : x->index - y->index;
+}
+
+/*
+ * Two sources copied into one directory under the same name: the second
+ * would replace the first's copy, or with -r merge into it. Refused before
+ * anything is made, as cp refuses to overwrite what it just created.
+ */
+static int check_landing_names(int nr_src, char **srcs, const char *dst)
+{
+	struct landing *l = calloc(nr_src, sizeof(*l));
+	const char *base;
+	size_t len;
+	int i, ret = 0;
+
+	if (!l) {
+		error("cannot check the sources: %s", strerror(ENOMEM));
+		return 1;
+	}
+	for (i = 0; i < nr_src; i++) {
+		l[i].src = srcs[i];
+		l[i].index = i;
+		snprintf(l[i].name, sizeof(l[i].name), "%s", srcs[i]);
+		len = strlen(l[i].name);
+		while (len > 1 && l[i].name[len - 1] == '/')
+			l[i].name[--len] = 0;
+		base = basename(l[i].name);
+		memmove(l[i].name, base, strlen(base) + 1);
+	}
+	qsort(l, nr_src, sizeof(*l), landing_cmp);
+	for (i = 1; i < nr_src && !ret; i++) {
+		if (strcmp(l[i - 1].name, l[i].name))
+			continue;
+		error("will not copy both '%s' and '%s' to '%s/%s'",
+		      l[i - 1].src, l[i].src, dst, l[i].name);
+		ret = 1;
+	}
+	free(l);
+	return ret;
+}
+
 static int check_sources(int nr_src, char **srcs, const char *dst,
 			 bool recursive)
 {
@@ -442,6 +495,8 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 		      dst);
 		return 1;
 	}
+	if (nr_src > 1 && check_landing_names(nr_src, srcs, dst))
+		return 1;
 	for (i = 0; i < nr_src && !recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 			error("'%s' is a directory (not copied)", srcs[i]);
@@ -625,6 +680,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 
 	c.opts.io_mode = global_opts.io_mode;
 	c.opts.depth = global_opts.queue_depth;
+	c.opts.stop = &stop_signal;
 	ret = copy_ctx_init(&c.ctx, &c.opts);
 	if (ret) {
 		error("cannot set up the I/O engine: %s", strerror(-ret));
@@ -636,7 +692,8 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
 	}
-	for (i = 0; i < nr_src; i++) {
+	install_signals();
+	for (i = 0; i < nr_src && !stop_signal; i++) {
 		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
 		if (!ret && i == 0) {
 			print_probe(&c.ctx);
@@ -644,12 +701,18 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 		if (!ret)
 			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
+		if (ret == -EINTR && stop_signal)
+			break;
 		if (ret) {
 			print_copy_error(&e);
 			c.failed++;
 		}
 	}
 	ret = 0;
+	if (stop_signal) {
+		error("interrupted: the file in flight removed, files complete kept");
+		ret = -EINTR;
+	}
 summary:
 	c.seconds = now() - start;
 	if (c.json)

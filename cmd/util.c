@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "../lib/copy.h"
 
 void usage_print(const struct cmd_struct *cmd, bool full, int to_stderr)
 {
@@ -109,7 +110,10 @@ int parse_format(const char *arg)
 
 void print_encio_error(const struct encio_error *e)
 {
-	if (e->has_offset)
+	if (e->err == COPY_ESRCCHANGED)
+		error("cannot %s '%s': file changed as we read it", e->op,
+		      e->path);
+	else if (e->has_offset)
 		error("cannot %s '%s' at offset %llu: %s", e->op, e->path,
 		      (unsigned long long)e->offset, strerror(e->err));
 	else

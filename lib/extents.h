@@ -60,19 +60,25 @@ int extent_map_build(int fd, struct extent_map *map);
 /*
  * The same for a caller that has already stat'ed the file and its
  * filesystem (@fs_type: statfs f_type), which saves two syscalls a file.
- * EXTENT_MAP_CLEAN: the file can hold no data awaiting writeback (it is on
- * a read-only subvolume or mount), so the map needs no flush first.
+ * On btrfs the file's data awaiting writeback is written back first, unless
+ * EXTENT_MAP_CLEAN says it can have none: extent_fs_kind()'s @frozen does
+ * not say so (a file opened for writing before its subvolume was made
+ * read-only can still be written).
  */
 #define EXTENT_MAP_CLEAN (1U << 0)
 int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
 			  unsigned int flags, struct extent_map *map);
 
 /*
- * The file system type of @fd (statfs f_type), and whether it is read-only
- * (the mount, or the btrfs subvolume): then no file there has data awaiting
- * writeback, and EXTENT_MAP_CLEAN applies. 0 or -errno.
+ * The file system type of @fd (statfs f_type), and whether the tree it is
+ * in is frozen: a read-only btrfs subvolume or a read-only superblock, not
+ * a read-only bind mount of a writable file system. For a read-only
+ * subvolume the file system is flushed first (syncfs), so that its items
+ * hold all the data written before it was made read-only: what reads the
+ * tree without opening the files (inline_files.h) sees all of it.
+ * 0 or -errno.
  */
-int extent_fs_kind(int fd, long *fs_type, bool *clean);
+int extent_fs_kind(int fd, long *fs_type, bool *frozen);
 /*
  * open(2) / openat(2) of a regular file only, without waiting on a FIFO:
  * -EISDIR for a directory, -EINVAL for anything else; its stat in @st.
