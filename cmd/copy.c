@@ -155,11 +155,12 @@ static void print_tree_summary_text(const struct copy_cmd *c)
 {
 	const struct tree_stats *t = &c->tree;
 
-	printf("tree: %llu files, %llu directories, %llu symlinks, %llu hard links, %llu special, %llu skipped (already complete), %llu failed\n",
+	printf("tree: %llu files, %llu directories, %llu symlinks, %llu hard links, %llu special, %llu skipped (already complete), %llu metadata updated, %llu failed\n",
 	       (unsigned long long)t->files, (unsigned long long)t->dirs,
 	       (unsigned long long)t->symlinks,
 	       (unsigned long long)t->hardlinks,
 	       (unsigned long long)t->specials, (unsigned long long)t->skipped,
+	       (unsigned long long)t->meta_updated,
 	       (unsigned long long)t->failed);
 }
 
@@ -283,13 +284,16 @@ static void print_summary_json(const struct copy_cmd *c)
 	       (unsigned long long)s->extents_verified);
 	if (c->recursive)
 		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
-		       "\"specials\": %llu, \"skipped\": %llu, \"peak_files_in_flight\": %u, "
+		       "\"specials\": %llu, \"skipped\": %llu, \"meta_updated\": %llu, "
+		       "\"peak_files_in_flight\": %u, "
 		       "\"ring_waits\": %llu, \"walker_waits\": %llu",
 		       (unsigned long long)c->tree.dirs,
 		       (unsigned long long)c->tree.symlinks,
 		       (unsigned long long)c->tree.hardlinks,
 		       (unsigned long long)c->tree.specials,
-		       (unsigned long long)c->tree.skipped, c->tree.peak_files,
+		       (unsigned long long)c->tree.skipped,
+		       (unsigned long long)c->tree.meta_updated,
+		       c->tree.peak_files,
 		       (unsigned long long)c->tree.ring_waits,
 		       (unsigned long long)c->tree.walker_waits);
 	if (c->opts.verify) {

@@ -89,30 +89,3 @@ bool compress_worth(uint64_t encoded_len, uint64_t unencoded_len,
 		return encoded_len < unencoded_len;
 	return compress_unencoded_len(encoded_len, sectorsize) < unencoded_len;
 }
-
-int compress_verify(struct codec *codec, int compression, const void *enc,
-		    size_t enc_len, size_t unencoded_len,
-		    size_t unencoded_offset, const void *orig, size_t len,
-		    void *scratch, uint64_t *bad)
-{
-	const unsigned char *a = orig, *b;
-	ssize_t n;
-	size_t i;
-
-	*bad = 0;
-	if (unencoded_len > BTRFS_MAX_UNCOMPRESSED ||
-	    unencoded_offset > unencoded_len ||
-	    len > unencoded_len - unencoded_offset)
-		return -EINVAL;
-	n = codec_decode(codec, compression, enc, enc_len, scratch,
-			 unencoded_len);
-	if (n < 0)
-		return n;
-	b = (const unsigned char *)scratch + unencoded_offset;
-	if (!memcmp(a, b, len))
-		return 0;
-	for (i = 0; a[i] == b[i]; i++)
-		;
-	*bad = i;
-	return -EBADMSG;
-}

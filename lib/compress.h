@@ -56,16 +56,4 @@ uint64_t compress_chunk_unencoded_len(uint64_t offset, uint64_t len,
 bool compress_worth(uint64_t encoded_len, uint64_t unencoded_len,
 		    uint32_t sectorsize);
 
-/*
- * Decode @enc (@enc_len bytes of @compression, an extent of @unencoded_len
- * bytes) into @scratch (room for @unencoded_len) and compare its @len bytes
- * from @unencoded_offset with @orig. Returns 0 when equal, -EBADMSG with
- * *@bad the index of the first differing byte, or the decoder's -errno
- * (-EINVAL for inconsistent lengths; *@bad 0).
- */
-int compress_verify(struct codec *codec, int compression, const void *enc,
-		    size_t enc_len, size_t unencoded_len,
-		    size_t unencoded_offset, const void *orig, size_t len,
-		    void *scratch, uint64_t *bad);
-
 #endif

@@ -66,6 +66,7 @@ diff <(meta "$S") <(meta "$D") || _fail "rerun left stale metadata"
 [ "$(inodes)" = "$before" ] || _fail "files copied again instead of updated"
 grep -q '"files": 0,' "$TEST_TMP/out" || _fail "files copied again"
 grep -q '"skipped": 2,' "$TEST_TMP/out" || _fail "not 2 entries skipped (same, sub/inner)"
+grep -qE '"meta_updated": [1-9]' "$TEST_TMP/out" || _fail "entries updated in place not counted"
 
 _log "a third run changes nothing"
 run_check timeout 120 "$ENCIO" copy -r -T --format=json "$S" "$D" >"$TEST_TMP/out"
