@@ -3,6 +3,7 @@
  * Encoded payload checks: headers and lengths only, never a decode.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define ZSTD_STATIC_LINKING_ONLY
@@ -27,6 +28,41 @@ static uint32_t get_le32(const unsigned char *p)
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/*
+ * The frame's blocks, by their 3-byte headers alone (RFC 8878 3.1.1.2):
+ * each within the payload and the block size limit, up to the last one
+ * and the checksum after it. This is what tells a frame cut short.
+ */
+static int check_zstd_blocks(const unsigned char *data, size_t len,
+			     const ZSTD_frameHeader *fh, const char **why)
+{
+	size_t pos = fh->headerSize, size;
+	uint32_t header;
+	bool last;
+
+	do {
+		if (len - pos < 3)
+			return invalid(why, "zstd: frame truncated");
+		header = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16;
+		pos += 3;
+		last = header & 1;
+		size = header >> 3;
+		if ((header >> 1 & 3) == 3)
+			return invalid(why, "zstd: reserved block type");
+		if (size > fh->blockSizeMax)
+			return invalid(why, "zstd: block larger than allowed");
+		/* An RLE block holds one byte, repeated size times. */
+		if ((header >> 1 & 3) == 1)
+			size = 1;
+		if (len - pos < size)
+			return invalid(why, "zstd: frame truncated");
+		pos += size;
+	} while (!last);
+	if (fh->checksumFlag && len - pos < 4)
+		return invalid(why, "zstd: frame truncated");
+	return 0;
+}
+
 static int check_zstd(const unsigned char *data, size_t len,
 		      uint64_t unencoded_len, const char **why)
 {
@@ -48,9 +84,7 @@ static int check_zstd(const unsigned char *data, size_t len,
 	    fh.frameContentSize > unencoded_len)
 		return invalid(why,
 			       "zstd: content size larger than the extent");
-	if (fh.headerSize >= len)
-		return invalid(why, "zstd: frame without a block");
-	return 0;
+	return check_zstd_blocks(data, len, &fh, why);
 }
 
 /* RFC 1950: CMF and FLG. */

@@ -174,6 +174,11 @@ static void test_truncated(void **state)
 	expect_invalid(fx.comp, data, len / 2, fx.unencoded_len,
 		       "total length past the payload");
 	free(data);
+	/* zstd: cut within its blocks, then before its checksum. */
+	data = load("zstd-text-0.bin", &fx, &len);
+	expect_invalid(fx.comp, data, len / 2, fx.unencoded_len,
+		       "frame truncated");
+	free(data);
 	/* zstd: the frame header alone, without a block. */
 	data = load("zstd-small-0.bin", &fx, &len);
 	expect_invalid(fx.comp, data, 6, fx.unencoded_len, "zstd");
@@ -266,6 +271,33 @@ static void test_zstd_dictionary_and_skippable(void **state)
 	(void)state;
 	expect_invalid(ZSTD, dict, sizeof(dict), 4096, "dictionary");
 	expect_invalid(ZSTD, skippable, sizeof(skippable), 4096, "skippable");
+}
+
+static void test_zstd_blocks(void **state)
+{
+	/* Window 2^17, checksum flag; one last raw block of 2 bytes. */
+	unsigned char frame[] = { 0x28,	  0xb5, 0x2f, 0xfd, 0x04,
+				  7 << 3, 0x11, 0x00, 0x00, 'h',
+				  'i',	  0xaa, 0xbb, 0xcc, 0xdd };
+	const char *why;
+
+	(void)state;
+	assert_int_equal(check(ZSTD, frame, sizeof(frame), 4096, &why), 0);
+	/* Without its checksum, or without its data. */
+	expect_invalid(ZSTD, frame, sizeof(frame) - 1, 4096, "frame truncated");
+	expect_invalid(ZSTD, frame, 10, 4096, "frame truncated");
+	/* Not the last block, and nothing after it. */
+	frame[6] = 0x10;
+	expect_invalid(ZSTD, frame, 11, 4096, "frame truncated");
+	/* The reserved block type. */
+	frame[6] = 0x17;
+	expect_invalid(ZSTD, frame, sizeof(frame), 4096, "reserved block type");
+	/* A block larger than the 128 KiB window. */
+	frame[6] = 0x01;
+	frame[7] = 0x00;
+	frame[8] = 0x11; /* raw, 0x110000 >> 3 = 136 KiB */
+	expect_invalid(ZSTD, frame, sizeof(frame), 131072,
+		       "block larger than allowed");
 }
 
 static void test_zlib_bad_header(void **state)
@@ -382,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_zstd_oversized_window),
 		cmocka_unit_test(test_zstd_oversized_content_size),
 		cmocka_unit_test(test_zstd_dictionary_and_skippable),
+		cmocka_unit_test(test_zstd_blocks),
 		cmocka_unit_test(test_zlib_bad_header),
 		cmocka_unit_test(test_lzo_bad_lengths),
 		cmocka_unit_test(test_none_and_unknown),
