@@ -164,6 +164,15 @@ static void show_error(const struct encio_error *e, const char *summary,
 		error("%s (cannot %s '%s')", summary, e->op, e->path);
 }
 
+/* As btrfs receive -C says it (before it, here: the receive does it). */
+static void show_chroot(const char *dest)
+{
+	char *full = realpath(dest, NULL);
+
+	fprintf(stderr, "Chroot to %s\n", full ? full : dest);
+	free(full);
+}
+
 struct receive_args {
 	struct receive_options opts;
 	const char *file;
@@ -288,6 +297,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	}
 	receive_set_events(ctx, &events);
+	if (opts->chroot && global_opts.verbose >= 0)
+		show_chroot(argv[optind]);
 	progress.start = progress.last = now();
 	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO))
 		receive_set_progress(ctx, show_progress, &progress);

@@ -143,7 +143,13 @@ struct receive_ctx {
 	bool lookup_failed;
 	bool lookup_unreachable;
 	uint8_t lookup_uuid[BTRFS_UUID_SIZE];
-	bool ended; /* -e: an END was applied, the receive stops there */
+	bool ended; /* an END stops the receive: -e, or errors before it */
+	uint64_t subvol_errors; /* failed commands passed by in this one */
+	/*
+	 * Under -C the working directory is /proc/self/fd, opened before
+	 * the chroot hid it: descriptors are named relative to it.
+	 */
+	bool chrooted;
 	char summary[RECEIVE_SUMMARY_LEN];
 	receive_progress_fn progress;
 	void *progress_arg;
@@ -471,6 +477,17 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
  * nothing shows what is there, and only a regular file is reopened, so a
  * symlink, device or fifo the stream made is never opened through.
  */
+/*
+ * The path of the descriptor @fd (and of @last beneath it, when not NULL)
+ * in /proc/self/fd, for the calls that take no descriptor.
+ */
+static void fd_path(const struct receive_ctx *ctx, char *out, size_t len,
+		    int fd, const char *last)
+{
+	snprintf(out, len, "%s%d%s%s", ctx->chrooted ? "" : "/proc/self/fd/",
+		 fd, last ? "/" : "", last ? last : "");
+}
+
 static int open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 				const char *path, int flags)
 {
@@ -490,7 +507,7 @@ static int open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 			  "not a regular file");
 		goto out;
 	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd_path(ctx, proc, sizeof(proc), pfd, NULL);
 	fd = open(proc, flags | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		fd = -errno;
@@ -943,6 +960,7 @@ static int start_subvol(struct receive_ctx *ctx, const char *name,
 		return fail(ctx, errno, "open the new subvolume");
 	close_subvol(ctx);
 	ctx->subvol_fd = fd;
+	ctx->subvol_errors = 0;
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
 	ctx->ctransid = ctransid;
@@ -1035,6 +1053,18 @@ static int rcv_end(void *arg)
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_END, ctx->subvol_name, NULL);
+	/*
+	 * A subvolume some commands failed in (-E) is not complete: it is
+	 * left writable and not received, and the receive ends with it, as
+	 * btrfs receive's does.
+	 */
+	if (ctx->subvol_errors) {
+		ret = flush_pending(ctx);
+		if (ret)
+			return ret;
+		ctx->ended = true;
+		return -ECANCELED;
+	}
 	ret = finish_subvol(ctx);
 	if (ret || !ctx->opts.honor_end)
 		return ret;
@@ -1310,7 +1340,7 @@ static int xattr_path(struct receive_ctx *ctx, const char *path, char *out,
 	*pfd = open_parent(ctx, path, last);
 	if (*pfd < 0)
 		return *pfd;
-	snprintf(out, len, "/proc/self/fd/%d/%s", *pfd, last);
+	fd_path(ctx, out, len, *pfd, last);
 	return 0;
 }
 
@@ -1346,8 +1376,9 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 {
 	struct receive_ctx *ctx = arg;
-	char last[NAME_MAX + 1];
-	int pfd, ret;
+	char last[NAME_MAX + 1], proc[64];
+	int pfd, fd, ret;
+	struct stat st;
 
 	begin_cmd(ctx, BTRFS_SEND_C_CHMOD, path, NULL);
 	ret = resolve_path(ctx, &path, ctx->path_buf[0]);
@@ -1359,10 +1390,21 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
-	ret = fchmodat(pfd, last, mode & 07777, AT_SYMLINK_NOFOLLOW) ? -errno :
-								       0;
-	/* glibc refuses a symlink, whose mode Linux cannot change anyway. */
-	return ret == -EOPNOTSUPP ? 0 : ret;
+	/*
+	 * What fchmodat(AT_SYMLINK_NOFOLLOW) does in glibc, but through
+	 * fd_path(), which works under -C, where /proc is out of reach.
+	 */
+	fd = openat(pfd, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fstat(fd, &st) ? -errno : 0;
+	/* A symlink's mode Linux cannot change: nothing to do. */
+	if (!ret && !S_ISLNK(st.st_mode)) {
+		fd_path(ctx, proc, sizeof(proc), fd, NULL);
+		ret = chmod(proc, mode & 07777) ? -errno : 0;
+	}
+	close(fd);
+	return ret;
 }
 
 static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
@@ -1908,7 +1950,12 @@ static void summarize(struct receive_ctx *ctx, const struct stream_reader *r,
 		summarize_cmd(ctx, strerror(e->err));
 		return;
 	}
-	if (e->err == EPROTONOSUPPORT)
+	if (ctx->cmd == BTRFS_SEND_C_END && ctx->cmd_end == e->offset &&
+	    e->offset == r->offset && e->err != EPROTONOSUPPORT)
+		/* After an END comes a stream header or nothing. */
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "unexpected header");
+	else if (e->err == EPROTONOSUPPORT)
 		snprintf(
 			ctx->summary, sizeof(ctx->summary),
 			"stream version %u not supported, please use newer version",
@@ -1935,19 +1982,27 @@ const char *receive_error_summary(const struct receive_ctx *ctx)
 /*
  * chroot() into the destination (-C), as btrfs receive does: the mount's
  * root is opened before, so parents are found as without -C, and every
- * later access is through descriptors.
+ * later access is through descriptors. The working directory is left in
+ * /proc/self/fd, which names them for the calls that take a path.
  */
 static int enter_dest(struct receive_ctx *ctx, struct encio_error *e)
 {
-	int ret;
+	int ret, proc;
 
 	ret = open_mount_root(ctx);
 	if (ret)
 		return encio_error_set(e, ret, ctx->why, "the destination",
 				       false, 0);
-	if (fchdir(ctx->dest_fd) || chroot(".") || chdir("/"))
-		return encio_error_set(e, errno, "chroot into the destination",
+	proc = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return encio_error_set(e, errno, "open", "/proc/self/fd", false,
+				       0);
+	ret = fchdir(ctx->dest_fd) || chroot(".") || fchdir(proc) ? -errno : 0;
+	close(proc);
+	if (ret)
+		return encio_error_set(e, ret, "chroot into the destination",
 				       "the destination", false, 0);
+	ctx->chrooted = true;
 	return 0;
 }
 
@@ -1977,6 +2032,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	ctx->why = NULL;
 	ctx->finishing = false;
 	ctx->ended = false;
+	ctx->subvol_errors = 0;
 	ret = ctx->opts.chroot ? enter_dest(ctx, e) : 0;
 	if (ret) {
 		close_fd(&ctx->mnt_fd);
@@ -2015,6 +2071,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 			break;
 		ctx->events.error(e, receive_error_summary(ctx),
 				  ctx->events.arg);
+		ctx->subvol_errors++;
 		/*
 		 * An END that failed may be the input's last command: the
 		 * reader then finds no END after it, which is no error.

@@ -83,9 +83,11 @@ void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
  * not finished is left writable and not marked received. A failed command
  * stops the receive once max_errors commands failed; before that it goes
  * to the error event and the receive goes on with the next command (a
- * stream that cannot be read on stops it at once). Returns 1 when the
- * stream was read to its end but commands failed, each given to the error
- * event.
+ * stream that cannot be read on stops it at once); the END of a subvolume
+ * with such failures stops it too, leaving that subvolume writable and
+ * not marked received. Returns 1 when the receive ended (at the end of
+ * the stream or such an END) after commands failed, each given to the
+ * error event.
  */
 int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e);
