@@ -276,9 +276,10 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	struct encio_error e;
 	int fd = STDIN_FILENO, ret;
 
+	/* A usage error exits 1, as btrfs receive's: scripts test for it. */
 	ret = parse_receive_options(cmd, argc, argv, &args);
 	if (ret)
-		return ret;
+		return 1;
 	if (args.file) {
 		fd = open(args.file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
