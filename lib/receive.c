@@ -473,11 +473,6 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 }
 
 /*
- * Open a regular file beneath @dirfd for I/O: an O_PATH open that follows
- * nothing shows what is there, and only a regular file is reopened, so a
- * symlink, device or fifo the stream made is never opened through.
- */
-/*
  * The path of the descriptor @fd (and of @last beneath it, when not NULL)
  * in /proc/self/fd, for the calls that take no descriptor.
  */
@@ -488,6 +483,11 @@ static void fd_path(const struct receive_ctx *ctx, char *out, size_t len,
 		 fd, last ? "/" : "", last ? last : "");
 }
 
+/*
+ * Open a regular file beneath @dirfd for I/O: an O_PATH open that follows
+ * nothing shows what is there, and only a regular file is reopened, so a
+ * symlink, device or fifo the stream made is never opened through.
+ */
 static int open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 				const char *path, int flags)
 {
@@ -1457,7 +1457,6 @@ static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 	struct receive_ctx *ctx = arg;
 
 	/* Ignored, as btrfs receive does. */
-	(void)path;
 	(void)attr;
 	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
 	return 0;
@@ -1469,7 +1468,6 @@ static int rcv_update_extent(const char *path, uint64_t offset, uint64_t len,
 	struct receive_ctx *ctx = arg;
 
 	/* Only sent with --no-data: nothing to do. */
-	(void)path;
 	(void)offset;
 	(void)len;
 	begin_cmd(ctx, BTRFS_SEND_C_UPDATE_EXTENT, path, NULL);
@@ -1656,12 +1654,13 @@ static int write_encoded(struct receive_ctx *ctx, int fd,
 }
 
 /*
- * Decode the extent into ctx->decode_buf: it must decode, and to at least
- * the bytes the file takes from it (a shorter extent would read back as
- * zeroes there). Returns the decoded length or -errno.
+ * Decode the extent into ctx->decode_buf, zero-filled past its data as the
+ * kernel reads it. With @verify it must decode to at least the bytes the
+ * file takes from it: what is missing would read back as zeroes. Returns
+ * the decoded length or -errno.
  */
 static ssize_t decode_extent(struct receive_ctx *ctx,
-			     const struct stream_encoded_write *ew)
+			     const struct stream_encoded_write *ew, bool verify)
 {
 	ssize_t n;
 
@@ -1671,7 +1670,8 @@ static ssize_t decode_extent(struct receive_ctx *ctx,
 			 ctx->decode_buf, ew->unencoded_len);
 	if (n < 0)
 		return fail(ctx, n, "the data does not decode");
-	if ((uint64_t)n < ew->unencoded_offset + ew->unencoded_file_len) {
+	if (verify &&
+	    (uint64_t)n < ew->unencoded_offset + ew->unencoded_file_len) {
 		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
 			 "the data decodes to %zd bytes, the file uses %llu", n,
 			 (unsigned long long)(ew->unencoded_offset +
@@ -1689,7 +1689,7 @@ static int write_decoded(struct receive_ctx *ctx, int fd,
 	int ret;
 
 	if (!decoded) {
-		n = decode_extent(ctx, ew);
+		n = decode_extent(ctx, ew, false);
 		if (n < 0)
 			return n;
 	}
@@ -1721,7 +1721,7 @@ static int rcv_encoded_write(const char *path,
 		return fail(ctx, ret, why);
 	if (ctx->opts.verify &&
 	    ew->compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
-		n = decode_extent(ctx, ew);
+		n = decode_extent(ctx, ew, true);
 		if (n < 0)
 			return n;
 		decoded = true;
@@ -1856,10 +1856,14 @@ static void summarize_cmd(struct receive_ctx *ctx, const char *err)
 
 	if (ctx->lookup_failed) {
 		uuid_format(ctx->lookup_uuid, uuid);
-		if (ctx->lookup_unreachable)
+		if (ctx->lookup_unreachable &&
+		    ctx->cmd == BTRFS_SEND_C_SNAPSHOT)
 			snprintf(
 				out, len,
 				"parent subvol is not reachable from inside the root subvol");
+		else if (ctx->lookup_unreachable)
+			snprintf(out, len,
+				 "clone: source subvol %s unreachable", uuid);
 		else if (ctx->cmd == BTRFS_SEND_C_SNAPSHOT)
 			snprintf(
 				out, len,
@@ -2033,6 +2037,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	ctx->finishing = false;
 	ctx->ended = false;
 	ctx->subvol_errors = 0;
+	ctx->cmd = BTRFS_SEND_C_UNSPEC;
+	ctx->cmd_end = 0;
 	ret = ctx->opts.chroot ? enter_dest(ctx, e) : 0;
 	if (ret) {
 		close_fd(&ctx->mnt_fd);
@@ -2051,7 +2057,11 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		if (!ret || ctx->ended ||
 		    (after_end && e->offset == resume_at && e->err == EBADMSG &&
 		     r.eof && r.buf_pos == r.buf_len)) {
-			/* -e stops at the END applied, reading no further. */
+			/*
+			 * The end of the input; an END that stops the
+			 * receive (-e, or failed commands before it), the
+			 * rest not read; or no END after a failed last one.
+			 */
 			memset(e, 0, sizeof(*e));
 			ret = errors ? 1 : 0;
 			ctx->summary[0] = '\0';
