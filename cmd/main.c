@@ -111,11 +111,40 @@ static int parse_global_options(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Installed as btrfs-send or btrfs-receive (a link to encio, as btrbk's
+ * btrfs-progs-btrbk backend calls them), encio is that command: its
+ * options follow the name directly, as they do 'btrfs send'.
+ */
+static const struct cmd_struct *command_of_program(const char *argv0)
+{
+	static const struct {
+		const char *name;
+		const struct cmd_struct *cmd;
+	} programs[] = {
+		{ "btrfs-send", &cmd_struct_send },
+		{ "btrfs-receive", &cmd_struct_receive },
+	};
+	const char *base = strrchr(argv0, '/');
+	size_t i;
+
+	base = base ? base + 1 : argv0;
+	for (i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
+		if (strcmp(base, programs[i].name) == 0)
+			return programs[i].cmd;
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const struct cmd_struct *const *cmd;
+	const struct cmd_struct *program;
 	const char *token;
 	int ret;
+
+	program = argc > 0 ? command_of_program(argv[0]) : NULL;
+	if (program)
+		return program->fn(program, argc, argv);
 
 	ret = parse_global_options(argc, argv);
 	if (ret)

@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "../lib/dump.h"
 #include "../lib/receive.h"
 
 static const char *const receive_usage[] = {
-	"encio receive [-f FILE] [-m ROOTMOUNT] [--force-decompress] [-v|-q] DEST",
+	"encio receive [options] DEST | encio receive --dump [-f FILE]",
 	"Receive subvolumes from a send stream into DEST.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
@@ -24,25 +25,40 @@ static const char *const receive_usage[] = {
 	"Parents and clone sources are found anywhere in DEST's filesystem by",
 	"received UUID (else UUID) and transid, and opened from the root of the",
 	"mount holding DEST, which must reach them. ENCODED_WRITE data",
-	"is written encoded; where the destination refuses it, or with",
+	"is checked to be well formed for its algorithm (without decoding it)",
+	"and written encoded; where the destination refuses it, or with",
 	"--force-decompress, it is decoded and written plain. Every path stays",
 	"beneath the subvolume: absolute paths, '..' and symlinks on the way are",
 	"errors. At each END the filesystem is synced, the subvolume marked",
 	"received and made read-only; a failed receive leaves it writable and",
-	"not marked received.",
+	"not marked received. Options, messages ('At subvol NAME', 'ERROR: ...'",
+	"lines) and exit status are those of 'btrfs receive'.",
 	"",
 	"-f FILE             read the stream from FILE instead of standard input",
+	"-e                  stop after the first END command instead of reading",
+	"                    to the end of the input",
+	"-C|--chroot         chroot into DEST before applying the stream",
+	"-E|--max-errors N   stop after N failed commands (default 1; 0: never,",
+	"                    apply every command that can be)",
 	"-m ROOTMOUNT        open parents and clone sources from ROOTMOUNT, a",
 	"                    directory of DEST's filesystem, instead of the root",
 	"                    of the mount holding DEST",
+	"--dump              print the stream's commands as 'btrfs receive",
+	"                    --dump' does ('encio dump'); no DEST",
 	"--force-decompress  decode every encoded extent and write it plain",
-	"-v|--verbose        say more (the write backend chosen)",
-	"-q|--quiet          no summary",
+	"--verify            decode every encoded extent before writing it and",
+	"                    check that it covers the range the file uses",
+	"-v|--verbose        say more (subvolume UUIDs, the write backend)",
+	"-q|--quiet          errors only",
 	"-h|--help           this help",
 	NULL
 };
 
-enum { OPT_FORCE_DECOMPRESS = OPT_HELP + 1 };
+enum {
+	OPT_FORCE_DECOMPRESS = OPT_HELP + 1,
+	OPT_DUMP,
+	OPT_VERIFY,
+};
 
 struct progress {
 	double start;
@@ -93,31 +109,128 @@ static void print_summary(struct receive_ctx *ctx, double seconds)
 	       pretty_size(rate, seconds > 0 ? s->bytes_written / seconds : 0));
 }
 
+static void print_uuid(char *out, const uint8_t *u)
+{
+	snprintf(
+		out, 37,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* As btrfs receive: "At subvol NAME" unless quiet, the UUIDs with -v. */
+static void show_subvol(const char *name, const uint8_t *uuid,
+			uint64_t ctransid, const uint8_t *parent_uuid,
+			uint64_t parent_ctransid, void *arg)
+{
+	char u[37], p[37];
+
+	(void)arg;
+	if (global_opts.verbose < 0)
+		return;
+	fprintf(stderr, "At %s %s\n", parent_uuid ? "snapshot" : "subvol",
+		name);
+	if (global_opts.verbose < 1)
+		return;
+	print_uuid(u, uuid);
+	if (!parent_uuid) {
+		fprintf(stderr, "receiving subvol %s uuid=%s, stransid=%llu\n",
+			name, u, (unsigned long long)ctransid);
+		return;
+	}
+	print_uuid(p, parent_uuid);
+	fprintf(stderr,
+		"receiving snapshot %s uuid=%s, ctransid=%llu parent_uuid=%s, parent_ctransid=%llu\n",
+		name, u, (unsigned long long)ctransid, p,
+		(unsigned long long)parent_ctransid);
+}
+
+/*
+ * One "ERROR: " line per failure: btrfs receive's words first (scripts
+ * match them), then where in the stream and why.
+ */
+static void show_error(const struct encio_error *e, const char *summary,
+		       void *arg)
+{
+	(void)arg;
+	if (!summary) {
+		print_encio_error(e);
+		return;
+	}
+	if (e->has_offset)
+		error("%s (cannot %s '%s' at offset %llu)", summary, e->op,
+		      e->path, (unsigned long long)e->offset);
+	else
+		error("%s (cannot %s '%s')", summary, e->op, e->path);
+}
+
+/* As btrfs receive -C says it (before it, here: the receive does it). */
+static void show_chroot(const char *dest)
+{
+	char *full = realpath(dest, NULL);
+
+	fprintf(stderr, "Chroot to %s\n", full ? full : dest);
+	free(full);
+}
+
+struct receive_args {
+	struct receive_options opts;
+	const char *file;
+	bool dump;
+};
+
 static int parse_receive_options(const struct cmd_struct *cmd, int argc,
-				 char **argv, struct receive_options *opts,
-				 const char **file)
+				 char **argv, struct receive_args *args)
 {
 	static const struct option long_options[] = {
 		{ "file", required_argument, NULL, 'f' },
+		{ "chroot", no_argument, NULL, 'C' },
+		{ "max-errors", required_argument, NULL, 'E' },
+		{ "dump", no_argument, NULL, OPT_DUMP },
 		{ "force-decompress", no_argument, NULL, OPT_FORCE_DECOMPRESS },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	struct receive_options *opts = &args->opts;
+	unsigned long long n;
+	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "f:m:vqh", long_options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "f:eCE:m:vqh", long_options,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			*file = optarg;
+			args->file = optarg;
+			break;
+		case 'e':
+			opts->honor_end = true;
+			break;
+		case 'C':
+			opts->chroot = true;
+			break;
+		case 'E':
+			errno = 0;
+			n = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-')
+				return usage_error(cmd,
+						   "bad number of errors '%s'",
+						   optarg);
+			opts->max_errors = n;
 			break;
 		case 'm':
 			opts->root_mount = optarg;
 			break;
+		case OPT_DUMP:
+			args->dump = true;
+			break;
 		case OPT_FORCE_DECOMPRESS:
 			opts->force_decompress = true;
+			break;
+		case OPT_VERIFY:
+			opts->verify = true;
 			break;
 		default:
 			if (common_option(cmd, opt, NULL))
@@ -125,60 +238,92 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 			break;
 		}
 	}
-	if (argc - optind != 1)
+	if (args->dump && argc != optind)
+		return usage_error(cmd, "--dump takes no destination");
+	if (!args->dump && argc - optind != 1)
 		return usage_error(cmd, "need exactly one destination");
 	return 0;
 }
 
+static int receive_dump(int fd, const char *name)
+{
+	char summary[128];
+	struct encio_error e;
+	int ret;
+
+	ret = dump_stream(fd, name, stdout, &e);
+	if (fflush(stdout) && !ret)
+		ret = encio_error_set(&e, errno, "write", "stdout", false, 0);
+	if (ret) {
+		snprintf(summary, sizeof(summary),
+			 "failed to dump the send stream: %s", strerror(e.err));
+		show_error(&e, summary, NULL);
+	}
+	return ret ? 1 : 0;
+}
+
 static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 {
-	struct receive_options opts = { .io_mode = global_opts.io_mode };
+	struct receive_args args = {
+		.opts = { .io_mode = global_opts.io_mode, .max_errors = 1 },
+	};
+	const struct receive_events events = { .subvol = show_subvol,
+					       .error = show_error };
+	struct receive_options *opts = &args.opts;
 	struct progress progress = { 0 };
 	const struct encio_probe *p;
 	struct receive_ctx *ctx;
-	const char *file = NULL;
 	struct encio_error e;
 	int fd = STDIN_FILENO, ret;
 
-	ret = parse_receive_options(cmd, argc, argv, &opts, &file);
+	/* A usage error exits 1, as btrfs receive's: scripts test for it. */
+	ret = parse_receive_options(cmd, argc, argv, &args);
 	if (ret)
-		return ret;
-	if (file) {
-		fd = open(file, O_RDONLY | O_CLOEXEC);
+		return 1;
+	if (args.file) {
+		fd = open(args.file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			error("cannot open '%s': %s", file, strerror(errno));
+			error("cannot open '%s': %s", args.file,
+			      strerror(errno));
 			return 1;
 		}
 	}
-	ret = receive_ctx_new(&ctx, &opts, &e);
+	if (args.dump) {
+		ret = receive_dump(fd, args.file ? args.file : "stdin");
+		goto out;
+	}
+	ret = receive_ctx_new(&ctx, opts, &e);
 	if (ret) {
 		print_encio_error(&e);
 		goto out;
 	}
+	receive_set_events(ctx, &events);
+	if (opts->chroot && global_opts.verbose >= 0)
+		show_chroot(argv[optind]);
 	progress.start = progress.last = now();
 	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO))
 		receive_set_progress(ctx, show_progress, &progress);
-	ret = receive_run(ctx, fd, file ? file : "stdin", argv[optind], &e);
+	ret = receive_run(ctx, fd, args.file ? args.file : "stdin",
+			  argv[optind], &e);
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
 	p = receive_get_probe(ctx);
-	if (p && p->write_mode == ENCIO_IO_NONE && !opts.force_decompress)
+	if (p && p->write_mode == ENCIO_IO_NONE && !opts->force_decompress)
 		warning("encoded writes impossible on the destination (%s): decoded in user space",
 			strerror(p->write_none_err));
 	if (p)
 		verbose(1, "fixed buffers: %s; uring writes on io-wq: %s",
 			encio_fixed_state_desc(p->fixed),
 			p->write_punted ? "yes" : "no");
-	if (ret)
-		print_encio_error(&e);
+	if (ret < 0)
+		show_error(&e, receive_error_summary(ctx), NULL);
 	if (!ret && global_opts.verbose >= 0)
 		print_summary(ctx, now() - progress.start);
 	receive_ctx_free(ctx);
 out:
-	if (file)
+	if (args.file)
 		close(fd);
 	return ret ? 1 : 0;
 }
-
 const struct cmd_struct cmd_struct_receive = { "receive", cmd_receive,
 					       receive_usage };

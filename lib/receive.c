@@ -32,6 +32,7 @@
 #include <btrfsutil.h>
 
 #include "codec.h"
+#include "payload.h"
 #include "receive.h"
 #include "stream.h"
 
@@ -44,6 +45,15 @@
 #define DIR_CACHE_SLOTS 8
 
 enum mk_kind { MK_FILE, MK_DIR, MK_NOD, MK_FIFO, MK_SOCK, MK_SYMLINK };
+
+static const int mk_cmd[] = {
+	[MK_FILE] = BTRFS_SEND_C_MKFILE, [MK_DIR] = BTRFS_SEND_C_MKDIR,
+	[MK_NOD] = BTRFS_SEND_C_MKNOD,	 [MK_FIFO] = BTRFS_SEND_C_MKFIFO,
+	[MK_SOCK] = BTRFS_SEND_C_MKSOCK, [MK_SYMLINK] = BTRFS_SEND_C_SYMLINK,
+};
+
+/* A summary: two paths cut to 256 bytes, a UUID and the words. */
+#define RECEIVE_SUMMARY_LEN 768
 
 /*
  * A node the stream made, not created yet. btrfs send makes every new inode
@@ -116,7 +126,31 @@ struct receive_ctx {
 	char fresh_path[PATH_MAX];
 
 	struct receive_stats stats;
+	struct receive_events events;
 	const struct stream_reader *reader;
+
+	/*
+	 * The command being applied, for the summary of its failure: its
+	 * paths are copied, the stream's buffers are gone by then. @cmd_end
+	 * is the reader's offset when it began, to tell a failed command
+	 * from a stream that failed to read after it.
+	 */
+	int cmd;
+	uint64_t cmd_end;
+	char cmd_path[PATH_MAX];
+	char cmd_path2[PATH_MAX];
+	/* A parent or clone source that was not found, for the summary. */
+	bool lookup_failed;
+	bool lookup_unreachable;
+	uint8_t lookup_uuid[BTRFS_UUID_SIZE];
+	bool ended; /* an END stops the receive: -e, or errors before it */
+	uint64_t subvol_errors; /* failed commands passed by in this one */
+	/*
+	 * Under -C the working directory is /proc/self/fd, opened before
+	 * the chroot hid it: descriptors are named relative to it.
+	 */
+	bool chrooted;
+	char summary[RECEIVE_SUMMARY_LEN];
 	receive_progress_fn progress;
 	void *progress_arg;
 
@@ -135,6 +169,20 @@ static int fail(struct receive_ctx *ctx, int err, const char *why)
 {
 	ctx->why = why;
 	return err < 0 ? err : -err;
+}
+
+static void begin_cmd(struct receive_ctx *ctx, int cmd, const char *path,
+		      const char *path2)
+{
+	ctx->stats.commands++;
+	ctx->cmd = cmd;
+	ctx->cmd_end = ctx->reader->offset;
+	ctx->lookup_failed = false;
+	snprintf(ctx->cmd_path, sizeof(ctx->cmd_path), "%s", path);
+	if (path2)
+		snprintf(ctx->cmd_path2, sizeof(ctx->cmd_path2), "%s", path2);
+	else
+		ctx->cmd_path2[0] = '\0';
 }
 
 static int btrfsutil_errno(enum btrfs_util_error err)
@@ -250,6 +298,12 @@ void receive_ctx_free(struct receive_ctx *ctx)
 	codec_free(ctx->codec);
 	free(ctx->decode_buf);
 	free(ctx);
+}
+
+void receive_set_events(struct receive_ctx *ctx,
+			const struct receive_events *events)
+{
+	ctx->events = *events;
 }
 
 void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
@@ -419,6 +473,17 @@ static int open_parent(struct receive_ctx *ctx, const char *path, char *last)
 }
 
 /*
+ * The path of the descriptor @fd (and of @last beneath it, when not NULL)
+ * in /proc/self/fd, for the calls that take no descriptor.
+ */
+static void fd_path(const struct receive_ctx *ctx, char *out, size_t len,
+		    int fd, const char *last)
+{
+	snprintf(out, len, "%s%d%s%s", ctx->chrooted ? "" : "/proc/self/fd/",
+		 fd, last ? "/" : "", last ? last : "");
+}
+
+/*
  * Open a regular file beneath @dirfd for I/O: an O_PATH open that follows
  * nothing shows what is there, and only a regular file is reopened, so a
  * symlink, device or fifo the stream made is never opened through.
@@ -442,7 +507,7 @@ static int open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 			  "not a regular file");
 		goto out;
 	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd_path(ctx, proc, sizeof(proc), pfd, NULL);
 	fd = open(proc, flags | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		fd = -errno;
@@ -772,6 +837,9 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 	char uuid[BTRFS_UUID_UNPARSED_SIZE];
 
 	uuid_format(s->uuid, uuid);
+	ctx->lookup_failed = true;
+	ctx->lookup_unreachable = s->unreachable && !s->stale;
+	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
 	if (s->stale)
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
@@ -892,6 +960,7 @@ static int start_subvol(struct receive_ctx *ctx, const char *name,
 		return fail(ctx, errno, "open the new subvolume");
 	close_subvol(ctx);
 	ctx->subvol_fd = fd;
+	ctx->subvol_errors = 0;
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
 	ctx->ctransid = ctransid;
@@ -937,10 +1006,13 @@ static int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	enum btrfs_util_error err;
 	int ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
 	ret = finish_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
+	if (ctx->events.subvol)
+		ctx->events.subvol(name, uuid, ctransid, NULL, 0,
+				   ctx->events.arg);
 	err = btrfs_util_create_subvolume_fd(ctx->dest_fd, name, 0, NULL, NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
@@ -955,10 +1027,13 @@ static int rcv_snapshot(const char *name, const uint8_t *uuid,
 	enum btrfs_util_error err;
 	int ret, parent;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
 	ret = finish_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
+	if (ctx->events.subvol)
+		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
+				   parent_ctransid, ctx->events.arg);
 	parent = open_subvol_by_uuid(ctx, "parent", parent_uuid,
 				     parent_ctransid);
 	if (parent < 0)
@@ -975,9 +1050,27 @@ static int rcv_snapshot(const char *name, const uint8_t *uuid,
 static int rcv_end(void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
 
-	ctx->stats.commands++;
-	return finish_subvol(ctx);
+	begin_cmd(ctx, BTRFS_SEND_C_END, ctx->subvol_name, NULL);
+	/*
+	 * A subvolume some commands failed in (-E) is not complete: it is
+	 * left writable and not received, and the receive ends with it, as
+	 * btrfs receive's does.
+	 */
+	if (ctx->subvol_errors) {
+		ret = flush_pending(ctx);
+		if (ret)
+			return ret;
+		ctx->ended = true;
+		return -ECANCELED;
+	}
+	ret = finish_subvol(ctx);
+	if (ret || !ctx->opts.honor_end)
+		return ret;
+	/* Stops the reader; receive_run() tells this from a failure. */
+	ctx->ended = true;
+	return -ECANCELED;
 }
 
 /* Creating names. */
@@ -1077,7 +1170,7 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 	size_t len;
 	int pfd;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, mk_cmd[kind], path, target);
 	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -1147,7 +1240,7 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	char last_from[NAME_MAX + 1], last_to[NAME_MAX + 1];
 	int pfrom, pto, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_RENAME, from, to);
 	ret = resolve_path(ctx, &from, ctx->path_buf[0]) ?:
 		      resolve_path(ctx, &to, ctx->path_buf[1]);
 	if (ret)
@@ -1181,7 +1274,7 @@ static int rcv_link(const char *path, const char *target, void *arg)
 	char last[NAME_MAX + 1], last_target[NAME_MAX + 1];
 	int pfd, ptarget;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_LINK, path, target);
 	pfd = resolve_path(ctx, &path, ctx->path_buf[0]) ?:
 		      resolve_path(ctx, &target, ctx->path_buf[1]);
 	if (pfd)
@@ -1201,7 +1294,10 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 	char last[NAME_MAX + 1];
 	int pfd, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx,
+		  (flags & AT_REMOVEDIR) ? BTRFS_SEND_C_RMDIR :
+					   BTRFS_SEND_C_UNLINK,
+		  path, NULL);
 	ret = flush_pending(ctx) ?: resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
@@ -1244,7 +1340,7 @@ static int xattr_path(struct receive_ctx *ctx, const char *path, char *out,
 	*pfd = open_parent(ctx, path, last);
 	if (*pfd < 0)
 		return *pfd;
-	snprintf(out, len, "/proc/self/fd/%d/%s", *pfd, last);
+	fd_path(ctx, out, len, *pfd, last);
 	return 0;
 }
 
@@ -1255,7 +1351,7 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
@@ -1270,7 +1366,7 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
@@ -1280,10 +1376,11 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 {
 	struct receive_ctx *ctx = arg;
-	char last[NAME_MAX + 1];
-	int pfd, ret;
+	char last[NAME_MAX + 1], proc[64];
+	int pfd, fd, ret;
+	struct stat st;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_CHMOD, path, NULL);
 	ret = resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
@@ -1293,10 +1390,21 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	pfd = open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
-	ret = fchmodat(pfd, last, mode & 07777, AT_SYMLINK_NOFOLLOW) ? -errno :
-								       0;
-	/* glibc refuses a symlink, whose mode Linux cannot change anyway. */
-	return ret == -EOPNOTSUPP ? 0 : ret;
+	/*
+	 * What fchmodat(AT_SYMLINK_NOFOLLOW) does in glibc, but through
+	 * fd_path(), which works under -C, where /proc is out of reach.
+	 */
+	fd = openat(pfd, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fstat(fd, &st) ? -errno : 0;
+	/* A symlink's mode Linux cannot change: nothing to do. */
+	if (!ret && !S_ISLNK(st.st_mode)) {
+		fd_path(ctx, proc, sizeof(proc), fd, NULL);
+		ret = chmod(proc, mode & 07777) ? -errno : 0;
+	}
+	close(fd);
+	return ret;
 }
 
 static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
@@ -1305,7 +1413,7 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	char last[NAME_MAX + 1];
 	int pfd;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_CHOWN, path, NULL);
 	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -1332,7 +1440,7 @@ static int rcv_utimes(const char *path, const struct timespec *atime,
 	int pfd;
 
 	(void)ctime;
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_UTIMES, path, NULL);
 	pfd = resolve_path(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -1349,9 +1457,8 @@ static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 	struct receive_ctx *ctx = arg;
 
 	/* Ignored, as btrfs receive does. */
-	(void)path;
 	(void)attr;
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
 	return 0;
 }
 
@@ -1361,10 +1468,9 @@ static int rcv_update_extent(const char *path, uint64_t offset, uint64_t len,
 	struct receive_ctx *ctx = arg;
 
 	/* Only sent with --no-data: nothing to do. */
-	(void)path;
 	(void)offset;
 	(void)len;
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_UPDATE_EXTENT, path, NULL);
 	return 0;
 }
 
@@ -1405,7 +1511,7 @@ static int rcv_write(const char *path, uint64_t offset, const void *data,
 	struct receive_ctx *ctx = arg;
 	int fd;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_WRITE, path, NULL);
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
@@ -1444,7 +1550,7 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 	struct file_clone_range range;
 	int fd, dir, src, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_CLONE, path, NULL);
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
@@ -1477,7 +1583,7 @@ static int rcv_truncate(const char *path, uint64_t size, void *arg)
 	struct receive_ctx *ctx = arg;
 	int fd;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_TRUNCATE, path, NULL);
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
@@ -1492,7 +1598,7 @@ static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 	struct receive_ctx *ctx = arg;
 	int fd;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_FALLOCATE, path, NULL);
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
@@ -1547,11 +1653,16 @@ static int write_encoded(struct receive_ctx *ctx, int fd,
 	return res < 0 ? (int)res : 0;
 }
 
-static int write_decoded(struct receive_ctx *ctx, int fd,
-			 const struct stream_encoded_write *ew)
+/*
+ * Decode the extent into ctx->decode_buf, zero-filled past its data as the
+ * kernel reads it. With @verify it must decode to at least the bytes the
+ * file takes from it: what is missing would read back as zeroes. Returns
+ * the decoded length or -errno.
+ */
+static ssize_t decode_extent(struct receive_ctx *ctx,
+			     const struct stream_encoded_write *ew, bool verify)
 {
 	ssize_t n;
-	int ret;
 
 	if (ew->unencoded_len > BTRFS_MAX_UNCOMPRESSED)
 		return fail(ctx, EINVAL, "unencoded length past 128 KiB");
@@ -1559,6 +1670,29 @@ static int write_decoded(struct receive_ctx *ctx, int fd,
 			 ctx->decode_buf, ew->unencoded_len);
 	if (n < 0)
 		return fail(ctx, n, "the data does not decode");
+	if (verify &&
+	    (uint64_t)n < ew->unencoded_offset + ew->unencoded_file_len) {
+		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+			 "the data decodes to %zd bytes, the file uses %llu", n,
+			 (unsigned long long)(ew->unencoded_offset +
+					      ew->unencoded_file_len));
+		return fail(ctx, EINVAL, ctx->why_buf);
+	}
+	return n;
+}
+
+/* Write the decoded extent; @decoded: ctx->decode_buf holds it already. */
+static int write_decoded(struct receive_ctx *ctx, int fd,
+			 const struct stream_encoded_write *ew, bool decoded)
+{
+	ssize_t n;
+	int ret;
+
+	if (!decoded) {
+		n = decode_extent(ctx, ew, false);
+		if (n < 0)
+			return n;
+	}
 	ret = write_plain(ctx, fd,
 			  (const char *)ctx->decode_buf + ew->unencoded_offset,
 			  ew->unencoded_file_len, ew->offset);
@@ -1572,14 +1706,29 @@ static int rcv_encoded_write(const char *path,
 			     const struct stream_encoded_write *ew, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	bool decoded = false;
+	const char *why;
+	ssize_t n;
 	int fd, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_ENCODED_WRITE, path, NULL);
+	if (ew->encryption != BTRFS_ENCODED_IO_ENCRYPTION_NONE)
+		return fail(ctx, EOPNOTSUPP, "encrypted extent");
+	/* Before the file is opened: nothing is written for a bad payload. */
+	ret = payload_check(ew->compression, ew->data, ew->len,
+			    ew->unencoded_len, &why);
+	if (ret)
+		return fail(ctx, ret, why);
+	if (ctx->opts.verify &&
+	    ew->compression != BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+		n = decode_extent(ctx, ew, true);
+		if (n < 0)
+			return n;
+		decoded = true;
+	}
 	fd = get_write_fd(ctx, path);
 	if (fd < 0)
 		return fd;
-	if (ew->encryption != BTRFS_ENCODED_IO_ENCRYPTION_NONE)
-		return fail(ctx, EOPNOTSUPP, "encrypted extent");
 	if (ew->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
 		if (ew->len < ew->unencoded_offset ||
 		    ew->len - ew->unencoded_offset < ew->unencoded_file_len)
@@ -1601,7 +1750,7 @@ static int rcv_encoded_write(const char *path,
 		if (!write_refusal(-ret))
 			return fail(ctx, ret, "encoded write");
 	}
-	return write_decoded(ctx, fd, ew);
+	return write_decoded(ctx, fd, ew, decoded);
 }
 
 static int rcv_enable_verity(const char *path, uint8_t algorithm,
@@ -1621,7 +1770,7 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 	};
 	int fd, ret;
 
-	ctx->stats.commands++;
+	begin_cmd(ctx, BTRFS_SEND_C_ENABLE_VERITY, path, NULL);
 	/* fs-verity refuses a file that is open for writing. */
 	ret = flush_pending(ctx)	  ?:
 		      close_write_fd(ctx) ?:
@@ -1697,14 +1846,181 @@ static void describe_error(struct receive_ctx *ctx, struct encio_error *e)
 	e->op = ctx->what;
 }
 
+/* The words btrfs receive uses for a command that failed. */
+static void summarize_cmd(struct receive_ctx *ctx, const char *err)
+{
+	char *out = ctx->summary;
+	size_t len = sizeof(ctx->summary);
+	const char *p = ctx->cmd_path, *p2 = ctx->cmd_path2;
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+
+	if (ctx->lookup_failed) {
+		uuid_format(ctx->lookup_uuid, uuid);
+		if (ctx->lookup_unreachable &&
+		    ctx->cmd == BTRFS_SEND_C_SNAPSHOT)
+			snprintf(
+				out, len,
+				"parent subvol is not reachable from inside the root subvol");
+		else if (ctx->lookup_unreachable)
+			snprintf(out, len,
+				 "clone: source subvol %s unreachable", uuid);
+		else if (ctx->cmd == BTRFS_SEND_C_SNAPSHOT)
+			snprintf(
+				out, len,
+				"snapshot receive: cannot find parent subvolume %s",
+				uuid);
+		else
+			snprintf(out, len,
+				 "clone: cannot find source subvol %s", uuid);
+		return;
+	}
+	if (ctx->finishing) {
+		snprintf(out, len, "finishing subvolume %.256s failed: %s",
+			 ctx->subvol_name, err);
+		return;
+	}
+	switch (ctx->cmd) {
+	case BTRFS_SEND_C_SUBVOL:
+		snprintf(out, len, "creating subvolume %.256s failed: %s", p,
+			 err);
+		break;
+	case BTRFS_SEND_C_SNAPSHOT:
+		snprintf(out, len, "creating snapshot %.256s failed: %s", p,
+			 err);
+		break;
+	case BTRFS_SEND_C_SYMLINK:
+	case BTRFS_SEND_C_RENAME:
+	case BTRFS_SEND_C_LINK:
+		snprintf(out, len, "%s %.256s -> %.256s failed: %s",
+			 stream_cmd_name(ctx->cmd), p, p2, err);
+		break;
+	case BTRFS_SEND_C_MKSOCK:
+		snprintf(out, len, "mknod %.256s failed: %s", p, err);
+		break;
+	case BTRFS_SEND_C_SET_XATTR:
+		snprintf(out, len, "lsetxattr %.256s %.256s failed: %s", p, p2,
+			 err);
+		break;
+	case BTRFS_SEND_C_REMOVE_XATTR:
+		snprintf(out, len, "lremovexattr %.256s %.256s failed: %s", p,
+			 p2, err);
+		break;
+	case BTRFS_SEND_C_WRITE:
+		snprintf(out, len, "writing to %.256s failed: %s", p, err);
+		break;
+	case BTRFS_SEND_C_ENCODED_WRITE:
+		snprintf(out, len,
+			 "encoded_write: writing to %.256s failed: %s", p, err);
+		break;
+	case BTRFS_SEND_C_CLONE:
+		snprintf(out, len, "failed to clone extents to %.256s: %s", p,
+			 err);
+		break;
+	case BTRFS_SEND_C_FALLOCATE:
+		snprintf(out, len, "fallocate: fallocate on %.256s failed: %s",
+			 p, err);
+		break;
+	case BTRFS_SEND_C_FILEATTR:
+		snprintf(out, len,
+			 "fileattr: set file attributes on %.256s failed: %s",
+			 p, err);
+		break;
+	case BTRFS_SEND_C_ENABLE_VERITY:
+		snprintf(out, len, "failed to enable verity on %.256s: %s", p,
+			 err);
+		break;
+	default:
+		snprintf(out, len, "%s %.256s failed: %s",
+			 stream_cmd_name(ctx->cmd), p, err);
+		break;
+	}
+}
+
+/*
+ * The summary of @e. A command failed when the error is at an offset the
+ * reader is past and the callback of the command read last began;
+ * otherwise the stream itself failed to read or parse. The reader's own
+ * messages are told apart by their words.
+ */
+static void summarize(struct receive_ctx *ctx, const struct stream_reader *r,
+		      const struct encio_error *e)
+{
+	const char *op = e->op ? e->op : "";
+
+	ctx->summary[0] = '\0';
+	if (!e->has_offset)
+		return;
+	if (e->offset < r->offset && ctx->cmd_end == r->offset) {
+		summarize_cmd(ctx, strerror(e->err));
+		return;
+	}
+	if (ctx->cmd == BTRFS_SEND_C_END && ctx->cmd_end == e->offset &&
+	    e->offset == r->offset && e->err != EPROTONOSUPPORT)
+		/* After an END comes a stream header or nothing. */
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "unexpected header");
+	else if (e->err == EPROTONOSUPPORT)
+		snprintf(
+			ctx->summary, sizeof(ctx->summary),
+			"stream version %u not supported, please use newer version",
+			r->version);
+	else if (strstr(op, "magic"))
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "unexpected header");
+	else if (e->offset == 0 && r->buf_len == 0)
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "empty stream is not considered valid");
+	else if (strstr(op, "crc32c"))
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "crc32 mismatch in command");
+	else if (strstr(op, "truncated") || strstr(op, "ended without"))
+		snprintf(ctx->summary, sizeof(ctx->summary),
+			 "short read from stream");
+}
+
+const char *receive_error_summary(const struct receive_ctx *ctx)
+{
+	return ctx->summary[0] ? ctx->summary : NULL;
+}
+
+/*
+ * chroot() into the destination (-C), as btrfs receive does: the mount's
+ * root is opened before, so parents are found as without -C, and every
+ * later access is through descriptors. The working directory is left in
+ * /proc/self/fd, which names them for the calls that take a path.
+ */
+static int enter_dest(struct receive_ctx *ctx, struct encio_error *e)
+{
+	int ret, proc;
+
+	ret = open_mount_root(ctx);
+	if (ret)
+		return encio_error_set(e, ret, ctx->why, "the destination",
+				       false, 0);
+	proc = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return encio_error_set(e, errno, "open", "/proc/self/fd", false,
+				       0);
+	ret = fchdir(ctx->dest_fd) || chroot(".") || fchdir(proc) ? -errno : 0;
+	close(proc);
+	if (ret)
+		return encio_error_set(e, ret, "chroot into the destination",
+				       "the destination", false, 0);
+	ctx->chrooted = true;
+	return 0;
+}
+
 int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e)
 {
 	struct stream_reader r;
+	uint64_t errors = 0, resume_at;
+	bool after_end = false;
 	struct statfs sfs;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
+	ctx->summary[0] = '\0';
 	stream_fd_tune(stream_fd);
 	ctx->dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ctx->dest_fd < 0)
@@ -1719,13 +2035,64 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	}
 	ctx->why = NULL;
 	ctx->finishing = false;
+	ctx->ended = false;
+	ctx->subvol_errors = 0;
+	ctx->cmd = BTRFS_SEND_C_UNSPEC;
+	ctx->cmd_end = 0;
+	ret = ctx->opts.chroot ? enter_dest(ctx, e) : 0;
+	if (ret) {
+		close_fd(&ctx->mnt_fd);
+		close_fd(&ctx->dest_fd);
+		return ret;
+	}
 	ctx->reader = &r;
 	ret = stream_reader_init(&r, stream_fd, stream_name, e);
-	if (!ret)
+	if (ret) {
+		summarize(ctx, &r, e);
+		goto out;
+	}
+	for (;;) {
+		resume_at = r.offset;
 		ret = stream_process(&r, &receive_ops, ctx, e);
-	ctx->stats.stream_bytes = r.offset;
-	if (ret)
+		if (!ret || ctx->ended ||
+		    (after_end && e->offset == resume_at && e->err == EBADMSG &&
+		     r.eof && r.buf_pos == r.buf_len)) {
+			/*
+			 * The end of the input; an END that stops the
+			 * receive (-e, or failed commands before it), the
+			 * rest not read; or no END after a failed last one.
+			 */
+			memset(e, 0, sizeof(*e));
+			ret = errors ? 1 : 0;
+			ctx->summary[0] = '\0';
+			break;
+		}
 		describe_error(ctx, e);
+		summarize(ctx, &r, e);
+		ctx->stats.errors++;
+		errors++;
+		/*
+		 * A failed command was read whole: the next one can be
+		 * applied. A stream that failed to read cannot go on.
+		 */
+		if (!(e->has_offset && e->offset < r.offset) ||
+		    !ctx->events.error ||
+		    (ctx->opts.max_errors && errors >= ctx->opts.max_errors))
+			break;
+		ctx->events.error(e, receive_error_summary(ctx),
+				  ctx->events.arg);
+		ctx->subvol_errors++;
+		/*
+		 * An END that failed may be the input's last command: the
+		 * reader then finds no END after it, which is no error.
+		 */
+		after_end = ctx->cmd == BTRFS_SEND_C_END &&
+			    ctx->cmd_end == r.offset;
+		ctx->why = NULL;
+		ctx->finishing = false;
+	}
+out:
+	ctx->stats.stream_bytes = r.offset;
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	close_subvol(ctx);

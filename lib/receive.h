@@ -23,6 +23,11 @@ struct receive_options {
 	 * the mount holding the destination.
 	 */
 	const char *root_mount;
+	bool honor_end; /* stop after the first END (-e), not at end of input */
+	bool chroot;	/* chroot into the destination before applying (-C) */
+	/* Stop at this many failed commands (-E); 0 never stops early. */
+	uint64_t max_errors;
+	bool verify; /* decode each encoded extent, check its length */
 };
 
 struct receive_stats {
@@ -33,9 +38,31 @@ struct receive_stats {
 	uint64_t extents_encoded; /* encoded writes that stayed encoded */
 	uint64_t extents_decoded; /* encoded writes decoded in user space */
 	uint64_t stream_bytes;
+	uint64_t errors; /* failed commands, those passed by included */
+};
+
+/* What the receive tells its caller while it runs; any may be NULL. */
+struct receive_events {
+	/*
+	 * A subvolume was started: @parent_uuid is NULL for a full stream,
+	 * the parent's received UUID (or UUID) for a snapshot.
+	 */
+	void (*subvol)(const char *name, const uint8_t *uuid, uint64_t ctransid,
+		       const uint8_t *parent_uuid, uint64_t parent_ctransid,
+		       void *arg);
+	/*
+	 * A command failed and the receive goes on (max_errors not reached):
+	 * @summary is as for receive_error_summary().
+	 */
+	void (*error)(const struct encio_error *e, const char *summary,
+		      void *arg);
+	void *arg;
 };
 
 struct receive_ctx;
+
+void receive_set_events(struct receive_ctx *ctx,
+			const struct receive_events *events);
 
 /* Called after each data command; the callee throttles. */
 typedef void (*receive_progress_fn)(const struct receive_stats *stats,
@@ -53,12 +80,26 @@ void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
  * Apply the stream (one or several concatenated) read from @stream_fd
  * (@stream_name for messages) beneath the directory @dest. Returns 0 or
  * -errno with @e naming the command's offset in the stream; a subvolume
- * not finished is left writable and not marked received.
+ * not finished is left writable and not marked received. A failed command
+ * stops the receive once max_errors commands failed; before that it goes
+ * to the error event and the receive goes on with the next command (a
+ * stream that cannot be read on stops it at once); the END of a subvolume
+ * with such failures stops it too, leaving that subvolume writable and
+ * not marked received. Returns 1 when the receive ended (at the end of
+ * the stream or such an END) after commands failed, each given to the
+ * error event.
  */
 int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e);
 
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
+
+/*
+ * The error last returned or passed to the error event in the words
+ * 'btrfs receive' uses for it ("creating subvolume NAME failed: File
+ * exists"), which scripts match; valid until the next receive_run().
+ */
+const char *receive_error_summary(const struct receive_ctx *ctx);
 
 /* The probe of the destination (valid once a subvolume was created). */
 const struct encio_probe *receive_get_probe(const struct receive_ctx *ctx);

@@ -12,13 +12,28 @@
  *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
  *   chown PATH UID GID
  *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
- *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG good|garbage
+ *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG PAYLOAD
  *   clone PATH OFFSET LEN CLONE_UUID CLONE_CTRANSID CLONE_PATH CLONE_OFFSET
  *   end
+ *
+ * PAYLOAD is how the data is made:
+ *   good         encoded by the codec
+ *   garbage      4 KiB of bytes that are no format's
+ *   truncated    good, cut to its first half
+ *   short        good, of an eighth of UNENCODED_LEN bytes
+ *   bad-header   good, the second byte changed (zlib: FLG; zstd: the
+ *                frame header descriptor; lzo: the total length)
+ *   bad-lengths  good, the first lzo segment's length past the total
+ *   bad-body     a valid zlib header, or zstd frame and block header,
+ *                then garbage
+ *   big-window   zstd: one raw block in a frame declaring a 1 MiB window
+ *   big-content  zstd: a single-segment frame declaring twice
+ *                UNENCODED_LEN as its content size
  *
  * A UUID is one byte repeated (0x42) or written out in full
  * (01234567-89ab-cdef-0123-456789abcdef); a CTRANSID defaults to 7.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,30 +78,110 @@ static void put_uuid(uint16_t attr, const char *s)
 	stream_put_uuid(&w, attr, uuid);
 }
 
-static void encoded(char **a, int n, const char *line)
+static void put_le32(unsigned char *p, uint32_t v)
 {
-	static unsigned char in[BTRFS_MAX_UNCOMPRESSED],
-		out[BTRFS_MAX_UNCOMPRESSED];
-	uint64_t ulen = num(a[4]);
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+/* A zstd frame of one raw block of @in: @header then the block. */
+static ssize_t zstd_raw_frame(const unsigned char *header, size_t header_len,
+			      const unsigned char *in, size_t len,
+			      unsigned char *out)
+{
+	/* Block header: last block, raw, its size. */
+	uint32_t block = 1 | (uint32_t)len << 3;
+
+	memcpy(out, header, header_len);
+	out[header_len] = block;
+	out[header_len + 1] = block >> 8;
+	out[header_len + 2] = block >> 16;
+	memcpy(out + header_len + 3, in, len);
+	return header_len + 3 + len;
+}
+
+/* The size of the zstd frame header at @f (RFC 8878 3.1.1.1). */
+static size_t zstd_header_len(const unsigned char *f)
+{
+	static const size_t did_len[] = { 0, 1, 2, 4 };
+	static const size_t fcs_len[] = { 0, 2, 4, 8 };
+	unsigned int fhd = f[4];
+	bool single = fhd & 0x20;
+
+	return 5 + !single + did_len[fhd & 3] +
+	       (fhd >> 6 ? fcs_len[fhd >> 6] : single);
+}
+
+static ssize_t make_payload(const char *mode, int alg, unsigned char *in,
+			    size_t ulen, unsigned char *out, size_t cap,
+			    const char *line)
+{
+	/* Magic; FHD: no checksum, no dictionary; window 2^20 (exponent 10). */
+	static const unsigned char big_window[] = { 0x28, 0xb5, 0x2f,
+						    0xfd, 0x00, 10 << 3 };
+	/* Magic; FHD: single segment, 4-byte content size (set below). */
+	unsigned char big_content[] = {
+		0x28, 0xb5, 0x2f, 0xfd, 0xa0, 0, 0, 0, 0
+	};
 	struct codec *codec = codec_new();
 	ssize_t len;
 	size_t i;
 
-	if (n != 8 || ulen > sizeof(in))
-		die("bad encoded", line);
-	for (i = 0; i < ulen; i++)
-		in[i] = "encio stream-gen "[i % 17];
-	if (strcmp(a[7], "garbage") == 0) {
+	if (!strcmp(mode, "garbage")) {
 		for (i = 0; i < 4096; i++)
 			out[i] = (unsigned char)(i * 37 + 11);
 		len = 4096;
+	} else if (!strcmp(mode, "big-window")) {
+		len = zstd_raw_frame(big_window, sizeof(big_window), in, ulen,
+				     out);
+	} else if (!strcmp(mode, "big-content")) {
+		put_le32(big_content + 5, 2 * ulen);
+		len = zstd_raw_frame(big_content, sizeof(big_content), in, ulen,
+				     out);
 	} else {
-		len = codec_encode(codec, (int)num(a[6]), 0, in, ulen, out,
-				   sizeof(out));
-		if (len < 0)
+		len = codec_encode(codec, alg, 0, in,
+				   strcmp(mode, "short") ? ulen : ulen / 8, out,
+				   cap);
+		if (len < 4)
 			die("encode failed", line);
+		if (!strcmp(mode, "truncated"))
+			len /= 2;
+		else if (!strcmp(mode, "bad-header") && alg >= 3)
+			put_le32(out, len + 4096);
+		else if (!strcmp(mode, "bad-header"))
+			out[alg == 2 ? 4 : 1] ^= alg == 2 ? 0x08 : 0x01;
+		else if (!strcmp(mode, "bad-lengths"))
+			put_le32(out + 4, len);
+		else if (!strcmp(mode, "bad-body"))
+			for (i = alg == 2 ? zstd_header_len(out) + 3 : 2;
+			     i < (size_t)len; i++)
+				out[i] = (unsigned char)(i * 37 + 11);
+		else if (strcmp(mode, "good") && strcmp(mode, "short"))
+			die("unknown payload", line);
 	}
 	codec_free(codec);
+	return len;
+}
+
+static void encoded(char **a, int n, const char *line)
+{
+	static unsigned char in[BTRFS_MAX_UNCOMPRESSED],
+		out[2 * BTRFS_MAX_UNCOMPRESSED];
+	uint64_t ulen;
+	ssize_t len;
+	size_t i;
+
+	if (n != 8)
+		die("bad encoded", line);
+	ulen = num(a[4]);
+	if (ulen > sizeof(in))
+		die("bad encoded", line);
+	for (i = 0; i < ulen; i++)
+		in[i] = "encio stream-gen "[i % 17];
+	len = make_payload(a[7], (int)num(a[6]), in, ulen, out,
+			   BTRFS_MAX_UNCOMPRESSED, line);
 	stream_begin_cmd(&w, BTRFS_SEND_C_ENCODED_WRITE);
 	stream_put_string(&w, BTRFS_SEND_A_PATH, a[1]);
 	stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, num(a[2]));

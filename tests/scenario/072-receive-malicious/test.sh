@@ -325,7 +325,15 @@ mkfile f
 encoded f 0 8192 8192 0 2 garbage
 end
 END
-must_reject garbage "does not decode" --force-decompress
+must_reject garbage "zstd: no frame header"
+
+gen badbody <<END
+subvol vol
+mkfile f
+encoded f 0 8192 8192 0 2 bad-body
+end
+END
+must_reject badbody "does not decode" --force-decompress
 
 gen name <<END
 subvol ../vol

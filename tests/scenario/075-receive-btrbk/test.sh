@@ -1,0 +1,144 @@
+#!/bin/bash
+# Debian's btrbk backs up through encio: its btrfs-progs-btrbk backend runs
+# btrfs-send and btrfs-receive as programs, and btrfs-receive is a link to
+# encio (run under that name, encio is encio receive). Five runs with
+# changes between them: every backup is exact, and every run after the
+# first is incremental (btrbk passes -p; the backup has a parent).
+#
+# The sending side is $BTRBK_SEND: "btrfs" (default) runs 'btrfs send
+# --compressed-data', so that encoded writes reach encio; "encio" makes
+# btrfs-send a link to encio too (needs encio send -p).
+source "$(dirname "$0")/../../common.sh"
+require_root
+command -v btrbk >/dev/null || _not_run "needs btrbk (scripts/deps.sh installs it)"
+BTRBK_SEND=${BTRBK_SEND:-btrfs}
+
+make_btrfs src 256M compress-force=zstd
+SRC=$MNT
+make_btrfs dst 256M
+DST=$MNT
+run_check btrfs -q subvolume create "$SRC/data"
+mkdir "$SRC/snapshots" "$DST/backups"
+
+# The programs btrbk's btrfs-progs-btrbk backend runs: btrfs-send and
+# btrfs-receive, and the btrfs subcommands Debian's btrfs-progs does not
+# ship as programs of their own.
+BIN=$TEST_TMP/bin
+mkdir "$BIN"
+ln -s "$ENCIO" "$BIN/btrfs-receive"
+if [ "$BTRBK_SEND" = encio ]; then
+	ln -s "$ENCIO" "$BIN/btrfs-send"
+else
+	printf '#!/bin/sh\nexec btrfs send --compressed-data "$@"\n' >"$BIN/btrfs-send"
+fi
+for sub in "subvolume list" "subvolume show" "subvolume snapshot" "subvolume delete" \
+	"filesystem usage" "qgroup destroy"; do
+	prog=btrfs-${sub/ /-}
+	command -v "$prog" >/dev/null && continue
+	printf '#!/bin/sh\nexec btrfs %s "$@"\n' "$sub" >"$BIN/$prog"
+done
+chmod +x "$BIN"/btrfs-*
+export PATH=$BIN:$PATH
+
+cat >"$TEST_TMP/btrbk.conf" <<END
+backend btrfs-progs-btrbk
+timestamp_format long-iso
+snapshot_preserve_min all
+target_preserve_min all
+lockfile $TEST_TMP/btrbk.lock
+transaction_log $TEST_TMP/btrbk.tlog
+volume $SRC
+  snapshot_dir snapshots
+  subvolume data
+    target $DST/backups
+END
+
+# churn RUN: change the source between runs.
+churn()
+{
+	local d=$SRC/data
+	case $1 in
+	1)
+		compressible 400000 >"$d/text"
+		random_bytes 300000 "r1" >"$d/random"
+		mkdir -p "$d/dir/sub"
+		echo one >"$d/dir/sub/f"
+		ln -s dir/sub/f "$d/link"
+		setfattr -n user.run -v 1 "$d/dir/sub/f"
+		mkfifo "$d/fifo"
+		;;
+	2)
+		compressible 100000 >>"$d/text"
+		cp --reflink=always "$d/random" "$d/dir/random-clone"
+		echo two >>"$d/dir/sub/f"
+		mv "$d/link" "$d/dir/link"
+		setfattr -n user.run -v 2 "$d/dir/sub/f"
+		;;
+	3)
+		rm "$d/random"
+		mv "$d/dir/sub" "$d/moved"
+		dd if=/dev/zero of="$d/text" bs=4096 seek=10 count=3 conv=notrunc status=none
+		truncate -s 1000000 "$d/sparse"
+		chmod 0600 "$d/text"
+		;;
+	4)
+		random_bytes 200000 "r4" >"$d/dir/random-clone"
+		ln "$d/text" "$d/hardlink"
+		setfattr -x user.run "$d/moved/f"
+		rmdir "$d/dir/sub" 2>/dev/null
+		for i in $(seq 1 50); do echo "$i" >"$d/dir/n$i"; done
+		;;
+	esac
+	sync
+}
+
+for run in 1 2 3 4 5; do
+	churn $run
+	_log "btrbk run $run"
+	btrbk -c "$TEST_TMP/btrbk.conf" -l debug run >"$TEST_TMP/run$run.log" 2>&1
+	rc=$?
+	cat "$TEST_TMP/run$run.log" | grep -v '^\[' | tail -20
+	[ $rc -eq 0 ] || {
+		cat "$TEST_TMP/run$run.log"
+		_fail "btrbk run $run: exit $rc"
+	}
+	grep -q "btrfs-receive" "$TEST_TMP/run$run.log" || _fail "run $run: btrfs-receive not run"
+	snaps=$(ls "$SRC/snapshots" | wc -l)
+	backups=$(ls "$DST/backups" | wc -l)
+	[ "$snaps" = $run ] && [ "$backups" = $run ] ||
+		_fail "run $run: $snaps snapshots, $backups backups"
+	if [ $run -gt 1 ]; then
+		grep -E "btrfs-send.* -p " "$TEST_TMP/run$run.log" >/dev/null ||
+			_fail "run $run: btrbk did not send incrementally"
+	fi
+done
+
+_log "every backup is exact, every one after the first incremental"
+first=
+for snap in $(ls "$SRC/snapshots"); do
+	b=$DST/backups/$snap
+	[ -d "$b" ] || _fail "no backup of $snap"
+	# (diff cannot compare fifos: tree_stat below covers them.)
+	diff -r --no-dereference -x fifo "$SRC/snapshots/$snap" "$b" || _fail "$snap: backup differs"
+	[ "$(tree_stat "$SRC/snapshots/$snap")" = "$(tree_stat "$b")" ] ||
+		_fail "$snap: backup metadata differs"
+	[ "$(tree_xattrs "$SRC/snapshots/$snap")" = "$(tree_xattrs "$b")" ] ||
+		_fail "$snap: backup xattrs differ"
+	show=$(btrfs subvolume show "$b")
+	echo "$show" | grep -qE 'Flags:.*readonly' || _fail "$snap: backup not read-only"
+	echo "$show" | grep -qE 'Received UUID:[[:space:]]+[0-9a-f-]{36}' || _fail "$snap: backup not received"
+	parent=$(echo "$show" | sed -n 's/^[[:space:]]*Parent UUID:[[:space:]]*//p')
+	if [ -z "$first" ]; then
+		first=$snap
+		[ "$parent" = - ] || _fail "$snap: the first backup has a parent"
+	else
+		[ "$parent" != - ] || _fail "$snap: received in full, not incrementally"
+	fi
+done
+[ "$(ls "$SRC/snapshots" | wc -l)" = 5 ] || _fail "not 5 snapshots"
+# The destination is mounted without compression: zstd extents in the
+# backups were written encoded by the receiver.
+if [ "$BTRBK_SEND" = btrfs ] && command -v compsize >/dev/null; then
+	compsize "$DST/backups/$first/text" | grep -q '^zstd' ||
+		_fail "the backup's extents were not written encoded"
+fi
