@@ -22,6 +22,10 @@
 #
 # usage: bench/copy.sh [ENCIO] [ROUNDS]   (needs root; ~6 GiB of free memory;
 #                                          ROUNDS defaults to 3)
+# Environment: ENCIO_BASE=PATH adds "encio-base", another encio build timed
+# in the same rounds (a change against the version before it); METHODS
+# picks the methods (default: encio send-compressed send-v1 cp-a, plus
+# encio-base when ENCIO_BASE is set).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
@@ -37,6 +41,9 @@ run_one()
 	case $method in
 	encio)
 		/usr/bin/time -f %M -o "$work/rss" "$ENCIO" -q copy -r "$SRC/$corpus-snap" "$DST/" || echo "encio failed" >&2
+		;;
+	encio-base)
+		"$ENCIO_BASE" -q copy -r "$SRC/$corpus-snap" "$DST/" || echo "encio-base failed" >&2
 		;;
 	send-compressed)
 		btrfs -q send --compressed-data "$SRC/$corpus-snap" 2>/dev/null | btrfs -q receive "$DST" || echo "receive failed" >&2
@@ -54,7 +61,10 @@ run_one()
 	printf '  %-6s %-16s %7s s   cpu %7s s\n' "$corpus" "$method" "$RUN_T" "$RUN_C"
 }
 
-methods="encio send-compressed send-v1 cp-a"
+ENCIO_BASE=${ENCIO_BASE:-}
+methods=${METHODS:-encio send-compressed send-v1 cp-a${ENCIO_BASE:+ encio-base}}
+case " $methods " in *" encio "*) ;; *) echo "METHODS must include encio (ratios are to it)" >&2; exit 2 ;; esac
+case " $methods " in *" encio-base "*) [ -x "$ENCIO_BASE" ] || { echo "encio-base needs ENCIO_BASE" >&2; exit 2; } ;; esac
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included, order rotating)"
 read -ra method_list <<<"$methods"
 nr_methods=${#method_list[@]}
@@ -81,7 +91,8 @@ for m in $methods; do
 done
 echo
 echo "Ratio to encio copy -r within each round, round by round:"
-for m in send-compressed send-v1 cp-a; do
+for m in $methods; do
+	[ "$m" = encio ] && continue
 	for c in many big; do
 		printf '  %-16s %-5s %s\n' "$m" "$c" "$(round_ratios "${TIMES[$c-encio]}" "${TIMES[$c-$m]}")"
 	done
