@@ -109,8 +109,7 @@ static void tree_entry(struct tree *t)
 	}
 }
 
-/* DEST's length without trailing slashes, for names made under it. */
-static size_t dest_len(const char *dest)
+size_t tree_dest_len(const char *dest)
 {
 	size_t len = strlen(dest);
 
@@ -128,15 +127,16 @@ static int tree_root_begin(struct tree *t)
 	snprintf(tmp, sizeof(tmp), "%s", src);
 	if (t->dest_is_dir)
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s/%s",
-			     (int)dest_len(t->dest), t->dest, basename(tmp));
+			     (int)tree_dest_len(t->dest), t->dest,
+			     basename(tmp));
 	else
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s",
-			     (int)(dest_len(t->dest) ?: 1), t->dest);
+			     (int)(tree_dest_len(t->dest) ?: 1), t->dest);
 	if (n < 0 || n >= (int)sizeof(t->dst_root))
 		return -ENAMETOOLONG;
 	/* the copy's name in dest_dir, DEST's directory (tree_setup()) */
 	if (t->dest_is_dir)
-		t->root_off = dest_len(t->dest) + 1;
+		t->root_off = tree_dest_len(t->dest) + 1;
 	else
 		t->root_off =
 			strrchr(t->dst_root, '/') ?

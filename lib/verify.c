@@ -19,6 +19,7 @@
 #include "codec.h"
 #include "extents.h"
 #include "kernel.h"
+#include "tree.h"
 #include "verify.h"
 
 /*
@@ -747,16 +748,6 @@ static void check_entry(struct tree_check *tc, int sdir, const char *sname,
 	}
 }
 
-/* DEST's length without trailing slashes, for names made under it. */
-static size_t dest_len(const char *dest)
-{
-	size_t len = strlen(dest);
-
-	while (len > 1 && dest[len - 1] == '/')
-		len--;
-	return len == 1 && dest[0] == '/' ? 0 : len;
-}
-
 /* The copy of @src: @dest/basename(@src), or @dest itself. */
 static int copy_name(char *buf, const char *src, const char *dest,
 		     bool dest_is_dir)
@@ -766,7 +757,7 @@ static int copy_name(char *buf, const char *src, const char *dest,
 
 	snprintf(tmp, sizeof(tmp), "%s", src);
 	if (dest_is_dir)
-		n = snprintf(buf, PATH_MAX, "%.*s/%s", (int)dest_len(dest),
+		n = snprintf(buf, PATH_MAX, "%.*s/%s", (int)tree_dest_len(dest),
 			     dest, basename(tmp));
 	else
 		n = snprintf(buf, PATH_MAX, "%s", dest);
