@@ -1,7 +1,7 @@
 #!/bin/bash
 # Encoded I/O per mode, and encio copy against encio --io=ioctl copy, on
-# tmpfs-backed loopback btrfs images (in /dev/shm): one command to repeat
-# the issue 6 measurements.
+# tmpfs-backed loopback btrfs images (in /dev/shm): the figures behind
+# what --io=auto chooses.
 #   bench/modes.sh [ROUNDS]      (default 5; needs root)
 # Builds encio in build/, makes a compress-force=zstd image holding a 1 GiB
 # file (a tar of /usr/share and /usr/lib/x86_64-linux-gnu, cut to 1 GiB)
