@@ -68,7 +68,7 @@ static const char *const send_usage[] = {
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
 	"-q|--quiet     no summary",
-	"-v|--verbose   name each PATH as it is sent",
+	"-v|--verbose   name each PATH first (At subvol PATH)",
 	"-h|--help      this help",
 	NULL
 };
