@@ -72,6 +72,15 @@ struct delta {
 	struct extent_map cur_map;
 	struct btrfs_data_container *ino_paths;
 	const char *name; /* the subvolume's name in the stream, or NULL */
+	/*
+	 * UPDATE_EXTENTs of one file follow each other, one per extent:
+	 * adjacent ones are gathered into one range, whose reads then go
+	 * out together, as deep as the engine allows.
+	 */
+	bool pending;
+	char pending_path[PATH_MAX];
+	uint64_t pending_start;
+	uint64_t pending_end;
 };
 
 static uint64_t name_hash(uint64_t dir, const char *name, size_t len)
@@ -493,6 +502,36 @@ out:
 	return ret;
 }
 
+/* Fill in the gathered range, before anything else is relayed. */
+static int flush_pending(struct delta *d)
+{
+	if (!d->pending)
+		return 0;
+	d->pending = false;
+	return fill_range(d, d->pending_path, d->pending_start,
+			  d->pending_end - d->pending_start);
+}
+
+static int gather_range(struct delta *d, const char *path, uint64_t offset,
+			uint64_t len)
+{
+	int ret;
+
+	if (d->pending && d->pending_end == offset &&
+	    !strcmp(d->pending_path, path)) {
+		d->pending_end += len;
+		return 0;
+	}
+	ret = flush_pending(d);
+	if (ret)
+		return ret;
+	strcpy(d->pending_path, path);
+	d->pending_start = offset;
+	d->pending_end = offset + len;
+	d->pending = true;
+	return 0;
+}
+
 /* SUBVOL or SNAPSHOT, under the name asked for. */
 static int put_subvol(struct delta *d, const struct stream_cmd *cmd)
 {
@@ -516,6 +555,16 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 	char path[PATH_MAX];
 	int ret;
 
+	if (cmd->type == BTRFS_SEND_C_UPDATE_EXTENT && !ctx->opts.no_data) {
+		ret = attr_path(d, cmd, BTRFS_SEND_A_PATH, path);
+		return ret ?: gather_range(d, path,
+					   attr_u64(cmd,
+						    BTRFS_SEND_A_FILE_OFFSET),
+					   attr_u64(cmd, BTRFS_SEND_A_SIZE));
+	}
+	ret = flush_pending(d);
+	if (ret)
+		return ret;
 	if (cmd->type == BTRFS_SEND_C_END)
 		return 0;
 	if (cmd->type == BTRFS_SEND_C_SUBVOL ||
@@ -550,10 +599,6 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 	case BTRFS_SEND_C_RMDIR:
 		ret = track_names(d, cmd, path);
 		break;
-	case BTRFS_SEND_C_UPDATE_EXTENT:
-		return fill_range(d, path,
-				  attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET),
-				  attr_u64(cmd, BTRFS_SEND_A_SIZE));
 	default:
 		ret = 0;
 		break;
@@ -635,6 +680,8 @@ static int relay_stream(struct delta *d, int read_fd)
 		if (ret)
 			break;
 	}
+	if (!ret)
+		ret = flush_pending(d);
 out:
 	stream_reader_release(&r);
 	return ret;
