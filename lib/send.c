@@ -218,7 +218,9 @@ static int send_encoded(struct send_ctx *ctx, const char *path,
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_OFFSET,
 		       a->unencoded_offset);
 	stream_put_u32(&ctx->w, BTRFS_SEND_A_COMPRESSION, a->compression);
-	stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
+	/* optional, and left out when none, as the kernel's send does */
+	if (a->encryption)
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
 	stream_put_data(&ctx->w, engine_req_buf(&ctx->engine, req), req->res);
 	ctx->stats->bytes_logical += len;
 	ctx->stats->bytes_encoded += req->res;
@@ -299,7 +301,7 @@ static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
  * Data ranges of @map as pieces, in file order, appended to ctx->pieces;
  * holes and prealloc left out.
  */
-static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
+int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 {
 	size_t slot = ctx->engine.pool.slot_size, i;
 	int ret;
@@ -332,7 +334,7 @@ static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 }
 
 /* Reap every request of the window; the first error wins. */
-static int reap_all(struct send_ctx *ctx)
+int send_reap_all(struct send_ctx *ctx)
 {
 	struct engine_req *req;
 	int err, ret = 0;
@@ -347,8 +349,7 @@ static int reap_all(struct send_ctx *ctx)
 	return ret;
 }
 
-static void issue_pieces(struct send_ctx *ctx, int fd, size_t first,
-			 size_t last)
+void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 {
 	size_t i;
 
@@ -365,8 +366,8 @@ static void issue_pieces(struct send_ctx *ctx, int fd, size_t first,
  * Emit pieces [first, last) of @fd, read already, in order (@ret: the
  * reaping's error, which only releases them).
  */
-static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
-		       size_t first, size_t last, bool *eof, int ret)
+int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		     size_t first, size_t last, bool *eof, int ret)
 {
 	uint64_t covered, pos;
 	size_t i;
@@ -395,8 +396,9 @@ static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 static int send_window(struct send_ctx *ctx, int fd, const char *path,
 		       size_t first, size_t last, bool *eof)
 {
-	issue_pieces(ctx, fd, first, last);
-	return emit_pieces(ctx, fd, path, first, last, eof, reap_all(ctx));
+	send_issue_pieces(ctx, fd, first, last);
+	return send_emit_pieces(ctx, fd, path, first, last, eof,
+				send_reap_all(ctx));
 }
 
 /* The file at hand is done up to @offset. */
@@ -416,7 +418,7 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 	int ret;
 
 	ctx->nr_pieces = 0;
-	ret = map_pieces(ctx, map);
+	ret = send_map_pieces(ctx, map);
 	if (ret)
 		return send_fail(ctx, ret, "map extents of", 0, false);
 	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {
@@ -590,7 +592,7 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 	ctx->file_base = ctx->stats->bytes_done;
 	ret = ret ?: send_prealloc(ctx, path, map, false);
 	if (read)
-		ret = emit_pieces(ctx, fd, path, first, last, &eof, ret);
+		ret = send_emit_pieces(ctx, fd, path, first, last, &eof, ret);
 	else if (!ret && ctx->probe.read_mode == ENCIO_IO_NONE)
 		ret = send_data_plain(ctx, fd, path, map);
 	else if (!ret)
@@ -869,7 +871,8 @@ static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
 	if (p->fd < 0)
 		return false;
 	if (ctx->probe.read_mode != ENCIO_IO_NONE &&
-	    !map_pieces(ctx, &p->map) && ctx->nr_pieces <= ctx->engine.depth) {
+	    !send_map_pieces(ctx, &p->map) &&
+	    ctx->nr_pieces <= ctx->engine.depth) {
 		p->read = true;
 		p->first = before;
 		p->last = ctx->nr_pieces;
@@ -904,8 +907,8 @@ static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
 
 	for (i = 0; i < nr; i++)
 		if (b[i].read)
-			issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
-	ret = reap_all(ctx);
+			send_issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
+	ret = send_reap_all(ctx);
 	for (i = 0; i < nr; i++) {
 		ret = ret ?: child_path(ctx, path, src_len, b[i].name, child);
 		ret = ret ?: send_entry(ctx, dirfd, &b[i], child);

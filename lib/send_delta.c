@@ -42,6 +42,8 @@
 #define DELTA_INO_PATHS_LEN (PATH_MAX + 4096)
 /* The pipe from the kernel's send: as large as an unprivileged one may be. */
 #define DELTA_PIPE_BYTES (1024 * 1024)
+/* Files open at once in a batch of reads; the engine's depth bounds it. */
+#define DELTA_BATCH_FILES 64
 
 /* A name in the receiver's namespace: @ino 0 where it was removed. */
 struct delta_name {
@@ -57,6 +59,24 @@ struct delta_made {
 	struct delta_made *next;
 };
 
+struct delta_file {
+	uint64_t ino;
+	int fd;
+	bool made; /* by the stream: no parent's data to punch out */
+	struct extent_map map;
+};
+
+/* A range of data (@path set) or a command kept (@type, @len, @staged). */
+struct delta_item {
+	char *path;
+	size_t file; /* in delta.files */
+	uint64_t start, end;
+	size_t first, last; /* its pieces in ctx->pieces */
+	uint16_t type;
+	uint32_t len;
+	size_t staged;
+};
+
 struct delta {
 	struct send_ctx *ctx;
 	int root_fd;   /* the subvolume sent */
@@ -65,12 +85,20 @@ struct delta {
 	size_t nr_buckets;
 	size_t nr_names;
 	struct delta_made *made[DELTA_MIN_BUCKETS];
-	/* the inode whose data is being filled in */
-	uint64_t cur_ino;
-	int cur_fd;
-	bool cur_made;
-	struct extent_map cur_map;
 	struct btrfs_data_container *ino_paths;
+	/*
+	 * A batch: the ranges of data to fill in and the commands between
+	 * them, written out in order once the reads of all are done; its
+	 * files open, the last one kept for the next batch.
+	 */
+	struct delta_file files[DELTA_BATCH_FILES];
+	size_t nr_files;
+	struct delta_item *items;
+	size_t nr_items;
+	size_t cap_items;
+	unsigned char *staged; /* the bodies of the commands kept */
+	size_t staged_len;
+	size_t staged_cap;
 	const char *name; /* the subvolume's name in the stream, or NULL */
 	/*
 	 * UPDATE_EXTENTs of one file follow each other, one per extent:
@@ -354,17 +382,23 @@ static int track_names(struct delta *d, const struct stream_cmd *cmd,
 		     0;
 }
 
-static void cur_close(struct delta *d)
+/* Close the batch's files but the last, which the next range may want. */
+static void files_close(struct delta *d, bool all)
 {
-	if (d->cur_fd >= 0)
-		close(d->cur_fd);
-	d->cur_fd = -1;
-	d->cur_ino = 0;
-	extent_map_release(&d->cur_map);
+	size_t keep = !all && d->nr_files ? 1 : 0, i;
+
+	for (i = 0; i + keep < d->nr_files; i++) {
+		close(d->files[i].fd);
+		extent_map_release(&d->files[i].map);
+	}
+	if (keep)
+		d->files[0] = d->files[d->nr_files - 1];
+	d->nr_files = keep;
 }
 
 /* Open inode @ino of the subvolume (where @path of the stream is). */
-static int cur_open(struct delta *d, uint64_t ino, const char *path)
+static int file_open(struct delta *d, uint64_t ino, const char *path,
+		     struct delta_file *f)
 {
 	struct btrfs_ioctl_ino_path_args args = {
 		.inum = ino,
@@ -376,9 +410,6 @@ static int cur_open(struct delta *d, uint64_t ino, const char *path)
 	struct stat st;
 	int fd, ret;
 
-	if (d->cur_fd >= 0 && d->cur_ino == ino)
-		return 0;
-	cur_close(d);
 	if (ioctl(d->root_fd, BTRFS_IOC_INO_PATHS, &args))
 		return path_fail(d, -errno,
 				 "find the inode in the subvolume of", path);
@@ -395,21 +426,23 @@ static int cur_open(struct delta *d, uint64_t ino, const char *path)
 				 name);
 	}
 	snprintf(ctx->src, sizeof(ctx->src), "%s", name);
+	memset(f, 0, sizeof(*f));
 	ret = send_probe_file(ctx, fd, &st);
 	if (!ret) {
 		ret = extent_map_build_stat(
 			fd, &st, ctx->probe_fs_type,
-			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, &d->cur_map);
+			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, &f->map);
 		if (ret)
 			ret = send_fail(ctx, ret, "map extents of", 0, false);
 	}
 	if (ret) {
+		extent_map_release(&f->map);
 		close(fd);
 		return ret;
 	}
-	d->cur_fd = fd;
-	d->cur_ino = ino;
-	d->cur_made = ino_made(d, ino);
+	f->fd = fd;
+	f->ino = ino;
+	f->made = ino_made(d, ino);
 	return 0;
 }
 
@@ -444,62 +477,247 @@ static int send_zeros(struct delta *d, const char *path, uint64_t start,
 }
 
 /*
- * UPDATE_EXTENT @path [@offset, +@len): the data of that range of the
- * subvolume's file, holes as holes.
+ * The data ranges of @f within [@start, @end) into @sub; with @holes, the
+ * holes and prealloc there sent as zeros (a file the stream made has no
+ * old data to hide: nothing).
  */
-static int fill_range(struct delta *d, const char *path, uint64_t offset,
-		      uint64_t len)
+static int clip_map(struct delta *d, const struct delta_file *f,
+		    const char *path, uint64_t start, uint64_t end,
+		    struct extent_map *sub, bool holes)
 {
-	struct extent_map sub = { 0 };
-	struct send_ctx *ctx = d->ctx;
-	uint64_t end = offset + len, ino;
-	const struct extent_map *map;
+	const struct extent_map *map = &f->map;
 	size_t i;
+	int ret = 0;
+
+	memset(sub, 0, sizeof(*sub));
+	sub->size = map->size;
+	sub->source = map->source;
+	for (i = 0; !ret && i < map->nr; i++) {
+		struct file_extent fe = map->ext[i];
+		uint64_t fe_end = fe.offset + fe.len;
+
+		if (fe_end <= start || fe.offset >= end)
+			continue;
+		if (fe.offset < start)
+			fe.offset = start;
+		if (fe_end > end)
+			fe_end = end;
+		fe.len = fe_end - fe.offset;
+		if (fe.kind != EXTENT_HOLE && fe.kind != EXTENT_PREALLOC) {
+			ret = extent_map_add(sub, &fe);
+			if (ret)
+				ret = send_fail(d->ctx, ret, "map extents of",
+						0, false);
+		} else if (holes && !f->made) {
+			ret = send_zeros(d, path, fe.offset, fe_end);
+		}
+	}
+	if (ret)
+		extent_map_release(sub);
+	return ret;
+}
+
+/* Reads of one item beyond the engine's depth: in windows, in order. */
+static int item_windows(struct delta *d, const struct delta_item *it, int fd)
+{
+	struct send_ctx *ctx = d->ctx;
+	size_t depth = ctx->engine.depth, i, last;
+	bool eof = false;
+	int ret = 0;
+
+	for (i = it->first; !ret && i < it->last && !eof; i = last) {
+		last = i + depth < it->last ? i + depth : it->last;
+		send_issue_pieces(ctx, fd, i, last);
+		ret = send_emit_pieces(ctx, fd, it->path, i, last, &eof,
+				       send_reap_all(ctx));
+	}
+	return ret;
+}
+
+static int item_emit(struct delta *d, const struct delta_item *it, bool issued,
+		     int ret)
+{
+	const struct delta_file *f = &d->files[it->file];
+	struct send_ctx *ctx = d->ctx;
+	struct stream_cmd cmd;
+	struct extent_map sub;
+	bool eof = false;
+
+	if (!it->path) {
+		if (ret)
+			return ret;
+		cmd.type = it->type;
+		cmd.len = it->len;
+		cmd.body = d->staged + it->staged;
+		ret = stream_put_cmd(&ctx->w, &cmd);
+		return ret ? encio_error_set(ctx->e, ret, "write stream to",
+					     ctx->out_name, false, 0) :
+			     0;
+	}
+	/* the holes first: punching them cannot touch the data after */
+	if (!ret && !f->made) {
+		ret = clip_map(d, f, it->path, it->start, it->end, &sub, true);
+		if (!ret)
+			extent_map_release(&sub);
+	}
+	if (issued)
+		return send_emit_pieces(ctx, f->fd, it->path, it->first,
+					it->last, &eof, ret);
+	return ret ?: item_windows(d, it, f->fd);
+}
+
+/*
+ * Read every range of the batch at once (if they fit the engine's depth,
+ * else each in windows), then write the batch in stream order.
+ */
+static int flush_batch(struct delta *d)
+{
+	struct send_ctx *ctx = d->ctx;
+	bool issued = ctx->nr_pieces <= ctx->engine.depth;
+	int ret = 0;
+	size_t i;
+
+	if (issued && ctx->nr_pieces) {
+		for (i = 0; i < d->nr_items; i++)
+			if (d->items[i].path)
+				send_issue_pieces(ctx,
+						  d->files[d->items[i].file].fd,
+						  d->items[i].first,
+						  d->items[i].last);
+		ret = send_reap_all(ctx);
+	}
+	for (i = 0; i < d->nr_items; i++) {
+		ret = item_emit(d, &d->items[i], issued, ret);
+		free(d->items[i].path);
+	}
+	d->nr_items = 0;
+	d->staged_len = 0;
+	ctx->nr_pieces = 0;
+	files_close(d, false);
+	return ret;
+}
+
+static struct delta_item *item_new(struct delta *d)
+{
+	if (d->nr_items == d->cap_items) {
+		size_t cap = d->cap_items ? d->cap_items * 2 : 64;
+		struct delta_item *items =
+			realloc(d->items, cap * sizeof(*items));
+
+		if (!items)
+			return NULL;
+		d->items = items;
+		d->cap_items = cap;
+	}
+	memset(&d->items[d->nr_items], 0, sizeof(d->items[0]));
+	return &d->items[d->nr_items++];
+}
+
+/* A command while the batch has ranges to read: kept until they are. */
+static int stage_cmd(struct delta *d, const struct stream_cmd *cmd)
+{
+	struct delta_item *it;
+
+	if (d->staged_len + cmd->len > d->staged_cap) {
+		size_t cap = (d->staged_len + cmd->len) * 2;
+		unsigned char *staged = realloc(d->staged, cap);
+
+		if (!staged)
+			return -ENOMEM;
+		d->staged = staged;
+		d->staged_cap = cap;
+	}
+	it = item_new(d);
+	if (!it)
+		return -ENOMEM;
+	it->type = cmd->type;
+	it->len = cmd->len;
+	it->staged = d->staged_len;
+	memcpy(d->staged + d->staged_len, cmd->body, cmd->len);
+	d->staged_len += cmd->len;
+	return 0;
+}
+
+/* The batch's file of inode @ino, opened if it is not there yet. */
+static int batch_file(struct delta *d, uint64_t ino, const char *path,
+		      size_t *index)
+{
+	int ret;
+
+	if (d->nr_files && d->files[d->nr_files - 1].ino == ino) {
+		*index = d->nr_files - 1;
+		return 0;
+	}
+	if (d->nr_files == DELTA_BATCH_FILES) {
+		ret = flush_batch(d);
+		if (ret)
+			return ret;
+	}
+	ret = file_open(d, ino, path, &d->files[d->nr_files]);
+	if (ret)
+		return ret;
+	*index = d->nr_files++;
+	return 0;
+}
+
+/*
+ * UPDATE_EXTENT @path [@start, @end): the data of that range of the
+ * subvolume's file, holes as holes, into the batch (or, where data goes
+ * decoded, at once: pread has no queue to fill).
+ */
+static int fill_range(struct delta *d, const char *path, uint64_t start,
+		      uint64_t end)
+{
+	struct send_ctx *ctx = d->ctx;
+	struct delta_item *it;
+	struct extent_map sub;
+	size_t file, first;
+	uint64_t ino;
 	int ret;
 
 	ret = resolve(d, path, &ino);
 	if (ret)
 		return path_fail(d, ret, "tell the inode of", path);
-	ret = cur_open(d, ino, path);
+	ret = batch_file(d, ino, path, &file);
 	if (ret)
 		return ret;
-	map = &d->cur_map;
-	sub.size = map->size;
-	for (i = 0; i < map->nr; i++) {
-		struct file_extent fe = map->ext[i];
-		uint64_t fe_end = fe.offset + fe.len;
-
-		if (fe_end <= offset || fe.offset >= end)
-			continue;
-		if (fe.offset < offset)
-			fe.offset = offset;
-		if (fe_end > end)
-			fe_end = end;
-		fe.len = fe_end - fe.offset;
-		if (fe.kind == EXTENT_HOLE || fe.kind == EXTENT_PREALLOC) {
-			ret = d->cur_made ?
-				      0 :
-				      send_zeros(d, path, fe.offset, fe_end);
-		} else {
-			if (!sub.nr)
-				sub.source = map->source;
-			ret = extent_map_add(&sub, &fe);
-			if (ret)
-				ret = send_fail(ctx, ret, "map extents of", 0,
-						false);
-		}
-		if (ret)
-			goto out;
+	if (ctx->probe.read_mode == ENCIO_IO_NONE || ctx->w.version < 2) {
+		ret = clip_map(d, &d->files[file], path, start, end, &sub,
+			       true);
+		if (!ret)
+			ret = send_data_plain(ctx, d->files[file].fd, path,
+					      &sub);
+		extent_map_release(&sub);
+		files_close(d, false);
+		return ret;
 	}
-	if (!sub.nr)
-		goto out;
-	if (ctx->probe.read_mode == ENCIO_IO_NONE || ctx->w.version < 2)
-		ret = send_data_plain(ctx, d->cur_fd, path, &sub);
-	else
-		ret = send_data_encoded(ctx, d->cur_fd, path, &sub);
-out:
+	ret = clip_map(d, &d->files[file], path, start, end, &sub, false);
+	if (ret)
+		return ret;
+	first = ctx->nr_pieces;
+	ret = send_map_pieces(ctx, &sub);
+	if (!ret && first && ctx->nr_pieces > ctx->engine.depth) {
+		/* the batch is full: this range starts the next one */
+		ctx->nr_pieces = first;
+		ret = flush_batch(d);
+		file = 0;
+		first = 0;
+		ret = ret ?: send_map_pieces(ctx, &sub);
+	}
 	extent_map_release(&sub);
-	return ret;
+	if (ret)
+		return send_fail(ctx, ret, "map extents of", 0, false);
+	it = item_new(d);
+	if (!it || !(it->path = strdup(path)))
+		return send_fail(ctx, ENOMEM, "send", 0, false);
+	it->file = file;
+	it->start = start;
+	it->end = end;
+	it->first = first;
+	it->last = ctx->nr_pieces;
+	if (ctx->nr_pieces >= ctx->engine.depth)
+		return flush_batch(d);
+	return 0;
 }
 
 /* Fill in the gathered range, before anything else is relayed. */
@@ -508,8 +726,7 @@ static int flush_pending(struct delta *d)
 	if (!d->pending)
 		return 0;
 	d->pending = false;
-	return fill_range(d, d->pending_path, d->pending_start,
-			  d->pending_end - d->pending_start);
+	return fill_range(d, d->pending_path, d->pending_start, d->pending_end);
 }
 
 static int gather_range(struct delta *d, const char *path, uint64_t offset,
@@ -557,18 +774,20 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 
 	if (cmd->type == BTRFS_SEND_C_UPDATE_EXTENT && !ctx->opts.no_data) {
 		ret = attr_path(d, cmd, BTRFS_SEND_A_PATH, path);
-		return ret ?: gather_range(d, path,
-					   attr_u64(cmd,
-						    BTRFS_SEND_A_FILE_OFFSET),
-					   attr_u64(cmd, BTRFS_SEND_A_SIZE));
+		return ret   ?:
+			       gather_range(d, path,
+					    attr_u64(cmd,
+						     BTRFS_SEND_A_FILE_OFFSET),
+					    attr_u64(cmd, BTRFS_SEND_A_SIZE));
 	}
 	ret = flush_pending(d);
 	if (ret)
 		return ret;
-	if (cmd->type == BTRFS_SEND_C_END)
-		return 0;
-	if (cmd->type == BTRFS_SEND_C_SUBVOL ||
+	if (cmd->type == BTRFS_SEND_C_END || cmd->type == BTRFS_SEND_C_SUBVOL ||
 	    cmd->type == BTRFS_SEND_C_SNAPSHOT) {
+		ret = flush_batch(d);
+		if (ret || cmd->type == BTRFS_SEND_C_END)
+			return ret;
 		ret = put_subvol(d, cmd);
 		goto out;
 	}
@@ -606,6 +825,12 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 	if (ret)
 		return ret;
 copy:
+	if (d->nr_items) {
+		ret = stage_cmd(d, cmd);
+		if (ret)
+			return send_fail(ctx, ret, "send", 0, false);
+		return 0;
+	}
 	ret = stream_put_cmd(&ctx->w, cmd);
 out:
 	if (ret)
@@ -681,7 +906,7 @@ static int relay_stream(struct delta *d, int read_fd)
 			break;
 	}
 	if (!ret)
-		ret = flush_pending(d);
+		ret = flush_pending(d) ?: flush_batch(d);
 out:
 	stream_reader_release(&r);
 	return ret;
@@ -694,7 +919,6 @@ static int delta_init(struct delta *d, struct send_ctx *ctx, int root_fd,
 	d->ctx = ctx;
 	d->root_fd = root_fd;
 	d->parent_fd = -1;
-	d->cur_fd = -1;
 	d->name = name;
 	d->ino_paths = malloc(DELTA_INO_PATHS_LEN);
 	if (!d->ino_paths || names_grow(d))
@@ -713,7 +937,11 @@ static void delta_release(struct delta *d)
 	struct delta_made *m, *mnext;
 	size_t i;
 
-	cur_close(d);
+	for (i = 0; i < d->nr_items; i++)
+		free(d->items[i].path);
+	free(d->items);
+	free(d->staged);
+	files_close(d, true);
 	for (i = 0; i < d->nr_buckets; i++)
 		for (n = d->names[i]; n; n = next) {
 			next = n->next;

@@ -88,6 +88,19 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 		    const struct extent_map *map);
 int send_btrfsutil_errno(int err);
+/*
+ * The pieces of reads: send_map_pieces() appends the data ranges of @map
+ * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd
+ * (one engine request each: no more than the engine's depth in all);
+ * send_reap_all() reaps every request in flight; send_emit_pieces() writes
+ * them in order and releases them (@ret: an error before, which only
+ * releases them).
+ */
+int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map);
+void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last);
+int send_reap_all(struct send_ctx *ctx);
+int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		     size_t first, size_t last, bool *eof, int ret);
 
 /*
  * The read-only subvolume @root as the kernel's BTRFS_IOC_SEND computes it,
