@@ -81,6 +81,8 @@ compressible 70000 >>"$V/append"
 mv "$V/text" "$V/text-renamed"
 mv "$V/parent/child" "$V/child"
 mv "$V/parent" "$V/child/parent"
+echo "changed where it moved" >>"$V/child/parent/file"
+compressible 200000 >>"$V/child/grand/file"
 mv "$V/swap/a" "$V/swap/tmp"
 mv "$V/swap/b" "$V/swap/a"
 mv "$V/swap/tmp" "$V/swap/b"
@@ -100,7 +102,10 @@ chmod 0600 "$V/modify"
 touch -d '2005-06-07 08:09:10.5' "$V/swap"
 snap s2
 
-_log "s3: a file of new data, prealloc, FIFOs and devices, more churn"
+_log "s3: files of new data (more reads than one batch), prealloc, FIFOs and devices, more churn"
+mkdir "$V/many"
+for i in $(seq 1 50); do compressible $((i * 3000)) >"$V/many/f$i"; done
+compressible 6000000 >"$V/big-new"
 random_bytes 400000 new >"$V/new-plain"
 chattr +m "$V/new-plain" 2>/dev/null
 compressible 1500000 >"$V/new-text"
