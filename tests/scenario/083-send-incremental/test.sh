@@ -143,6 +143,15 @@ for s in s2 s3 s4; do
 	prev=$s
 done
 
+_log "--snapshot -p: the writable subvolume's difference from a snapshot, named after it"
+echo "after s4" >"$V/after-s4"
+snap s5 # what the sends see of it, kept from reads that change its atimes
+"$ENCIO" -q send --snapshot -p "$SRC/ro/s4" "$V" | btrfs receive "$DST/b" >/dev/null || _fail "send --snapshot -p | btrfs receive"
+"$ENCIO" -q send --snapshot -p "$SRC/ro/s4" "$V" | "$ENCIO" -q receive "$DST/e" || _fail "send --snapshot -p | encio receive"
+compare_trees "$SRC/ro/s5" "$DST/b/vol"
+compare_trees "$SRC/ro/s5" "$DST/e/vol"
+btrfs subvolume list "$SRC" | grep -q encio-send && _fail "snapshot left behind"
+
 _log "the incremental stream: renames, clones, no data for unchanged files"
 full=$("$ENCIO" -q send "$SRC/ro/s2" | wc -c)
 incr=$(stat -c %s "$TEST_TMP/s2.stream")
