@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel.h"
@@ -396,6 +398,21 @@ static void files_close(struct delta *d, bool all)
 	d->nr_files = keep;
 }
 
+/* @name beneath the subvolume's root, no symlink followed, no mount crossed. */
+static int open_beneath(int root_fd, const char *name)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	long fd = syscall(SYS_openat2, root_fd, name, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(root_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return (int)fd;
+}
+
 /* Open inode @ino of the subvolume (where @path of the stream is). */
 static int file_open(struct delta *d, uint64_t ino, const char *path,
 		     struct delta_file *f)
@@ -417,7 +434,7 @@ static int file_open(struct delta *d, uint64_t ino, const char *path,
 		return path_fail(d, -ENOENT,
 				 "find the inode in the subvolume of", path);
 	name = (const char *)d->ino_paths->val + d->ino_paths->val[0];
-	fd = openat(d->root_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_beneath(d->root_fd, name);
 	if (fd < 0)
 		return path_fail(d, -errno, "open", name);
 	if (fstat(fd, &st) || st.st_ino != ino || !S_ISREG(st.st_mode)) {
