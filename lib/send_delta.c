@@ -25,6 +25,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +46,8 @@
 #define DELTA_INO_PATHS_LEN (PATH_MAX + 4096)
 /* The pipe from the kernel's send: as large as an unprivileged one may be. */
 #define DELTA_PIPE_BYTES (1024 * 1024)
+/* FIEMAP extents asked for per call. */
+#define DELTA_FIEMAP_BATCH 64
 /* Files open at once in a batch of reads; the engine's depth bounds it. */
 #define DELTA_BATCH_FILES 64
 
@@ -65,7 +69,7 @@ struct delta_file {
 	uint64_t ino;
 	int fd;
 	bool made; /* by the stream: no parent's data to punch out */
-	struct extent_map map;
+	uint64_t size;
 };
 
 /* A range of data (@path set) or a command kept (@type, @len, @staged). */
@@ -88,6 +92,7 @@ struct delta {
 	size_t nr_names;
 	struct delta_made *made[DELTA_MIN_BUCKETS];
 	struct btrfs_data_container *ino_paths;
+	struct fiemap *fiemap; /* DELTA_FIEMAP_BATCH extents */
 	/*
 	 * A batch: the ranges of data to fill in and the commands between
 	 * them, written out in order once the reads of all are done; its
@@ -389,10 +394,8 @@ static void files_close(struct delta *d, bool all)
 {
 	size_t keep = !all && d->nr_files ? 1 : 0, i;
 
-	for (i = 0; i + keep < d->nr_files; i++) {
+	for (i = 0; i + keep < d->nr_files; i++)
 		close(d->files[i].fd);
-		extent_map_release(&d->files[i].map);
-	}
 	if (keep)
 		d->files[0] = d->files[d->nr_files - 1];
 	d->nr_files = keep;
@@ -443,23 +446,15 @@ static int file_open(struct delta *d, uint64_t ino, const char *path,
 				 name);
 	}
 	snprintf(ctx->src, sizeof(ctx->src), "%s", name);
-	memset(f, 0, sizeof(*f));
 	ret = send_probe_file(ctx, fd, &st);
-	if (!ret) {
-		ret = extent_map_build_stat(
-			fd, &st, ctx->probe_fs_type,
-			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, &f->map);
-		if (ret)
-			ret = send_fail(ctx, ret, "map extents of", 0, false);
-	}
 	if (ret) {
-		extent_map_release(&f->map);
 		close(fd);
 		return ret;
 	}
 	f->fd = fd;
 	f->ino = ino;
 	f->made = ino_made(d, ino);
+	f->size = st.st_size;
 	return 0;
 }
 
@@ -493,6 +488,70 @@ static int send_zeros(struct delta *d, const char *path, uint64_t start,
 	return 0;
 }
 
+static void fiemap_to_extent(const struct fiemap_extent *fx,
+			     struct file_extent *fe)
+{
+	memset(fe, 0, sizeof(*fe));
+	fe->offset = fx->fe_logical;
+	fe->len = fx->fe_length;
+	fe->kind = EXTENT_REGULAR;
+	fe->compression = BTRFS_COMPRESS_NONE;
+	if (fx->fe_flags & FIEMAP_EXTENT_UNWRITTEN)
+		fe->kind = EXTENT_PREALLOC;
+	if (fx->fe_flags & FIEMAP_EXTENT_DATA_INLINE)
+		fe->kind = EXTENT_INLINE;
+	/* compressed, of an algorithm the encoded read tells */
+	if (fx->fe_flags & FIEMAP_EXTENT_ENCODED)
+		fe->compression = ENCIO_COMPRESS_UNKNOWN;
+}
+
+/*
+ * The extents of [@start, @end) of @f into @map, holes included: FIEMAP of
+ * that range only, so a small change in a large file costs no map of all
+ * of it (the snapshot is read-only: nothing is delayed).
+ */
+static int map_range(struct delta *d, const struct delta_file *f,
+		     uint64_t start, uint64_t end, struct extent_map *map)
+{
+	struct fiemap *fm = d->fiemap;
+	struct file_extent fe;
+	uint64_t pos = start;
+	uint32_t i;
+	int ret;
+
+	memset(map, 0, sizeof(*map));
+	map->size = f->size;
+	map->source = EXTENT_SOURCE_FIEMAP;
+	while (pos < end) {
+		memset(fm, 0, sizeof(*fm));
+		fm->fm_start = pos;
+		fm->fm_length = end - pos;
+		fm->fm_extent_count = DELTA_FIEMAP_BATCH;
+		if (ioctl(f->fd, FS_IOC_FIEMAP, fm) < 0)
+			return -errno;
+		if (!fm->fm_mapped_extents)
+			break;
+		for (i = 0; i < fm->fm_mapped_extents && pos < end; i++) {
+			fiemap_to_extent(&fm->fm_extents[i], &fe);
+			if (fe.offset + fe.len <= pos)
+				continue;
+			if (fe.offset < pos) {
+				fe.len -= pos - fe.offset;
+				fe.offset = pos;
+			}
+			if (fe.offset + fe.len > end)
+				fe.len = end - fe.offset;
+			ret = extent_map_add(map, &fe);
+			if (ret)
+				return ret;
+			pos = fe.offset + fe.len;
+			if (fm->fm_extents[i].fe_flags & FIEMAP_EXTENT_LAST)
+				pos = end;
+		}
+	}
+	return extent_map_finish(map);
+}
+
 /*
  * The data ranges of @f within [@start, @end) into @sub; with @holes, the
  * holes and prealloc there sent as zeros (a file the stream made has no
@@ -502,15 +561,18 @@ static int clip_map(struct delta *d, const struct delta_file *f,
 		    const char *path, uint64_t start, uint64_t end,
 		    struct extent_map *sub, bool holes)
 {
-	const struct extent_map *map = &f->map;
+	struct extent_map map;
 	size_t i;
-	int ret = 0;
+	int ret;
 
 	memset(sub, 0, sizeof(*sub));
-	sub->size = map->size;
-	sub->source = map->source;
-	for (i = 0; !ret && i < map->nr; i++) {
-		struct file_extent fe = map->ext[i];
+	sub->size = f->size;
+	sub->source = EXTENT_SOURCE_FIEMAP;
+	ret = map_range(d, f, start, end, &map);
+	if (ret)
+		ret = send_fail(d->ctx, ret, "map extents of", start, true);
+	for (i = 0; !ret && i < map.nr; i++) {
+		struct file_extent fe = map.ext[i];
 		uint64_t fe_end = fe.offset + fe.len;
 
 		if (fe_end <= start || fe.offset >= end)
@@ -524,11 +586,12 @@ static int clip_map(struct delta *d, const struct delta_file *f,
 			ret = extent_map_add(sub, &fe);
 			if (ret)
 				ret = send_fail(d->ctx, ret, "map extents of",
-						0, false);
+						fe.offset, true);
 		} else if (holes && !f->made) {
 			ret = send_zeros(d, path, fe.offset, fe_end);
 		}
 	}
+	extent_map_release(&map);
 	if (ret)
 		extent_map_release(sub);
 	return ret;
@@ -938,7 +1001,9 @@ static int delta_init(struct delta *d, struct send_ctx *ctx, int root_fd,
 	d->parent_fd = -1;
 	d->name = name;
 	d->ino_paths = malloc(DELTA_INO_PATHS_LEN);
-	if (!d->ino_paths || names_grow(d))
+	d->fiemap = malloc(sizeof(*d->fiemap) +
+			   DELTA_FIEMAP_BATCH * sizeof(struct fiemap_extent));
+	if (!d->ino_paths || !d->fiemap || names_grow(d))
 		return -ENOMEM;
 	if (parent) {
 		d->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -971,6 +1036,7 @@ static void delta_release(struct delta *d)
 		}
 	free(d->names);
 	free(d->ino_paths);
+	free(d->fiemap);
 	if (d->parent_fd >= 0)
 		close(d->parent_fd);
 }
