@@ -7,6 +7,8 @@
 # then a second read-only snapshot of each. Timed, for each corpus:
 #   encio send -p | encio receive   against  btrfs send --compressed-data -p | btrfs receive
 #   encio send -p >/dev/null        against  btrfs send --compressed-data -p >/dev/null
+# and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
+# part of encio send -p (its difference without data), a bound for it;
 # with the parent received once beforehand (by btrfs receive; both
 # receivers find it by UUID), each run receiving into a new directory, the
 # received snapshot deleted and cleaned up after it, caches dropped, sync
@@ -100,6 +102,10 @@ run_one()
 		btrfs -q send --compressed-data -p "$parent" "$snap" >/dev/null 2>&1 ||
 			echo "btrfs send -p failed" >&2
 		;;
+	kernel-null)
+		btrfs -q send --proto 2 --no-data -p "$parent" "$snap" >/dev/null 2>&1 ||
+			echo "btrfs send --no-data -p failed" >&2
+		;;
 	esac
 	run_end "$corpus-$method"
 	if [ -e "$to/$corpus-snap2" ]; then
@@ -115,7 +121,7 @@ run_one()
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (caches dropped, sync included)"
 for c in many big; do
 	for ((r = 0; r < ROUNDS; r++)); do
-		for m in encio-pipe btrfs-pipe encio-null btrfs-null; do
+		for m in encio-pipe btrfs-pipe encio-null btrfs-null kernel-null; do
 			run_one "$c" "$m"
 		done
 	done
@@ -132,6 +138,10 @@ for c in many big; do
 		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
 		-v ce="$(med "${CPUS[$c-encio-null]}")" -v cf="$(med "${CPUS[$c-btrfs-null]}")" \
 		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
+done
+echo
+for c in many big; do
+	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")"
 done
 echo
 echo "Ratio to encio within each round, round by round:"
