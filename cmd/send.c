@@ -15,37 +15,84 @@
 #include "../lib/send.h"
 
 static const char *const send_usage[] = {
-	"encio send [-f FILE] [--snapshot] [-q] PATH...",
-	"Write a btrfs send stream (version 2) of each PATH.",
+	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [-q|-v] PATH...",
+	"Write a btrfs send stream of each PATH, full or incremental.",
 	"",
-	"Writes the subvolume or directory tree PATH as a full btrfs send stream",
-	"version 2 to standard output or FILE, for 'btrfs receive' or 'encio",
-	"receive'. A subvolume must be read-only, as for btrfs send (or use",
-	"--snapshot); any other directory that may change is sent live, with a",
-	"warning.",
+	"Writes the subvolume or directory tree PATH as a btrfs send stream",
+	"(version 2 unless --proto says otherwise) to standard output or FILE,",
+	"for 'btrfs receive' or 'encio receive'. A subvolume must be read-only,",
+	"as for btrfs send (or use --snapshot); any other directory that may",
+	"change is sent live, with a warning.",
 	"The received subvolume is named after PATH's last component;",
 	"its UUID is PATH's when PATH is a subvolume, else a fresh one. Several",
-	"PATHs make one stream of several subvolumes, as btrfs send writes them.",
+	"PATHs make several streams one after the other (with -e, one stream),",
+	"as btrfs send writes them.",
 	"Compressed extents are read with encoded reads and sent as",
 	"ENCODED_WRITE, plain data as WRITE, preallocated ranges as FALLOCATE;",
 	"holes are skipped. Symlinks are sent as symlinks, never followed; hard",
 	"links within PATH stay hard links; a nested subvolume is an empty",
 	"directory, as with btrfs send.",
 	"",
-	"On a terminal, standard error shows bytes sent of the total (the tree is",
-	"walked first), the rate and the time left.",
+	"With -p or -c the stream is incremental: the kernel computes the",
+	"difference (renames as renames, data shared with PARENT or a clone",
+	"source as CLONE, unchanged extents not at all) and encio fills in the",
+	"data that changed, compressed extents encoded; a hole punched in a file",
+	"PARENT has arrives as a punched hole. PATH, PARENT and every CLONE_SRC",
+	"must be read-only subvolumes of one file system, and the receiving side",
+	"must have PARENT and the clone sources (found by UUID).",
 	"",
+	"On a terminal, standard error shows bytes sent of the total (the tree is",
+	"walked first, full sends of version 2 only), the rate and the time left.",
+	"",
+	"-p PARENT      send the difference from the read-only snapshot PARENT",
+	"               (one -p at most); PARENT is a clone source too",
+	"-c CLONE_SRC   data shared with the read-only subvolume CLONE_SRC is",
+	"               sent as CLONE; repeatable. Without -p the parent is",
+	"               chosen among the clone sources as btrfs send does: the",
+	"               subvolume PATH was snapshotted from, else the snapshot of",
+	"               that subvolume nearest to it in time; each PATH sent",
+	"               becomes a clone source for the next",
 	"-f FILE        write the stream to FILE instead of standard output;",
 	"               FILE gets its name only once the stream is whole",
+	"-e             several PATHs make one stream, END after the last only",
+	"               (btrfs receive -e stops at an END)",
+	"--no-data      the stream without file data, as the kernel makes it:",
+	"               UPDATE_EXTENT (path, offset, length) where data would go",
+	"               (btrfs send --no-data)",
+	"--proto N      stream version N: 2 (the default), 1 (data decoded, no",
+	"               ENCODED_WRITE nor FALLOCATE, holes written as zeros), or",
+	"               0 for the highest the kernel supports",
+	"--compressed-data  accepted for btrfs send's sake: compressed extents",
+	"               always go encoded from version 2 on",
 	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
 	"-q|--quiet     no summary",
+	"-v|--verbose   name each PATH first (At subvol PATH)",
 	"-h|--help      this help",
 	NULL
 };
 
-enum { OPT_SNAPSHOT = OPT_HELP + 1 };
+enum {
+	OPT_SNAPSHOT = OPT_HELP + 1,
+	OPT_NO_DATA,
+	OPT_PROTO,
+	OPT_COMPRESSED_DATA,
+};
+
+/* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
+static unsigned int proto_supported(void)
+{
+	FILE *f = fopen("/sys/fs/btrfs/features/send_stream_version", "r");
+	unsigned int v = 1;
+
+	if (f) {
+		if (fscanf(f, "%u", &v) != 1)
+			v = 1;
+		fclose(f);
+	}
+	return v;
+}
 
 static volatile sig_atomic_t stop_signal;
 
@@ -80,7 +127,7 @@ static void install_signals(void)
  * Refuse a writable subvolume as btrfs send does, before any output; warn
  * once for each PATH that may change while it is sent.
  */
-static int check_sources(char *const *paths, int nr)
+static int check_sources(char *const *paths, int nr, bool kernel)
 {
 	enum send_source kind;
 	struct encio_error e;
@@ -93,6 +140,11 @@ static int check_sources(char *const *paths, int nr)
 		}
 		if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
 			error("subvolume %s is not read-only: send a read-only snapshot of it, or use --snapshot",
+			      paths[i]);
+			return 1;
+		}
+		if (kind == SEND_SOURCE_LIVE && kernel) {
+			error("subvolume %s is not read-only: -p, -c, --no-data and --proto 1 send read-only subvolumes",
 			      paths[i]);
 			return 1;
 		}
@@ -155,34 +207,128 @@ static void print_summary(const struct send_stats *s, double seconds)
 		encio_io_mode_name(s->read_mode), seconds);
 }
 
+/* -p and -c name read-only subvolumes, as btrfs send checks. */
+static int check_read_only(const char *path, const char *what)
+{
+	enum send_source kind;
+	struct encio_error e;
+
+	if (send_source_kind(path, &kind, &e)) {
+		print_encio_error(&e);
+		return 1;
+	}
+	if (kind != SEND_SOURCE_FROZEN) {
+		error("%s subvolume %s is not read-only", what, path);
+		return 1;
+	}
+	return 0;
+}
+
+static int add_clone(struct send_options *opts, const char *path)
+{
+	const char **clones = realloc((void *)opts->clones,
+				      (opts->nr_clones + 1) * sizeof(*clones));
+
+	if (!clones) {
+		error("out of memory");
+		return 1;
+	}
+	clones[opts->nr_clones++] = path;
+	opts->clones = clones;
+	return 0;
+}
+
+static int parse_proto(const struct cmd_struct *cmd, const char *arg,
+		       struct send_options *opts, bool *given)
+{
+	unsigned int supported = proto_supported();
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-')
+		return usage_error(cmd, "invalid protocol version '%s'", arg);
+	if (v > UINT32_MAX) {
+		error("protocol version number too big %llu", v);
+		return 1;
+	}
+	if (v > supported) {
+		error("requested version %llu but kernel supports only %u", v,
+		      supported);
+		return 1;
+	}
+	opts->proto = v ? (uint32_t)v : supported;
+	*given = true;
+	return 0;
+}
+
 static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			      char **argv, struct send_options *opts,
 			      const char **file)
 {
 	static const struct option long_options[] = {
 		{ "file", required_argument, NULL, 'f' },
+		{ "parent", required_argument, NULL, 'p' },
+		{ "clone-src", required_argument, NULL, 'c' },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
+		{ "no-data", no_argument, NULL, OPT_NO_DATA },
+		{ "proto", required_argument, NULL, OPT_PROTO },
+		{ "compressed-data", no_argument, NULL, OPT_COMPRESSED_DATA },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int opt;
+	bool compressed = false, proto_given = false;
+	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "f:vqh", long_options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, "f:p:c:evqh", long_options,
+				  NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			*file = optarg;
 			break;
+		case 'p':
+			if (opts->parent) {
+				error("you cannot have more than one parent (-p)");
+				return 1;
+			}
+			if (check_read_only(optarg, "parent"))
+				return 1;
+			opts->parent = optarg;
+			break;
+		case 'c':
+			if (check_read_only(optarg, "cloned") ||
+			    add_clone(opts, optarg))
+				return 1;
+			break;
+		case 'e':
+			opts->one_stream = true;
+			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
+			break;
+		case OPT_NO_DATA:
+			opts->no_data = true;
+			break;
+		case OPT_PROTO:
+			ret = parse_proto(cmd, optarg, opts, &proto_given);
+			if (ret)
+				return ret;
+			break;
+		case OPT_COMPRESSED_DATA:
+			compressed = true;
 			break;
 		default:
 			if (common_option(cmd, opt, NULL))
 				return EXIT_USAGE;
 			break;
 		}
+	}
+	if (compressed && proto_given && opts->proto == 1) {
+		error("--compressed-data requires protocol version >= 2 (requested 1)");
+		return 1;
 	}
 	if (argc - optind < 1)
 		return usage_error(cmd, "need a path");
@@ -198,23 +344,28 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	struct send_stats stats;
 	const char *file = NULL;
 	struct encio_error e;
-	int ret;
+	bool kernel;
+	int ret, i;
 
 	ret = parse_send_options(cmd, argc, argv, &opts, &file);
 	if (ret)
-		return ret;
+		goto out;
+	ret = 1;
 	if (!file && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
-		return 1;
+		goto out;
 	}
-	if (!opts.snapshot && check_sources(argv + optind, argc - optind))
-		return 1;
+	kernel = opts.parent || opts.nr_clones || opts.no_data ||
+		 opts.proto == 1;
+	if (!opts.snapshot &&
+	    check_sources(argv + optind, argc - optind, kernel))
+		goto out;
 	install_signals();
 	opts.stop = &stop_signal;
 	if (file) {
 		if (send_output_open(&out, file, &e)) {
 			print_encio_error(&e);
-			return 1;
+			goto out;
 		}
 		if (out.replaces) {
 			opts.replaces_dev = out.replaced.st_dev;
@@ -222,6 +373,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	progress.start = now(); /* the first call shows */
+	for (i = optind; global_opts.verbose > 0 && i < argc; i++)
+		fprintf(stderr, "At subvol %s\n", argv[i]);
 	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO)) {
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
@@ -246,7 +399,10 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		signal(stop_signal, SIG_DFL);
 		raise(stop_signal);
 	}
-	return ret ? 1 : 0;
+	ret = ret ? 1 : 0;
+out:
+	free((void *)opts.clones);
+	return ret;
 }
 
 const struct cmd_struct cmd_struct_send = { "send", cmd_send, send_usage };

@@ -34,65 +34,19 @@
 #include "prefetch.h"
 #include "send.h"
 #include "stream.h"
+#include "send_priv.h"
 
-/* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */
-#define SEND_WRITE_MAX (128 * 1024)
-#define SEND_LINK_BUCKETS 4096
-/* The sector size assumed for preallocated ranges at EOF. */
-#define SEND_BLOCK 4096ULL
-
-struct send_link {
-	dev_t dev;
-	ino_t ino;
-	char *path;
-	struct send_link *next;
-};
-
-struct send_piece {
-	uint64_t start;
-	uint64_t end;
-	bool whole; /* one encoded read of a (compressed) extent */
-	struct engine_req *req;
-};
-
-struct send_ctx {
-	struct stream_writer w;
-	struct engine engine;
-	bool engine_ok;
-	struct encio_probe probe;
-	bool probed;
-	dev_t probe_dev;
-	long probe_fs_type; /* of probe_dev */
-	bool probe_clean;   /* probe_dev is read-only: no flush to map */
-	const char *out_name;
-	struct stat out_st; /* the stream file, if it is in a tree sent */
-	dev_t root_dev;
-	struct send_options opts;
-	struct send_stats *stats;
-	struct encio_error *e;
-	struct send_link *links[SEND_LINK_BUCKETS];
-	char src[PATH_MAX]; /* full source path of the entry at hand */
-	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
-	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
-	uint64_t file_base; /* bytes_done when the file at hand started */
-	struct send_piece *pieces;
-	size_t nr_pieces;
-	size_t cap_pieces;
-	struct meta_prefetch prefetch; /* of the subvolume being walked */
-	uint64_t walked;	       /* entries the walk reached, atomic */
-};
-
-static int fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
-		bool has_off)
+int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
+	      bool has_off)
 {
 	return encio_error_set(ctx->e, err, op, ctx->src, has_off, off);
 }
 
 /* A signal asked to stop: the send ends where it is. */
-static int stopped(struct send_ctx *ctx)
+int send_stopped(struct send_ctx *ctx)
 {
 	if (ctx->opts.stop && *ctx->opts.stop)
-		return fail(ctx, EINTR, "send (interrupted)", 0, false);
+		return send_fail(ctx, EINTR, "send (interrupted)", 0, false);
 	return 0;
 }
 
@@ -106,7 +60,7 @@ static bool is_stream_file(const struct send_ctx *ctx, const struct stat *st)
 	       st->st_ino == ctx->opts.replaces_ino;
 }
 
-static int end_cmd(struct send_ctx *ctx)
+int send_end_cmd(struct send_ctx *ctx)
 {
 	int ret = stream_end_cmd(&ctx->w);
 
@@ -132,13 +86,13 @@ static int send_xattr(struct send_ctx *ctx, const char *path, const char *name)
 	if (vlen < 0)
 		return errno == ENODATA ?
 			       0 :
-			       fail(ctx, errno, "read xattr", 0, false);
+			       send_fail(ctx, errno, "read xattr", 0, false);
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SET_XATTR);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_XATTR_NAME, name);
 	stream_put_bytes(&ctx->w, BTRFS_SEND_A_XATTR_DATA, ctx->xattr_buf,
 			 vlen);
-	return end_cmd(ctx);
+	return send_end_cmd(ctx);
 }
 
 /*
@@ -159,16 +113,16 @@ static int send_xattrs(struct send_ctx *ctx, const char *path,
 	len = llistxattr(ctx->src, NULL, 0);
 	if (len <= 0)
 		return len < 0 && errno != ENOTSUP ?
-			       fail(ctx, errno, "list xattrs", 0, false) :
+			       send_fail(ctx, errno, "list xattrs", 0, false) :
 			       0;
 	names = malloc(len);
 	if (!names) {
-		ret = fail(ctx, ENOMEM, "list xattrs", 0, false);
+		ret = send_fail(ctx, ENOMEM, "list xattrs", 0, false);
 		goto out;
 	}
 	len = llistxattr(ctx->src, names, len);
 	if (len < 0) {
-		ret = fail(ctx, errno, "list xattrs", 0, false);
+		ret = send_fail(ctx, errno, "list xattrs", 0, false);
 		goto out;
 	}
 	for (name = names; name < names + len; name += strlen(name) + 1) {
@@ -203,14 +157,14 @@ static int send_inode_meta(struct send_ctx *ctx, const char *path,
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_UID, st->st_uid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_GID, st->st_gid);
-	ret = end_cmd(ctx);
+	ret = send_end_cmd(ctx);
 	if (ret)
 		return ret;
 	if (!S_ISLNK(st->st_mode)) {
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHMOD);
 		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_MODE, st->st_mode & 07777);
-		ret = end_cmd(ctx);
+		ret = send_end_cmd(ctx);
 		if (ret)
 			return ret;
 	}
@@ -224,22 +178,22 @@ static int send_inode_meta(struct send_ctx *ctx, const char *path,
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_ATIME, &st->st_atim);
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_MTIME, &st->st_mtim);
 	stream_put_timespec(&ctx->w, BTRFS_SEND_A_CTIME, &st->st_ctim);
-	return end_cmd(ctx);
+	return send_end_cmd(ctx);
 }
 
-static int send_write(struct send_ctx *ctx, const char *path, const char *data,
-		      size_t len, uint64_t offset)
+int send_write(struct send_ctx *ctx, const char *path, const char *data,
+	       size_t len, uint64_t offset)
 {
 	int ret;
 
 	while (len) {
-		size_t n = len < SEND_WRITE_MAX ? len : SEND_WRITE_MAX;
+		size_t n = len < ctx->write_max ? len : ctx->write_max;
 
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_WRITE);
 		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, offset);
 		stream_put_data(&ctx->w, data, n);
-		ret = end_cmd(ctx);
+		ret = send_end_cmd(ctx);
 		if (ret)
 			return ret;
 		ctx->stats->bytes_logical += n;
@@ -250,62 +204,78 @@ static int send_write(struct send_ctx *ctx, const char *path, const char *data,
 	return 0;
 }
 
+/* An encoded read's extent as ENCODED_WRITE, standing for @len bytes. */
 static int send_encoded(struct send_ctx *ctx, const char *path,
-			const struct engine_req *req)
+			const struct engine_req *req, uint64_t len)
 {
 	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
 
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_ENCODED_WRITE);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, req->offset);
-	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_FILE_LEN, a->len);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_FILE_LEN, len);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_LEN, a->unencoded_len);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_OFFSET,
 		       a->unencoded_offset);
 	stream_put_u32(&ctx->w, BTRFS_SEND_A_COMPRESSION, a->compression);
-	stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
+	/* optional, and left out when none, as the kernel's send does */
+	if (a->encryption)
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
 	stream_put_data(&ctx->w, engine_req_buf(&ctx->engine, req), req->res);
-	ctx->stats->bytes_logical += a->len;
+	ctx->stats->bytes_logical += len;
 	ctx->stats->bytes_encoded += req->res;
 	ctx->stats->extents_encoded++;
-	return end_cmd(ctx);
+	return send_end_cmd(ctx);
 }
 
 /*
- * Emit a completed encoded read; *@covered gets the bytes of the file it
- * stood for (0 at EOF).
+ * Emit a completed encoded read, no further than @limit (a read returns
+ * the rest of its extent, which may reach past the range asked for);
+ * *@covered gets the bytes of the file it stood for (0 at EOF). A
+ * compressed extent is cut at @limit where that is a sector boundary.
  */
 static int send_read_result(struct send_ctx *ctx, const char *path,
-			    const struct engine_req *req, uint64_t *covered)
+			    const struct engine_req *req, uint64_t limit,
+			    uint64_t *covered)
 {
+	uint64_t len;
+
 	*covered = 0;
 	if (req->res < 0)
-		return fail(ctx, req->res, "encoded read", req->offset, true);
+		return send_fail(ctx, req->res, "encoded read", req->offset,
+				 true);
 	if (req->res == 0)
 		return 0;
 	if (req->args.compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
-		*covered = req->res;
+		len = req->res;
+		if (req->offset + len > limit && limit > req->offset)
+			len = limit - req->offset;
+		*covered = len;
 		return send_write(ctx, path, engine_req_buf(&ctx->engine, req),
-				  req->res, req->offset);
+				  len, req->offset);
 	}
-	*covered = req->args.len;
-	return send_encoded(ctx, path, req);
+	len = req->args.len;
+	if (req->offset + len > limit && limit > req->offset &&
+	    !(limit % SEND_BLOCK))
+		len = limit - req->offset;
+	*covered = len;
+	return send_encoded(ctx, path, req, len);
 }
 
 /* One encoded read of @fd at @offset alone (nothing else in flight). */
 static int read_one(struct send_ctx *ctx, int fd, const char *path,
-		    uint64_t offset, uint64_t *covered)
+		    uint64_t offset, uint64_t limit, uint64_t *covered)
 {
 	struct engine_req *req = engine_get_req(&ctx->engine);
 	int ret;
 
 	if (!req)
-		return fail(ctx, EBUSY, "encoded read", offset, true);
+		return send_fail(ctx, EBUSY, "encoded read", offset, true);
 	engine_encoded_read(&ctx->engine, req, ctx->probe.read_mode, fd,
 			    offset);
 	if (engine_wait(&ctx->engine, req) < 0 && engine_inflight(&ctx->engine))
-		return fail(ctx, EIO, "io_uring wait", offset, true);
-	ret = send_read_result(ctx, path, req, covered);
+		return send_fail(ctx, EIO, "io_uring wait", offset, true);
+	ret = send_read_result(ctx, path, req, limit, covered);
 	engine_put_req(&ctx->engine, req);
 	return ret;
 }
@@ -331,7 +301,7 @@ static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
  * Data ranges of @map as pieces, in file order, appended to ctx->pieces;
  * holes and prealloc left out.
  */
-static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
+int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 {
 	size_t slot = ctx->engine.pool.slot_size, i;
 	int ret;
@@ -364,7 +334,7 @@ static int map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 }
 
 /* Reap every request of the window; the first error wins. */
-static int reap_all(struct send_ctx *ctx)
+int send_reap_all(struct send_ctx *ctx)
 {
 	struct engine_req *req;
 	int err, ret = 0;
@@ -372,15 +342,14 @@ static int reap_all(struct send_ctx *ctx)
 	while (engine_inflight(&ctx->engine)) {
 		req = engine_reap(&ctx->engine, true, &err);
 		if (err && !ret)
-			ret = fail(ctx, err, "io_uring wait", 0, false);
+			ret = send_fail(ctx, err, "io_uring wait", 0, false);
 		if (!req && err)
 			return ret;
 	}
 	return ret;
 }
 
-static void issue_pieces(struct send_ctx *ctx, int fd, size_t first,
-			 size_t last)
+void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 {
 	size_t i;
 
@@ -397,8 +366,8 @@ static void issue_pieces(struct send_ctx *ctx, int fd, size_t first,
  * Emit pieces [first, last) of @fd, read already, in order (@ret: the
  * reaping's error, which only releases them).
  */
-static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
-		       size_t first, size_t last, bool *eof, int ret)
+int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		     size_t first, size_t last, bool *eof, int ret)
 {
 	uint64_t covered, pos;
 	size_t i;
@@ -407,13 +376,15 @@ static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 		struct send_piece *p = &ctx->pieces[i];
 
 		if (!ret && !*eof) {
-			ret = send_read_result(ctx, path, p->req, &covered);
+			ret = send_read_result(ctx, path, p->req, p->end,
+					       &covered);
 			if (!covered)
 				*eof = true;
 			/* Shorter than mapped (the file changed): the rest. */
 			for (pos = p->start + covered;
 			     !ret && covered && pos < p->end; pos += covered)
-				ret = read_one(ctx, fd, path, pos, &covered);
+				ret = read_one(ctx, fd, path, pos, p->end,
+					       &covered);
 		}
 		engine_put_req(&ctx->engine, p->req);
 		p->req = NULL;
@@ -425,8 +396,9 @@ static int emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 static int send_window(struct send_ctx *ctx, int fd, const char *path,
 		       size_t first, size_t last, bool *eof)
 {
-	issue_pieces(ctx, fd, first, last);
-	return emit_pieces(ctx, fd, path, first, last, eof, reap_all(ctx));
+	send_issue_pieces(ctx, fd, first, last);
+	return send_emit_pieces(ctx, fd, path, first, last, eof,
+				send_reap_all(ctx));
 }
 
 /* The file at hand is done up to @offset. */
@@ -438,20 +410,21 @@ static void progress(struct send_ctx *ctx, uint64_t offset)
 	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
 }
 
-static int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
-			     const struct extent_map *map)
+int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
+		      const struct extent_map *map)
 {
 	size_t depth = ctx->engine.depth, i, last;
 	bool eof = false;
 	int ret;
 
 	ctx->nr_pieces = 0;
-	ret = map_pieces(ctx, map);
+	ret = send_map_pieces(ctx, map);
 	if (ret)
-		return fail(ctx, ret, "map extents of", 0, false);
+		return send_fail(ctx, ret, "map extents of", 0, false);
 	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {
 		last = i + depth < ctx->nr_pieces ? i + depth : ctx->nr_pieces;
-		ret = stopped(ctx) ?: send_window(ctx, fd, path, i, last, &eof);
+		ret = send_stopped(ctx) ?:
+			      send_window(ctx, fd, path, i, last, &eof);
 		if (ret)
 			return ret;
 		progress(ctx, ctx->pieces[last - 1].end);
@@ -467,10 +440,10 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 			    uint64_t pos, uint64_t end)
 {
 	while (pos < end) {
-		size_t want = end - pos < SEND_WRITE_MAX ? end - pos :
-							   SEND_WRITE_MAX;
+		size_t want = end - pos < ctx->write_max ? end - pos :
+							   ctx->write_max;
 		ssize_t n;
-		int ret = stopped(ctx);
+		int ret = send_stopped(ctx);
 
 		if (ret)
 			return ret;
@@ -478,7 +451,7 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(ctx, errno, "read", pos, true);
+			return send_fail(ctx, errno, "read", pos, true);
 		if (n == 0)
 			return 1;
 		ret = send_write(ctx, path, ctx->buf, n, pos);
@@ -490,8 +463,8 @@ static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 }
 
 /* Without encoded reads: pread the data ranges, nothing else in flight. */
-static int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
-			   const struct extent_map *map)
+int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
+		    const struct extent_map *map)
 {
 	size_t i;
 	int ret = 0;
@@ -548,14 +521,14 @@ static int send_prealloc(struct send_ctx *ctx, const char *path,
 			       past_eof ? FALLOC_FL_KEEP_SIZE : 0);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, start);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, end - start);
-		ret = end_cmd(ctx);
+		ret = send_end_cmd(ctx);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
+int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 {
 	int ret;
 
@@ -564,11 +537,11 @@ static int probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 	ret = engine_probe_read(&ctx->engine, fd, ctx->opts.io_mode,
 				&ctx->probe);
 	if (ret)
-		return fail(ctx, ret, "read with the forced --io mode", 0,
-			    false);
+		return send_fail(ctx, ret, "read with the forced --io mode", 0,
+				 false);
 	ret = extent_fs_kind(fd, &ctx->probe_fs_type, &ctx->probe_clean);
 	if (ret)
-		return fail(ctx, ret, "statfs", 0, false);
+		return send_fail(ctx, ret, "statfs", 0, false);
 	ctx->probed = true;
 	ctx->probe_dev = st->st_dev;
 	ctx->stats->read_mode = ctx->probe.read_mode;
@@ -586,17 +559,17 @@ static int file_open_map(struct send_ctx *ctx, int dirfd, const char *name,
 
 	fd = open_regular_at(dirfd, name, O_RDONLY | O_NOFOLLOW, 0, st);
 	if (fd == -EINVAL || fd == -EISDIR)
-		return fail(ctx, EAGAIN, "send (replaced while read)", 0,
-			    false);
+		return send_fail(ctx, EAGAIN, "send (replaced while read)", 0,
+				 false);
 	if (fd < 0)
-		return fail(ctx, fd, "open", 0, false);
-	ret = probe_file(ctx, fd, st);
+		return send_fail(ctx, fd, "open", 0, false);
+	ret = send_probe_file(ctx, fd, st);
 	if (!ret) {
 		ret = extent_map_build_stat(
 			fd, st, ctx->probe_fs_type,
 			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, map);
 		if (ret)
-			ret = fail(ctx, ret, "map extents of", 0, false);
+			ret = send_fail(ctx, ret, "map extents of", 0, false);
 	}
 	if (ret) {
 		close(fd);
@@ -619,7 +592,7 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 	ctx->file_base = ctx->stats->bytes_done;
 	ret = ret ?: send_prealloc(ctx, path, map, false);
 	if (read)
-		ret = emit_pieces(ctx, fd, path, first, last, &eof, ret);
+		ret = send_emit_pieces(ctx, fd, path, first, last, &eof, ret);
 	else if (!ret && ctx->probe.read_mode == ENCIO_IO_NONE)
 		ret = send_data_plain(ctx, fd, path, map);
 	else if (!ret)
@@ -633,7 +606,7 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_TRUNCATE);
 		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, map->size);
-		ret = end_cmd(ctx);
+		ret = send_end_cmd(ctx);
 	}
 	ret = ret ?: send_prealloc(ctx, path, map, true);
 	progress(ctx, map->size);
@@ -723,7 +696,7 @@ static int send_create(struct send_ctx *ctx, const char *path,
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_RDEV,
 			       encode_dev(st->st_rdev));
 	}
-	return end_cmd(ctx);
+	return send_end_cmd(ctx);
 }
 
 static int send_dir(struct send_ctx *ctx, int dirfd, const char *path);
@@ -735,7 +708,7 @@ static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
 	ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
 
 	if (n < 0)
-		return fail(ctx, errno, "read link", 0, false);
+		return send_fail(ctx, errno, "read link", 0, false);
 	target[n] = '\0';
 	return send_create(ctx, path, st, target);
 }
@@ -766,24 +739,24 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	int fd, ret;
 
 	meta_prefetch_walked(&ctx->walked);
-	ret = stopped(ctx);
+	ret = send_stopped(ctx);
 	if (ret)
 		return ret;
 	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
-		return fail(ctx, errno, "stat", 0, false);
+		return send_fail(ctx, errno, "stat", 0, false);
 	if (is_stream_file(ctx, st))
 		return 0;
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
 		first = link_seen(ctx, st, path, &ret);
 		if (ret)
-			return fail(ctx, ret, "remember link", 0, false);
+			return send_fail(ctx, ret, "remember link", 0, false);
 		if (first) {
 			ctx->stats->others++;
 			stream_begin_cmd(&ctx->w, BTRFS_SEND_C_LINK);
 			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH_LINK,
 					  first);
-			return end_cmd(ctx);
+			return send_end_cmd(ctx);
 		}
 	}
 	if (S_ISLNK(st->st_mode))
@@ -806,7 +779,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		fd = openat(dirfd, p->name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
-			return fail(ctx, errno, "open", 0, false);
+			return send_fail(ctx, errno, "open", 0, false);
 		ret = send_dir(ctx, fd, path);
 		close(fd);
 	} else {
@@ -835,7 +808,7 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 
 	*nr = 0;
 	if (fd < 0 || !(dir = fdopendir(fd))) {
-		ret = fail(ctx, errno, "open directory", 0, false);
+		ret = send_fail(ctx, errno, "open directory", 0, false);
 		if (fd >= 0)
 			close(fd);
 		return ret;
@@ -856,7 +829,7 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 		(*nr)++;
 	}
 	if (errno)
-		ret = fail(ctx, errno, "read directory", 0, false);
+		ret = send_fail(ctx, errno, "read directory", 0, false);
 	closedir(dir);
 	if (*nr)
 		qsort(v, *nr, sizeof(*v), name_cmp);
@@ -865,7 +838,7 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 nomem:
 	closedir(dir);
 	*names = v;
-	return fail(ctx, ENOMEM, "read directory", 0, false);
+	return send_fail(ctx, ENOMEM, "read directory", 0, false);
 }
 
 #define SEND_BATCH 32
@@ -898,7 +871,8 @@ static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
 	if (p->fd < 0)
 		return false;
 	if (ctx->probe.read_mode != ENCIO_IO_NONE &&
-	    !map_pieces(ctx, &p->map) && ctx->nr_pieces <= ctx->engine.depth) {
+	    !send_map_pieces(ctx, &p->map) &&
+	    ctx->nr_pieces <= ctx->engine.depth) {
 		p->read = true;
 		p->first = before;
 		p->last = ctx->nr_pieces;
@@ -916,7 +890,7 @@ static int child_path(struct send_ctx *ctx, const char *path, size_t src_len,
 		    PATH_MAX ||
 	    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len, "/%s",
 		     name) >= (int)(sizeof(ctx->src) - src_len))
-		return fail(ctx, ENAMETOOLONG, "path", 0, false);
+		return send_fail(ctx, ENAMETOOLONG, "path", 0, false);
 	return 0;
 }
 
@@ -933,8 +907,8 @@ static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
 
 	for (i = 0; i < nr; i++)
 		if (b[i].read)
-			issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
-	ret = reap_all(ctx);
+			send_issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
+	ret = send_reap_all(ctx);
 	for (i = 0; i < nr; i++) {
 		ret = ret ?: child_path(ctx, path, src_len, b[i].name, child);
 		ret = ret ?: send_entry(ctx, dirfd, &b[i], child);
@@ -1010,7 +984,7 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	free(names);
 }
 
-static int btrfsutil_errno(enum btrfs_util_error err)
+int send_btrfsutil_errno(int err)
 {
 	if (err == BTRFS_UTIL_OK)
 		return 0;
@@ -1027,7 +1001,7 @@ static int source_kind_fd(int fd, enum send_source *kind)
 	if (btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK) {
 		err = btrfs_util_get_subvolume_read_only_fd(fd, &frozen);
 		if (err)
-			return btrfsutil_errno(err);
+			return send_btrfsutil_errno(err);
 		*kind = frozen ? SEND_SOURCE_FROZEN :
 				 SEND_SOURCE_WRITABLE_SUBVOL;
 		return 0;
@@ -1083,7 +1057,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 		ctransid = info.ctransid;
 	} else {
 		if (getrandom(uuid, sizeof(uuid), 0) != sizeof(uuid))
-			return fail(ctx, errno, "make a uuid", 0, false);
+			return send_fail(ctx, errno, "make a uuid", 0, false);
 		uuid[6] = (uuid[6] & 0x0f) | 0x40;
 		uuid[8] = (uuid[8] & 0x3f) | 0x80;
 	}
@@ -1091,7 +1065,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CTRANSID, ctransid);
-	return end_cmd(ctx);
+	return send_end_cmd(ctx);
 }
 
 static void links_clear(struct send_ctx *ctx)
@@ -1122,24 +1096,24 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 	int fd, ret;
 
 	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
-	ret = stopped(ctx);
+	ret = send_stopped(ctx);
 	if (ret)
 		return ret;
 	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(ctx, errno, "open", 0, false);
+		return send_fail(ctx, errno, "open", 0, false);
 	if (fstat(fd, &st)) {
-		ret = fail(ctx, errno, "stat", 0, false);
+		ret = send_fail(ctx, errno, "stat", 0, false);
 		goto out;
 	}
 	ret = source_kind_fd(fd, &kind);
 	if (ret) {
-		ret = fail(ctx, ret, "tell what is sent of", 0, false);
+		ret = send_fail(ctx, ret, "tell what is sent of", 0, false);
 		goto out;
 	}
 	if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
-		ret = fail(ctx, EINVAL, "send (not a read-only subvolume)", 0,
-			   false);
+		ret = send_fail(ctx, EINVAL, "send (not a read-only subvolume)",
+				0, false);
 		goto out;
 	}
 	ctx->root_dev = st.st_dev;
@@ -1157,7 +1131,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		goto out;
 	if (last) {
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_END);
-		ret = end_cmd(ctx);
+		ret = send_end_cmd(ctx);
 	}
 out:
 	meta_prefetch_stop(&ctx->prefetch);
@@ -1197,7 +1171,9 @@ static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 	ctx->e = e;
 	if (fstat(out_fd, &ctx->out_st))
 		memset(&ctx->out_st, 0, sizeof(ctx->out_st));
-	err = stream_writer_init(&ctx->w, out_fd, 2);
+	ctx->write_max = opts->proto == 1 ? SEND_WRITE_MAX_V1 : SEND_WRITE_MAX;
+	err = stream_writer_init(&ctx->w, out_fd,
+				 opts->proto ? opts->proto : 2);
 	if (err)
 		goto fail;
 	ctx->w.stop = opts->stop;
@@ -1240,7 +1216,7 @@ static int snapshot_create(const char *path, char *snap, struct encio_error *e)
 	err = btrfs_util_create_snapshot(
 		path, snap, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL);
 	if (err)
-		return encio_error_set(e, btrfsutil_errno(err), "snapshot",
+		return encio_error_set(e, send_btrfsutil_errno(err), "snapshot",
 				       snap, false, 0);
 	return 0;
 }
@@ -1281,8 +1257,137 @@ static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 	}
 }
 
-/* One subvolume or tree, from a temporary snapshot with --snapshot. */
-static int send_one(struct send_ctx *ctx, const char *path, bool last)
+/* The kernel computes the stream: a parent, clone sources, --no-data, v1. */
+static bool kernel_computes(const struct send_options *opts)
+{
+	return opts->parent || opts->nr_clones || opts->no_data ||
+	       opts->proto == 1;
+}
+
+/* A subvolume sent, a parent or a clone source: its id and its path. */
+struct send_root {
+	uint64_t id;
+	const char *path;
+};
+
+struct send_roots {
+	struct send_root *root;
+	size_t nr;
+	uint64_t *ids; /* for BTRFS_IOC_SEND */
+};
+
+static int roots_add(struct send_roots *r, const char *path,
+		     struct encio_error *e)
+{
+	enum btrfs_util_error err;
+	uint64_t id;
+
+	if (btrfs_util_is_subvolume(path) != BTRFS_UTIL_OK)
+		return encio_error_set(e, errno == ENOENT ? ENOENT : EINVAL,
+				       "send from (not a subvolume)", path,
+				       false, 0);
+	err = btrfs_util_subvolume_id(path, &id);
+	if (err)
+		return encio_error_set(e, send_btrfsutil_errno(err),
+				       "find the subvolume id of", path, false,
+				       0);
+	r->root[r->nr] = (struct send_root){ id, path };
+	r->ids[r->nr++] = id;
+	return 0;
+}
+
+/*
+ * The parent btrfs send picks among the clone sources for @root when -p
+ * is not given: the subvolume @root was snapshotted from if it is one of
+ * them, else the one snapshotted from the same subvolume whose ctransid is
+ * closest to that subvolume's. -ENOENT when there is none.
+ */
+static int find_good_parent(const char *root, const struct send_roots *r,
+			    const struct send_root **found)
+{
+	struct btrfs_util_subvolume_info info, origin, c;
+	struct btrfs_util_subvolume_iterator *it;
+	uint64_t best_diff = UINT64_MAX, diff;
+	bool have_origin = false;
+	size_t i;
+	char *p;
+
+	*found = NULL;
+	if (btrfs_util_subvolume_info(root, 0, &info))
+		return errno ? -errno : -EIO;
+	if (btrfs_util_create_subvolume_iterator(root, BTRFS_FS_TREE_OBJECTID,
+						 0, &it))
+		return errno ? -errno : -EIO;
+	while (!have_origin &&
+	       !btrfs_util_subvolume_iterator_next_info(it, &p, &origin)) {
+		have_origin = !memcmp(origin.uuid, info.parent_uuid,
+				      sizeof(origin.uuid));
+		free(p);
+	}
+	btrfs_util_destroy_subvolume_iterator(it);
+	if (!have_origin)
+		return -ENOENT;
+	for (i = 0; i < r->nr; i++)
+		if (r->root[i].id == origin.id) {
+			*found = &r->root[i];
+			return 0;
+		}
+	for (i = 0; i < r->nr; i++) {
+		if (btrfs_util_subvolume_info(r->root[i].path, 0, &c) ||
+		    memcmp(c.parent_uuid, origin.uuid, sizeof(c.parent_uuid)))
+			continue;
+		diff = c.ctransid > origin.ctransid ?
+			       c.ctransid - origin.ctransid :
+			       origin.ctransid - c.ctransid;
+		if (diff < best_diff) {
+			best_diff = diff;
+			*found = &r->root[i];
+		}
+	}
+	return *found ? 0 : -ENOENT;
+}
+
+/* The kernel's stream of @root (read-only), against @r's parent. */
+static int send_kernel_one(struct send_ctx *ctx, const char *root,
+			   const char *name, struct send_roots *r,
+			   const struct send_root *parent, bool end)
+{
+	const struct send_root *p = parent;
+	struct btrfs_util_subvolume_info info;
+	enum send_source kind;
+	int ret;
+
+	ret = send_source_kind(root, &kind, ctx->e);
+	if (ret)
+		return ret;
+	if (kind != SEND_SOURCE_FROZEN ||
+	    btrfs_util_is_subvolume(root) != BTRFS_UTIL_OK)
+		return encio_error_set(ctx->e, EINVAL,
+				       "send (not a read-only subvolume)", root,
+				       false, 0);
+	if (!p && r->nr) {
+		ret = find_good_parent(root, r, &p);
+		if (ret) {
+			if (btrfs_util_subvolume_info(root, 0, &info))
+				info.id = 0;
+			snprintf(ctx->src, sizeof(ctx->src),
+				 "%s (subvolume %llu)", root,
+				 (unsigned long long)info.id);
+			return send_fail(ctx, ret, "determine the parent of", 0,
+					 false);
+		}
+	}
+	return send_kernel_tree(ctx, root, name, p ? p->path : NULL,
+				p ? p->id : 0, r->ids, r->nr, end);
+}
+
+/*
+ * One subvolume or tree, from a temporary snapshot with --snapshot; END
+ * after it if @end.
+ */
+static int send_one(struct send_ctx *ctx, const char *path,
+		    struct send_roots *roots, const struct send_root *parent,
+		    bool end)
 {
 	char snap[PATH_MAX], base[PATH_MAX], *name;
 	int ret;
@@ -1291,14 +1396,78 @@ static int send_one(struct send_ctx *ctx, const char *path, bool last)
 	if (ret)
 		return ret;
 	if (!ctx->opts.snapshot)
-		return send_tree(ctx, path, name, last);
+		return roots ? send_kernel_one(ctx, path, NULL, roots, parent,
+					       end) :
+			       send_tree(ctx, path, name, end);
 	ret = snapshot_create(path, snap, ctx->e);
 	if (ret)
 		return ret;
-	ret = send_tree(ctx, snap, name, last);
+	ret = roots ? send_kernel_one(ctx, snap, name, roots, parent, end) :
+		      send_tree(ctx, snap, name, end);
 	if (btrfs_util_delete_subvolume(snap, 0) != BTRFS_UTIL_OK && !ret)
 		ret = encio_error_set(ctx->e, errno ?: EIO, "delete snapshot",
 				      snap, false, 0);
+	return ret;
+}
+
+/*
+ * The parent and the clone sources as btrfs send passes them: the parent
+ * is a clone source too; without -p each subvolume sent becomes one for
+ * those after it (room is made for them).
+ */
+static int roots_init(struct send_roots *r, const struct send_options *opts,
+		      size_t nr_paths, const struct send_root **parent,
+		      struct encio_error *e)
+{
+	size_t cap = opts->nr_clones + 1 + nr_paths, i;
+	int ret;
+
+	*parent = NULL;
+	r->nr = 0;
+	r->root = calloc(cap, sizeof(*r->root));
+	r->ids = calloc(cap, sizeof(*r->ids));
+	if (!r->root || !r->ids)
+		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
+	for (i = 0; i < opts->nr_clones; i++) {
+		ret = roots_add(r, opts->clones[i], e);
+		if (ret)
+			return ret;
+	}
+	if (!opts->parent)
+		return 0;
+	ret = roots_add(r, opts->parent, e);
+	if (ret)
+		return ret;
+	*parent = &r->root[r->nr - 1];
+	return 0;
+}
+
+static void roots_release(struct send_roots *r)
+{
+	free(r->root);
+	free(r->ids);
+}
+
+static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
+{
+	const struct send_root *parent = NULL;
+	struct send_roots roots = { 0 };
+	bool kernel = kernel_computes(&ctx->opts);
+	size_t i;
+	int ret = 0;
+
+	if (kernel)
+		ret = roots_init(&roots, &ctx->opts, nr, &parent, ctx->e);
+	for (i = 0; !ret && i < nr; i++) {
+		if (i && !ctx->opts.one_stream)
+			stream_put_header(&ctx->w);
+		ret = send_one(ctx, paths[i], kernel ? &roots : NULL, parent,
+			       i + 1 == nr || !ctx->opts.one_stream);
+		if (!ret && kernel && ctx->opts.nr_clones && !parent &&
+		    !ctx->opts.snapshot)
+			ret = roots_add(&roots, paths[i], ctx->e);
+	}
+	roots_release(&roots);
 	return ret;
 }
 
@@ -1322,10 +1491,11 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
 	if (ret)
 		return ret;
-	if (opts->progress)
+	if (kernel_computes(opts))
+		ctx->opts.progress = NULL; /* no total to count */
+	else if (opts->progress)
 		count_all(ctx, paths, nr);
-	for (i = 0; !ret && i < nr; i++)
-		ret = send_one(ctx, paths[i], i + 1 == nr);
+	ret = send_all(ctx, paths, nr);
 	ret2 = stream_writer_finish(&ctx->w);
 	if (!ret && ret2)
 		ret = encio_error_set(e, ret2, "write stream to", out_name,

@@ -26,6 +26,17 @@ struct send_options {
 	enum encio_io_mode io_mode; /* for encoded reads; AUTO by default */
 	unsigned int depth;	    /* reads in flight per file; 0 default */
 	bool snapshot; /* send from a temporary read-only snapshot */
+	/*
+	 * -p: send the difference from this read-only snapshot; -c: clone
+	 * sources, data shared with them sent as CLONE. With clone sources
+	 * but no parent, the parent is chosen among them as btrfs send does.
+	 */
+	const char *parent;
+	const char *const *clones;
+	size_t nr_clones;
+	uint32_t proto;	 /* stream version: 1, 2; 0 is 2 */
+	bool no_data;	 /* the kernel's stream without file data */
+	bool one_stream; /* -e: one header, END after the last PATH only */
 	/* set (by a signal handler): stop, -EINTR, snapshot deleted */
 	const volatile sig_atomic_t *stop;
 	/* a file the stream replaces when done: left out of it too */
@@ -87,10 +98,14 @@ void send_output_abort(struct send_output *out);
 
 /*
  * Write the stream of the @nr trees @paths, one subvolume each, to @out_fd
- * (@out_name for messages): one header, a SUBVOL and its tree per path, one
- * END, as btrfs send writes several subvolumes. The root of a writable
- * subvolume is refused (-EINVAL) but with opts->snapshot, which sends from
- * a read-only snapshot of it, deleted before returning whatever happened.
+ * (@out_name for messages): a stream (header to END) per path, or with
+ * opts->one_stream one header and one END, as btrfs send writes several
+ * subvolumes. The root of a writable subvolume is refused (-EINVAL) but
+ * with opts->snapshot, which sends from a read-only snapshot of it, deleted
+ * before returning whatever happened. A full send of version 2 walks the
+ * tree; with a parent, clone sources, --no-data or version 1 the kernel
+ * computes the stream (BTRFS_IOC_SEND without file data) and the data is
+ * filled in from the subvolume.
  * Returns 0 or -errno with @e filled (-EINTR: *opts->stop was set); @stats
  * is filled either way.
  */

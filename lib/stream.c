@@ -275,7 +275,8 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 		return reader_error(r, e, EBADMSG,
 				    "parse (unknown command type)",
 				    cmd->offset);
-	ret = parse_tlvs(r, cmd, p + BTRFS_SEND_CMD_HEADER_LEN, e);
+	cmd->body = p + BTRFS_SEND_CMD_HEADER_LEN;
+	ret = parse_tlvs(r, cmd, cmd->body, e);
 	if (ret)
 		return ret;
 	r->buf_pos += BTRFS_SEND_CMD_HEADER_LEN + cmd->len;
@@ -734,8 +735,6 @@ static int writer_flush(struct stream_writer *w, size_t upto)
 
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version)
 {
-	uint32_t v = htole32(version);
-
 	memset(w, 0, sizeof(*w));
 	w->fd = fd;
 	w->version = version;
@@ -743,11 +742,23 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version)
 	w->buf = malloc(w->cap);
 	if (!w->buf)
 		return -ENOMEM;
-	memcpy(w->buf, BTRFS_SEND_STREAM_MAGIC, BTRFS_SEND_STREAM_MAGIC_LEN);
-	memcpy(w->buf + BTRFS_SEND_STREAM_MAGIC_LEN, &v, sizeof(v));
-	w->len = BTRFS_SEND_STREAM_HEADER_LEN;
-	w->cmd_start = w->len;
+	stream_put_header(w);
 	return 0;
+}
+
+void stream_put_header(struct stream_writer *w)
+{
+	uint32_t v = htole32(w->version);
+
+	if (!w->err && w->cap - w->len < BTRFS_SEND_STREAM_HEADER_LEN)
+		w->err = writer_flush(w, w->len);
+	if (w->err)
+		return;
+	memcpy(w->buf + w->len, BTRFS_SEND_STREAM_MAGIC,
+	       BTRFS_SEND_STREAM_MAGIC_LEN);
+	memcpy(w->buf + w->len + BTRFS_SEND_STREAM_MAGIC_LEN, &v, sizeof(v));
+	w->len += BTRFS_SEND_STREAM_HEADER_LEN;
+	w->cmd_start = w->len;
 }
 
 int stream_writer_finish(struct stream_writer *w)
@@ -887,6 +898,17 @@ int stream_end_cmd(struct stream_writer *w)
 	memcpy(p + 6, &crc, sizeof(crc));
 	w->cmd_start = w->len;
 	return 0;
+}
+
+int stream_put_cmd(struct stream_writer *w, const struct stream_cmd *cmd)
+{
+	unsigned char *p;
+
+	stream_begin_cmd(w, cmd->type);
+	p = writer_room(w, cmd->len);
+	if (p)
+		memcpy(p, cmd->body, cmd->len);
+	return stream_end_cmd(w);
 }
 
 void stream_fd_tune(int fd)

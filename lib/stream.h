@@ -28,8 +28,9 @@ struct stream_attr {
 
 struct stream_cmd {
 	uint16_t type;
-	uint32_t len;	 /* body bytes */
-	uint64_t offset; /* of the command header in the stream */
+	uint32_t len;		   /* body bytes */
+	uint64_t offset;	   /* of the command header in the stream */
+	const unsigned char *body; /* its @len bytes of attributes */
 	struct stream_attr attr[BTRFS_SEND_A_MAX + 1];
 };
 
@@ -157,6 +158,13 @@ void stream_put_bytes(struct stream_writer *w, uint16_t attr, const void *data,
 /* The DATA attribute; from version 2 it must come last in its command. */
 void stream_put_data(struct stream_writer *w, const void *data, size_t len);
 int stream_end_cmd(struct stream_writer *w);
+/*
+ * A command read by stream_read_cmd() from a stream of the writer's
+ * version, its attributes copied as they are, its crc32c made anew.
+ */
+int stream_put_cmd(struct stream_writer *w, const struct stream_cmd *cmd);
+/* A stream header, to start another stream after an END. */
+void stream_put_header(struct stream_writer *w);
 
 /*
  * A pipe carrying a stream gets a larger buffer (1 MiB, the default

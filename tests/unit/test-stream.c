@@ -500,6 +500,57 @@ static void test_many_concatenated_headers(void **state)
 	close(fd);
 }
 
+/*
+ * Every command read and put again (stream_put_cmd) gives the stream
+ * byte for byte, crc32c included; two of them, the second after
+ * stream_put_header(), their concatenation.
+ */
+static void test_reframe_identical(void **state)
+{
+	size_t offs[8], len, copy_len;
+	unsigned char *orig, *copy;
+	struct stream_writer w;
+	struct stream_reader r;
+	struct stream_cmd cmd;
+	struct encio_error e;
+	uint32_t version;
+	int fd, out, pass, ret;
+
+	(void)state;
+	for (version = 1; version <= 2; version++) {
+		fd = make_stream(version, offs, &len);
+		out = memfd_create("copy", 0);
+		assert_true(out >= 0);
+		assert_int_equal(stream_writer_init(&w, out, version), 0);
+		for (pass = 0; pass < 2; pass++) {
+			if (pass)
+				stream_put_header(&w);
+			lseek(fd, 0, SEEK_SET);
+			assert_int_equal(stream_reader_init(&r, fd, "test", &e),
+					 0);
+			while ((ret = stream_read_cmd(&r, &cmd, &e)) > 0)
+				assert_int_equal(stream_put_cmd(&w, &cmd), 0);
+			assert_int_equal(ret, 0);
+			stream_reader_release(&r);
+		}
+		assert_int_equal(stream_writer_finish(&w), 0);
+		copy_len = w.written;
+		stream_writer_release(&w);
+		assert_int_equal(copy_len, 2 * len);
+		orig = malloc(len);
+		copy = malloc(copy_len);
+		assert_int_equal(pread(fd, orig, len, 0), (ssize_t)len);
+		assert_int_equal(pread(out, copy, copy_len, 0),
+				 (ssize_t)copy_len);
+		assert_memory_equal(copy, orig, len);
+		assert_memory_equal(copy + len, orig, len);
+		free(orig);
+		free(copy);
+		close(out);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -518,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_bad_magic_and_version),
 		cmocka_unit_test(test_concatenated_streams),
 		cmocka_unit_test(test_many_concatenated_headers),
+		cmocka_unit_test(test_reframe_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

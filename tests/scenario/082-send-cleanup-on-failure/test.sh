@@ -4,7 +4,8 @@
 # the reader goes away (EPIPE, exit 1), the exit status being the signal's;
 # a stream of -f FILE gets FILE's name only when whole, so a send stopped or
 # failing midway leaves neither FILE (an older FILE stays as it was) nor a
-# temporary. A FILE that is not a regular file is written itself.
+# temporary. A FILE that is not a regular file is written itself. An
+# incremental send (the kernel's stream relayed) stops alike.
 source "$(dirname "$0")/../../common.sh"
 require_root
 [ "$(cat /proc/sys/fs/leases-enable 2>/dev/null)" = 1 ] || _not_run "needs file leases"
@@ -107,6 +108,39 @@ cat "$TEST_TMP/err"
 [ "$rc" = 1 ] || _fail "send --snapshot | head: exit $rc, not 1"
 grep -q "Broken pipe" "$TEST_TMP/err" || _fail "no EPIPE reported"
 no_snapshot_left "EPIPE"
+
+_log "-p stopped by SIGTERM while it waits on a reader that reads nothing, and into a reader that goes away"
+random_bytes 24000000 new >"$V/d-new"
+run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap2"
+rm -f "$TEST_TMP/pipe"
+mkfifo "$TEST_TMP/pipe"
+sleep 60 <"$TEST_TMP/pipe" &
+sleeper=$!
+"$ENCIO" send -p "$SRC/snap" "$SRC/snap2" >"$TEST_TMP/pipe" 2>"$TEST_TMP/err" &
+pid=$!
+n=0
+until grep -q pipe_w "/proc/$pid/wchan" 2>/dev/null || [ $n -ge 500 ]; do
+	n=$((n + 1))
+	sleep 0.01
+done
+kill -TERM $pid
+n=0
+while kill -0 $pid 2>/dev/null && [ $n -lt 100 ]; do
+	n=$((n + 1))
+	sleep 0.05
+done
+kill -0 $pid 2>/dev/null && { kill -KILL $pid $sleeper; _fail "send -p blocked on a full pipe ignored SIGTERM"; }
+rc=0
+wait $pid || rc=$?
+kill $sleeper 2>/dev/null
+wait $sleeper 2>/dev/null
+cat "$TEST_TMP/err"
+[ $rc = 143 ] || _fail "send -p blocked on a full pipe, stopped by SIGTERM: exit $rc, not 143"
+"$ENCIO" send -p "$SRC/snap" "$SRC/snap2" 2>"$TEST_TMP/err" | head -c 1000 >/dev/null
+rc=${PIPESTATUS[0]}
+cat "$TEST_TMP/err"
+[ "$rc" = 1 ] || _fail "send -p | head: exit $rc, not 1"
+grep -q "Broken pipe" "$TEST_TMP/err" || _fail "send -p: no EPIPE reported"
 
 _log "-f FILE stopped by SIGTERM midway"
 # A write lease on the last file makes send's open of it wait: encio is

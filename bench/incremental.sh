@@ -1,0 +1,157 @@
+#!/bin/bash
+# Benchmark incremental send streams on the corpora of bench/corpus.sh
+# (loopback images in /dev/shm, compress-force=zstd):
+#   many: churn touching about 5% of the files (modified in place, appended,
+#         renamed, removed, new ones) and one directory tree moved;
+#   big:  1% of the tar rewritten in place, in 64 KiB pieces;
+# then a second read-only snapshot of each. Timed, for each corpus:
+#   encio send -p | encio receive   against  btrfs send --compressed-data -p | btrfs receive
+#   encio send -p >/dev/null        against  btrfs send --compressed-data -p >/dev/null
+# and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
+# part of encio send -p (its difference without data), a bound for it;
+# with the parent received once beforehand (by btrfs receive; both
+# receivers find it by UUID), each run receiving into a new directory, the
+# received snapshot deleted and cleaned up after it, caches dropped, sync
+# included, every result checked with diff -r. The methods take turns for
+# ROUNDS rounds; the table gives median times and ratios (btrfs-progs /
+# encio), then the stream sizes.
+#
+# usage: bench/incremental.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of
+#                                                 free memory; ROUNDS 3)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+ENCIO=${1:-$top/build/encio}
+ROUNDS=${2:-3}
+
+SIZES=()
+source "$top/bench/corpus.sh"
+
+# A fixed pseudo-random order, so runs churn the same files.
+seeded() { openssl enc -aes-128-ctr -pass "pass:$1" -nosalt -pbkdf2 </dev/zero 2>/dev/null; }
+
+churn_many()
+{
+	local dir=$SRC/many list=$work/many.files n i=0 f
+	(cd "$dir" && find usr -type f ! -path 'usr/share/doc/*' -size +0) |
+		shuf --random-source=<(seeded churn) >"$list"
+	n=$(($(wc -l <"$list") / 100)) # 1% each of five kinds
+	while read -r f; do
+		case $((i / n)) in
+		0) dd if=/dev/urandom of="$dir/$f" bs=4096 count=1 conv=notrunc status=none ;;
+		1) yes "appended line $i of the incremental benchmark" | head -c 20000 >>"$dir/$f" ;;
+		2) mv "$dir/$f" "$dir/$f.renamed" ;;
+		3) rm "$dir/$f" ;;
+		4) yes "new file $i of the incremental benchmark" | head -c $((i % 50000 + 100)) >"$dir/$f.new" ;;
+		*) break ;;
+		esac
+		i=$((i + 1))
+	done <"$list"
+	mv "$dir/usr/share/doc" "$dir/usr/doc-moved"
+	echo "  many: $((5 * n)) files churned of $(wc -l <"$list"), usr/share/doc moved"
+}
+
+churn_big()
+{
+	local tar=$SRC/big/corpus.tar blocks pieces i
+	blocks=$(($(stat -c %s "$tar") / 65536))
+	pieces=$((blocks / 100))
+	# each piece gets another part of the tar: still compressible
+	for ((i = 0; i < pieces; i++)); do
+		dd if="$tar" of="$tar" bs=64K count=1 skip=$(((i * 7919 + 13) % blocks)) \
+			seek=$(((i * 104729) % blocks)) conv=notrunc status=none
+	done
+	echo "  big: $pieces of $blocks 64 KiB blocks of the tar rewritten"
+}
+
+echo "== churn, second snapshots"
+churn_many
+churn_big
+sync
+for c in many big; do
+	btrfs -q subvolume snapshot -r "$SRC/$c" "$SRC/$c-snap2" >/dev/null
+done
+
+echo "== the parents on the destination, and the stream sizes"
+mkdir "$DST/base"
+for c in many big; do
+	btrfs -q send --compressed-data "$SRC/$c-snap" 2>/dev/null | btrfs -q receive "$DST/base" || exit 1
+	e=$("$ENCIO" -q send -p "$SRC/$c-snap" "$SRC/$c-snap2" | wc -c)
+	b=$(btrfs -q send --compressed-data -p "$SRC/$c-snap" "$SRC/$c-snap2" 2>/dev/null | wc -c)
+	f=$(btrfs -q send --compressed-data "$SRC/$c-snap2" 2>/dev/null | wc -c)
+	SIZES+=("| $c | $e | $b | $(awk -v e="$e" -v b="$b" 'BEGIN { printf "%.3f", e / b }') | $f |")
+done
+
+run_one()
+{
+	local corpus=$1 method=$2 parent=$SRC/$1-snap snap=$SRC/$1-snap2 to=$DST/run
+	mkdir "$to"
+	run_start
+	case $method in
+	encio-pipe)
+		"$ENCIO" -q send -p "$parent" "$snap" | "$ENCIO" -q receive "$to" ||
+			echo "encio send -p | encio receive failed" >&2
+		;;
+	btrfs-pipe)
+		btrfs -q send --compressed-data -p "$parent" "$snap" 2>/dev/null | btrfs -q receive "$to" ||
+			echo "btrfs send -p | btrfs receive failed" >&2
+		;;
+	encio-null)
+		"$ENCIO" -q send -p "$parent" "$snap" >/dev/null || echo "encio send -p failed" >&2
+		;;
+	btrfs-null)
+		btrfs -q send --compressed-data -p "$parent" "$snap" >/dev/null 2>&1 ||
+			echo "btrfs send -p failed" >&2
+		;;
+	kernel-null)
+		btrfs -q send --proto 2 --no-data -p "$parent" "$snap" >/dev/null 2>&1 ||
+			echo "btrfs send --no-data -p failed" >&2
+		;;
+	esac
+	run_end "$corpus-$method"
+	if [ -e "$to/$corpus-snap2" ]; then
+		diff -r --no-dereference "$snap" "$to/$corpus-snap2" >/dev/null ||
+			echo "  WARNING: $method on $corpus: result differs from SRC" >&2
+		btrfs -q subvolume delete "$to/$corpus-snap2" >/dev/null
+		btrfs subvolume sync "$DST" >/dev/null
+	fi
+	rmdir "$to"
+	printf '  %-6s %-12s %7s s   cpu %7s s\n' "$corpus" "$method" "$RUN_T" "$RUN_C"
+}
+
+echo "== timing: $ROUNDS rounds, $(nproc) CPUs (caches dropped, sync included)"
+for c in many big; do
+	for ((r = 0; r < ROUNDS; r++)); do
+		for m in encio-pipe btrfs-pipe encio-null btrfs-null kernel-null; do
+			run_one "$c" "$m"
+		done
+	done
+done
+
+echo
+echo "Median of $ROUNDS rounds; cpu: busy CPU time of the whole machine during the run."
+echo
+echo "| corpus | encio send -p\\|receive | btrfs send -p\\|receive | ratio | encio send -p >null | btrfs send -p >null | ratio |"
+echo "|---|---|---|---|---|---|---|"
+for c in many big; do
+	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
+		-v e="$(med "${TIMES[$c-encio-null]}")" -v f="$(med "${TIMES[$c-btrfs-null]}")" \
+		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
+		-v ce="$(med "${CPUS[$c-encio-null]}")" -v cf="$(med "${CPUS[$c-btrfs-null]}")" \
+		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
+done
+echo
+for c in many big; do
+	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")"
+done
+echo
+echo "Ratio to encio within each round, round by round:"
+for c in many big; do
+	printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
+	printf '  %-5s null     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-btrfs-null]}")"
+done
+echo
+echo "Stream bytes (incremental; encio / btrfs send --compressed-data; a full send for scale):"
+echo
+echo "| corpus | encio send -p | btrfs send --compressed-data -p | ratio | btrfs full |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${SIZES[@]}"

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * encio send, inside: the context shared by the tree walk (send.c) and the
+ * kernel's difference filled with data (send_delta.c).
+ */
+#ifndef ENCIO_SEND_PRIV_H
+#define ENCIO_SEND_PRIV_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "engine.h"
+#include "extents.h"
+#include "prefetch.h"
+#include "send.h"
+#include "stream.h"
+
+/* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */
+#define SEND_WRITE_MAX (128 * 1024)
+/* A v1 WRITE's data is one attribute, below 64 KiB: btrfs send's 48 KiB. */
+#define SEND_WRITE_MAX_V1 (48 * 1024)
+#define SEND_LINK_BUCKETS 4096
+/* The sector size assumed for preallocated ranges at EOF. */
+#define SEND_BLOCK 4096ULL
+
+struct send_link {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+	struct send_link *next;
+};
+
+struct send_piece {
+	uint64_t start;
+	uint64_t end;
+	bool whole; /* one encoded read of a (compressed) extent */
+	struct engine_req *req;
+};
+
+struct send_ctx {
+	struct stream_writer w;
+	struct engine engine;
+	bool engine_ok;
+	struct encio_probe probe;
+	bool probed;
+	dev_t probe_dev;
+	long probe_fs_type; /* of probe_dev */
+	bool probe_clean;   /* probe_dev is read-only: no flush to map */
+	const char *out_name;
+	struct stat out_st; /* the stream file, if it is in a tree sent */
+	dev_t root_dev;
+	struct send_options opts;
+	struct send_stats *stats;
+	struct encio_error *e;
+	struct send_link *links[SEND_LINK_BUCKETS];
+	char src[PATH_MAX]; /* full source path of the entry at hand */
+	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
+	size_t write_max;   /* data bytes of one WRITE */
+	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
+	uint64_t file_base; /* bytes_done when the file at hand started */
+	struct send_piece *pieces;
+	size_t nr_pieces;
+	size_t cap_pieces;
+	struct meta_prefetch prefetch; /* of the subvolume being walked */
+	uint64_t walked;	       /* entries the walk reached, atomic */
+};
+
+/* -errno, with ctx->e naming ctx->src, @op and the offset if @has_off. */
+int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
+	      bool has_off);
+/* -EINTR if a signal asked to stop, else 0. */
+int send_stopped(struct send_ctx *ctx);
+/* Finish the command being built; -errno naming the stream on error. */
+int send_end_cmd(struct send_ctx *ctx);
+/* Probe encoded reads on @fd's file system once per device. */
+int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st);
+/* WRITE commands of ctx->write_max bytes at most. */
+int send_write(struct send_ctx *ctx, const char *path, const char *data,
+	       size_t len, uint64_t offset);
+/*
+ * The data ranges of @map (holes and prealloc skipped) as WRITE and
+ * ENCODED_WRITE, by deep-queue encoded reads, or by pread (plain).
+ */
+int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
+		      const struct extent_map *map);
+int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
+		    const struct extent_map *map);
+int send_btrfsutil_errno(int err);
+/*
+ * The pieces of reads: send_map_pieces() appends the data ranges of @map
+ * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd
+ * (one engine request each: no more than the engine's depth in all);
+ * send_reap_all() reaps every request in flight; send_emit_pieces() writes
+ * them in order and releases them (@ret: an error before, which only
+ * releases them).
+ */
+int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map);
+void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last);
+int send_reap_all(struct send_ctx *ctx);
+int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		     size_t first, size_t last, bool *eof, int ret);
+
+/*
+ * The read-only subvolume @root as the kernel's BTRFS_IOC_SEND computes it,
+ * file data filled in from @root (with opts.no_data, left out as the
+ * kernel does), END last if @end. @name: the subvolume's name in the
+ * stream, NULL for the kernel's; @parent: the parent snapshot's path and
+ * @parent_id its subvolume id, NULL and 0 for a full send; @clone_ids: the
+ * clone sources' ids.
+ */
+int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
+		     const char *parent, uint64_t parent_id,
+		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end);
+
+#endif
