@@ -866,7 +866,7 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	job->size = st->st_size;
 	job->src_st = *st;
 	job->check_src = !fs_files_sizeless(job->ctx->read_fs_type);
-	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type, 0,
+	ret = extent_map_build_stat(job->src_fd, st, job->ctx->read_fs_type,
 				    &job->map);
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",

@@ -492,7 +492,7 @@ static int flush_delalloc(int fd)
 	return -errno;
 }
 
-static int map_build(int fd, const struct stat *st, bool btrfs, bool clean,
+static int map_build(int fd, const struct stat *st, bool btrfs,
 		     struct extent_map *map)
 {
 	/* Only btrfs compresses: elsewhere, plain data is uncompressed. */
@@ -500,7 +500,7 @@ static int map_build(int fd, const struct stat *st, bool btrfs, bool clean,
 	int ret;
 
 	if (btrfs) {
-		ret = clean ? 0 : flush_delalloc(fd);
+		ret = flush_delalloc(fd);
 		if (ret)
 			return ret;
 		map_reset(map, EXTENT_SOURCE_TREE_SEARCH);
@@ -529,7 +529,7 @@ static int map_build(int fd, const struct stat *st, bool btrfs, bool clean,
 }
 
 int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
-			  unsigned int flags, struct extent_map *map)
+			  struct extent_map *map)
 {
 	int ret;
 
@@ -537,8 +537,7 @@ int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
 	if (!S_ISREG(st->st_mode))
 		return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 	map->size = st->st_size;
-	ret = map_build(fd, st, fs_type == BTRFS_SUPER_MAGIC,
-			flags & EXTENT_MAP_CLEAN, map);
+	ret = map_build(fd, st, fs_type == BTRFS_SUPER_MAGIC, map);
 	if (ret)
 		extent_map_release(map);
 	return ret;
@@ -554,7 +553,7 @@ int extent_map_build(int fd, struct extent_map *map)
 		return -errno;
 	if (fstatfs(fd, &sfs) < 0)
 		return -errno;
-	return extent_map_build_stat(fd, &st, sfs.f_type, 0, map);
+	return extent_map_build_stat(fd, &st, sfs.f_type, map);
 }
 
 /*

@@ -60,14 +60,12 @@ int extent_map_build(int fd, struct extent_map *map);
 /*
  * The same for a caller that has already stat'ed the file and its
  * filesystem (@fs_type: statfs f_type), which saves two syscalls a file.
- * On btrfs the file's data awaiting writeback is written back first, unless
- * EXTENT_MAP_CLEAN says it can have none: extent_fs_kind()'s @frozen does
- * not say so (a file opened for writing before its subvolume was made
- * read-only can still be written).
+ * On btrfs the file's data awaiting writeback is always written back first:
+ * no kind of filesystem or subvolume rules it out (a file opened for writing
+ * before its subvolume was made read-only can still be written).
  */
-#define EXTENT_MAP_CLEAN (1U << 0)
 int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
-			  unsigned int flags, struct extent_map *map);
+			  struct extent_map *map);
 
 /*
  * The file system type of @fd (statfs f_type), and whether the tree it is

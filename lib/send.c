@@ -25,6 +25,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -530,6 +531,7 @@ static int send_prealloc(struct send_ctx *ctx, const char *path,
 
 int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 {
+	struct statfs sfs;
 	int ret;
 
 	if (ctx->probed && ctx->probe_dev == st->st_dev)
@@ -539,9 +541,9 @@ int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 	if (ret)
 		return send_fail(ctx, ret, "read with the forced --io mode", 0,
 				 false);
-	ret = extent_fs_kind(fd, &ctx->probe_fs_type, &ctx->probe_clean);
-	if (ret)
-		return send_fail(ctx, ret, "statfs", 0, false);
+	if (fstatfs(fd, &sfs))
+		return send_fail(ctx, errno, "statfs", 0, false);
+	ctx->probe_fs_type = sfs.f_type;
 	ctx->probed = true;
 	ctx->probe_dev = st->st_dev;
 	ctx->stats->read_mode = ctx->probe.read_mode;
@@ -565,9 +567,7 @@ static int file_open_map(struct send_ctx *ctx, int dirfd, const char *name,
 		return send_fail(ctx, fd, "open", 0, false);
 	ret = send_probe_file(ctx, fd, st);
 	if (!ret) {
-		ret = extent_map_build_stat(
-			fd, st, ctx->probe_fs_type,
-			ctx->probe_clean ? EXTENT_MAP_CLEAN : 0, map);
+		ret = extent_map_build_stat(fd, st, ctx->probe_fs_type, map);
 		if (ret)
 			ret = send_fail(ctx, ret, "map extents of", 0, false);
 	}

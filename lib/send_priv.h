@@ -47,7 +47,6 @@ struct send_ctx {
 	bool probed;
 	dev_t probe_dev;
 	long probe_fs_type; /* of probe_dev */
-	bool probe_clean;   /* probe_dev is read-only: no flush to map */
 	const char *out_name;
 	struct stat out_st; /* the stream file, if it is in a tree sent */
 	dev_t root_dev;

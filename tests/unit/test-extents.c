@@ -595,9 +595,7 @@ static void test_map_build_stat(void **state)
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(fstatfs(fd, &sfs), 0);
 	assert_int_equal(extent_map_build(fd, &a), 0);
-	assert_int_equal(extent_map_build_stat(fd, &st, sfs.f_type,
-					       EXTENT_MAP_CLEAN, &b),
-			 0);
+	assert_int_equal(extent_map_build_stat(fd, &st, sfs.f_type, &b), 0);
 	assert_int_equal(a.nr, b.nr);
 	assert_int_equal(a.size, b.size);
 	assert_int_equal(a.source, b.source);
@@ -614,7 +612,7 @@ static void test_map_build_stat(void **state)
 	fd = open("/", O_RDONLY | O_DIRECTORY);
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &st), 0);
-	assert_int_equal(extent_map_build_stat(fd, &st, 0, 0, &a), -EISDIR);
+	assert_int_equal(extent_map_build_stat(fd, &st, 0, &a), -EISDIR);
 	close(fd);
 }
 
