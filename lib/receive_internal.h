@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal to receive (receive_run(), lib/receive*.c): the context the
+ * stream's commands are applied with, and the functions the files call
+ * across. Not an API: lib/receive.h is. Each file calls only those above it:
+ *
+ *   receive_path.c     paths confined beneath the subvolume, the
+ *                      directories and the file held open, the node
+ *                      not created yet
+ *   receive_lookup.c   parents and clone sources found by UUID
+ *   receive_subvol.c   subvolumes begun and finished (SUBVOL, SNAPSHOT, END)
+ *   receive_apply.c    the other commands, applied
+ *   receive_summary.c  a failure in the words btrfs receive uses
+ *   receive_run.c      the context, the run over the stream, -C, -E, -e
+ */
+#ifndef ENCIO_RECEIVE_INTERNAL_H
+#define ENCIO_RECEIVE_INTERNAL_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "codec.h"
+#include "receive.h"
+#include "stream.h"
+
+/* A callback's cause: two paths cut to 256 bytes and their words. */
+#define RECEIVE_WHY_LEN 768
+#define RECEIVE_WHAT_LEN (STREAM_WHAT_LEN + RECEIVE_WHY_LEN)
+
+#define DIR_CACHE_SLOTS 8
+
+enum mk_kind { MK_FILE, MK_DIR, MK_NOD, MK_FIFO, MK_SOCK, MK_SYMLINK };
+
+/* A summary: two paths cut to 256 bytes, a UUID and the words. */
+#define RECEIVE_SUMMARY_LEN 768
+
+/*
+ * A node the stream made, not created yet. btrfs send makes every new inode
+ * under an orphan name (oINO-GEN-0) and renames it into place in the next
+ * command: created at its final name directly, it costs one create instead
+ * of a create and a rename. Any other command creates it first where the
+ * stream said.
+ */
+struct pending_node {
+	bool active;
+	enum mk_kind kind;
+	mode_t type;
+	dev_t rdev;
+	char path[PATH_MAX];
+	char target[PATH_MAX];
+};
+
+struct receive_ctx {
+	struct receive_options opts;
+	struct engine engine;
+	bool engine_ready;
+	struct codec *codec;
+	void *decode_buf;
+	struct encio_probe probe;
+	bool probed;
+	dev_t probed_dev;
+	enum encio_io_mode write_mode;
+
+	int dest_fd;
+	int mnt_fd; /* where parents and clone sources are opened from */
+	char mnt_path[PATH_MAX]; /* its path from the top-level subvolume */
+	int subvol_fd; /* the subvolume being received, -1 between two */
+	char subvol_name[NAME_MAX + 1];
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t ctransid;
+
+	/* Streams send many writes to one file in a row. */
+	int write_fd;
+	char write_path[PATH_MAX];
+
+	/*
+	 * The parent directories last resolved, by their path in the stream:
+	 * the commands for one entry come in a row, and each resolution is
+	 * an openat2() and a close() otherwise. Forgotten when a rename or a
+	 * removal could change what a path names, and with the subvolume.
+	 */
+	struct dir_slot {
+		int fd;
+		uint64_t used;
+		bool setgid_known; /* setgid: its mode had S_ISGID when opened */
+		bool setgid;
+		char path[PATH_MAX];
+	} dirs[DIR_CACHE_SLOTS];
+	uint64_t dir_clock;
+	struct dir_slot *last_dir; /* the last path_open_parent() gave */
+
+	struct pending_node pending;
+
+	/* The paths of the command being applied, resolved. */
+	char path_buf[2][PATH_MAX];
+
+	/*
+	 * The node created last, while its owner is still ours: streams chown
+	 * every new node, and to root when root receives. Such a chown
+	 * changes nothing but costs a transaction.
+	 */
+	bool fresh_valid;
+	uid_t euid; /* the owner of what we create, read once */
+	gid_t egid;
+	char fresh_path[PATH_MAX];
+
+	struct receive_stats stats;
+	struct receive_events events;
+	const struct stream_reader *reader;
+
+	/*
+	 * The command being applied, for the summary of its failure: its
+	 * paths are copied, the stream's buffers are gone by then. @cmd_end
+	 * is the reader's offset when it began, to tell a failed command
+	 * from a stream that failed to read after it.
+	 */
+	int cmd;
+	uint64_t cmd_end;
+	char cmd_path[PATH_MAX];
+	char cmd_path2[PATH_MAX];
+	/* A parent or clone source that was not found, for the summary. */
+	bool lookup_failed;
+	bool lookup_unreachable;
+	uint8_t lookup_uuid[BTRFS_UUID_SIZE];
+	bool ended; /* an END stops the receive: -e, or errors before it */
+	uint64_t subvol_errors; /* failed commands passed by in this one */
+	/*
+	 * Under -C the working directory is /proc/self/fd, opened before
+	 * the chroot hid it: descriptors are named relative to it.
+	 */
+	bool chrooted;
+	char summary[RECEIVE_SUMMARY_LEN];
+	receive_progress_fn progress;
+	void *progress_arg;
+
+	/* The last clone source found by UUID: clones come in runs. */
+	int clone_src_fd;
+	uint8_t clone_src_uuid[BTRFS_UUID_SIZE];
+	uint64_t clone_src_transid;
+
+	const char *why; /* the cause of a callback's failure */
+	char why_buf[RECEIVE_WHY_LEN];
+	bool finishing; /* the failure came from finishing a subvolume */
+	char what[RECEIVE_WHAT_LEN]; /* the error's operation, outlives run */
+};
+
+/* What every file of receive does: a callback's cause, the command begun. */
+static inline int fail(struct receive_ctx *ctx, int err, const char *why)
+{
+	ctx->why = why;
+	return err < 0 ? err : -err;
+}
+
+static inline void begin_cmd(struct receive_ctx *ctx, int cmd, const char *path,
+			     const char *path2)
+{
+	ctx->stats.commands++;
+	ctx->cmd = cmd;
+	ctx->cmd_end = ctx->reader->offset;
+	ctx->lookup_failed = false;
+	snprintf(ctx->cmd_path, sizeof(ctx->cmd_path), "%s", path);
+	if (path2)
+		snprintf(ctx->cmd_path2, sizeof(ctx->cmd_path2), "%s", path2);
+	else
+		ctx->cmd_path2[0] = '\0';
+}
+
+static inline int btrfsutil_errno(enum btrfs_util_error err)
+{
+	if (err == BTRFS_UTIL_OK)
+		return 0;
+	return errno ? -errno : -EIO;
+}
+
+static inline void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* receive_path.c */
+bool path_within(const char *path, const char *top);
+int path_openat2_how(int dirfd, const char *path, int flags, uint64_t resolve);
+int path_openat2_beneath(int dirfd, const char *path, int flags);
+int path_resolve(struct receive_ctx *ctx, const char **path, char *buf);
+int path_open_parent(struct receive_ctx *ctx, const char *path, char *last);
+void path_of_fd(const struct receive_ctx *ctx, char *out, size_t len, int fd,
+		const char *last);
+int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
+			      const char *path, int flags);
+void dir_cache_clear(struct receive_ctx *ctx);
+void dir_cache_forget(struct receive_ctx *ctx, const char *path);
+void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path);
+int write_fd_close(struct receive_ctx *ctx);
+int write_fd_get(struct receive_ctx *ctx, const char *path);
+bool write_fd_holds(const struct receive_ctx *ctx, const char *path);
+int path_create_node(struct receive_ctx *ctx, const char *path,
+		     enum mk_kind kind, mode_t type, dev_t rdev,
+		     const char *target);
+int pending_flush(struct receive_ctx *ctx);
+int pending_create_at(struct receive_ctx *ctx, const char *to);
+
+/* receive_lookup.c */
+int lookup_open_mount_root(struct receive_ctx *ctx);
+void lookup_uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE]);
+int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
+			       const uint8_t *uuid, uint64_t transid);
+int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
+			uint64_t transid);
+
+/* receive_subvol.c: the commands that begin and end a subvolume */
+void subvol_close(struct receive_ctx *ctx);
+int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
+	       void *arg);
+int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
+		 const uint8_t *parent_uuid, uint64_t parent_ctransid,
+		 void *arg);
+int rcv_end(void *arg);
+
+/* receive_apply.c */
+extern const struct stream_ops apply_ops;
+
+/* receive_summary.c */
+void summary_describe_error(struct receive_ctx *ctx, struct encio_error *e);
+void summary_build(struct receive_ctx *ctx, const struct stream_reader *r,
+		   const struct encio_error *e);
+
+#endif

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Parents and clone sources: found by UUID across the whole filesystem, as
+ * btrfs receive finds them, and opened from the root of the mount holding
+ * the destination (or -m's directory), which must reach them.
+ */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "receive_internal.h"
+
+/*
+ * Climb from the destination to the root of its mount: '..' that would
+ * cross into another mount fails with EXDEV under RESOLVE_NO_XDEV, and
+ * '..' of the process's root is that directory again.
+ */
+static int climb_to_mount_root(int dir)
+{
+	struct stat st, up_st;
+	int fd, up;
+
+	fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		up = path_openat2_how(fd, "..", O_RDONLY | O_DIRECTORY,
+				      RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS);
+		if (up == -EXDEV)
+			return fd;
+		if (up < 0)
+			break;
+		if (fstat(fd, &st) || fstat(up, &up_st)) {
+			up = -errno;
+			break;
+		}
+		if (st.st_dev == up_st.st_dev && st.st_ino == up_st.st_ino) {
+			close(up);
+			return fd;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return up;
+}
+
+static int same_filesystem(int a, int b)
+{
+	struct btrfs_ioctl_fs_info_args fa = { 0 }, fb = { 0 };
+
+	if (ioctl(a, BTRFS_IOC_FS_INFO, &fa) ||
+	    ioctl(b, BTRFS_IOC_FS_INFO, &fb))
+		return -errno;
+	return memcmp(fa.fsid, fb.fsid, BTRFS_FSID_SIZE) == 0;
+}
+
+/*
+ * The path of directory @fd from the filesystem's top-level subvolume
+ * ("" for the top-level itself): its subvolume's path, then its path
+ * within that subvolume.
+ */
+static int dir_fs_path(int fd, char *out, size_t size)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { 0 };
+	enum btrfs_util_error err;
+	char *subvol = NULL;
+	uint64_t id;
+	struct stat st;
+	size_t len;
+	int n;
+
+	if (fstat(fd, &st))
+		return -errno;
+	err = btrfs_util_subvolume_id_fd(fd, &id);
+	if (!err)
+		err = btrfs_util_subvolume_path_fd(fd, id, &subvol);
+	if (err)
+		return btrfsutil_errno(err);
+	args.objectid = st.st_ino;
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args)) {
+		free(subvol);
+		return -errno;
+	}
+	/* The kernel ends a directory's path with '/'. */
+	len = strnlen(args.name, sizeof(args.name));
+	if (len && args.name[len - 1] == '/')
+		len--;
+	n = snprintf(out, size, "%s%s%.*s", subvol, *subvol && len ? "/" : "",
+		     (int)len, args.name);
+	free(subvol);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int lookup_open_mount_root(struct receive_ctx *ctx)
+{
+	int fd, ret;
+
+	if (ctx->mnt_fd >= 0)
+		return 0;
+	if (ctx->opts.root_mount) {
+		fd = open(ctx->opts.root_mount,
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return fail(ctx, errno, "open the -m directory");
+		ret = same_filesystem(fd, ctx->dest_fd);
+		if (ret <= 0) {
+			close(fd);
+			return fail(
+				ctx, ret ?: -EXDEV,
+				"the -m directory is not on the destination's filesystem");
+		}
+	} else {
+		fd = climb_to_mount_root(ctx->dest_fd);
+		if (fd < 0)
+			return fail(ctx, fd,
+				    "find the root of the destination's mount");
+	}
+	ret = dir_fs_path(fd, ctx->mnt_path, sizeof(ctx->mnt_path));
+	if (ret) {
+		close(fd);
+		return fail(ctx, ret,
+			    "resolve the mount's path in the filesystem");
+	}
+	ctx->mnt_fd = fd;
+	return 0;
+}
+
+static bool uuid_is_zero(const uint8_t *uuid)
+{
+	static const uint8_t zero[BTRFS_UUID_SIZE];
+
+	return memcmp(uuid, zero, BTRFS_UUID_SIZE) == 0;
+}
+
+void lookup_uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE])
+{
+	snprintf(
+		out, BTRFS_UUID_UNPARSED_SIZE,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/*
+ * The subvolume ids the UUID tree lists for @uuid under @type (a received
+ * UUID may belong to several subvolumes): at most @max in @ids, their
+ * number returned, 0 when there is no such item.
+ */
+static int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
+			 uint64_t *ids, int max)
+{
+	struct btrfs_ioctl_search_args args = { 0 };
+	struct btrfs_ioctl_search_key *sk = &args.key;
+	struct btrfs_ioctl_search_header sh;
+	uint64_t objectid, offset, id;
+	uint32_t i, n = 0;
+
+	/* The key is the UUID's two halves, little-endian (uuid-tree.c). */
+	memcpy(&objectid, uuid, 8);
+	memcpy(&offset, uuid + 8, 8);
+	sk->tree_id = BTRFS_UUID_TREE_OBJECTID;
+	sk->min_objectid = sk->max_objectid = le64toh(objectid);
+	sk->min_offset = sk->max_offset = le64toh(offset);
+	sk->min_type = sk->max_type = type;
+	sk->max_transid = UINT64_MAX;
+	sk->nr_items = 1;
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &args))
+		return -errno;
+	if (sk->nr_items == 0)
+		return 0;
+	memcpy(&sh, args.buf, sizeof(sh));
+	if (sh.len > sizeof(args.buf) - sizeof(sh))
+		return -EUCLEAN;
+	for (i = 0; i + sizeof(id) <= sh.len && (int)n < max; i += sizeof(id)) {
+		memcpy(&id, args.buf + sizeof(sh) + i, sizeof(id));
+		ids[n++] = le64toh(id);
+	}
+	return (int)n;
+}
+
+/* Why no subvolume with a UUID could be used, the most telling first. */
+struct uuid_search {
+	const uint8_t *uuid;
+	uint64_t transid;
+	bool stale;	  /* one found, of another transid */
+	bool unreachable; /* one found, outside the mount */
+	uint64_t stale_transid;
+	char path[PATH_MAX]; /* of the one found */
+};
+
+/* @path relative to @top when it is @top or beneath it, else NULL. */
+static const char *path_beneath(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!n)
+		return *path ? path : ".";
+	if (strncmp(path, top, n) || (path[n] && path[n] != '/'))
+		return NULL;
+	return path[n] ? path + n + 1 : ".";
+}
+
+/*
+ * Open subvolume @id if it still has the UUID sought and the transid the
+ * stream names, and the mount reaches it. Returns the fd, -ENOENT for a
+ * subvolume that does not do (noted in @s), or another -errno.
+ */
+static int open_candidate(struct receive_ctx *ctx, uint64_t id, bool received,
+			  struct uuid_search *s)
+{
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	const char *rel;
+	char *path;
+	uint64_t found_id, transid;
+	struct stat st;
+	int fd = -ENOENT;
+
+	err = btrfs_util_subvolume_info_fd(ctx->mnt_fd, id, &info);
+	if (err == BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
+		return -ENOENT;
+	if (err)
+		return btrfsutil_errno(err);
+	if (memcmp(received ? info.received_uuid : info.uuid, s->uuid,
+		   BTRFS_UUID_SIZE))
+		return -ENOENT;
+	err = btrfs_util_subvolume_path_fd(ctx->mnt_fd, id, &path);
+	if (err == BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
+		return -ENOENT;
+	if (err)
+		return btrfsutil_errno(err);
+	/*
+	 * A received subvolume keeps the ctransid its source had when sent
+	 * as stransid; a subvolume found by its own UUID is the source.
+	 */
+	transid = received ? info.stransid : info.ctransid;
+	rel = path_beneath(path, ctx->mnt_path);
+	if (transid != s->transid || !rel) {
+		/* The first one found is the one named. */
+		if (!s->stale && !s->unreachable)
+			snprintf(s->path, sizeof(s->path), "%s", path);
+		if (transid != s->transid && !s->stale) {
+			s->stale = true;
+			s->stale_transid = transid;
+			snprintf(s->path, sizeof(s->path), "%s", path);
+		}
+		s->unreachable |= !rel;
+		goto out;
+	}
+	fd = path_openat2_beneath(ctx->mnt_fd, rel, O_RDONLY | O_DIRECTORY);
+	if (fd == -ENOENT)
+		fd = -ESTALE;
+	if (fd < 0)
+		goto out;
+	/* Renamed or replaced since the lookup: not the one found. */
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    btrfs_util_subvolume_id_fd(fd, &found_id) || found_id != id) {
+		close(fd);
+		fd = -ESTALE;
+	}
+out:
+	free(path);
+	return fd;
+}
+
+static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
+			      const struct uuid_search *s)
+{
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+
+	lookup_uuid_format(s->uuid, uuid);
+	ctx->lookup_failed = true;
+	ctx->lookup_unreachable = s->unreachable && !s->stale;
+	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
+	if (s->stale)
+		snprintf(
+			ctx->why_buf, sizeof(ctx->why_buf),
+			"%s subvolume %s at '%.256s' has transid %llu, the stream's is %llu",
+			role, uuid, s->path,
+			(unsigned long long)s->stale_transid,
+			(unsigned long long)s->transid);
+	else if (s->unreachable)
+		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+			 "%s subvolume %s at '%.256s' is outside %s '/%.256s'",
+			 role, uuid, s->path,
+			 ctx->opts.root_mount ? "the -m directory" :
+						"the mount, whose root is",
+			 ctx->mnt_path);
+	else
+		snprintf(
+			ctx->why_buf, sizeof(ctx->why_buf),
+			"%s subvolume %s: no subvolume with that UUID in the filesystem",
+			role, uuid);
+	ctx->why = ctx->why_buf;
+	return -ENOENT;
+}
+
+#define UUID_IDS_MAX 64
+
+/*
+ * The subvolume whose received UUID (else whose own UUID) is @uuid and
+ * whose transid is @transid, opened: the @role ("parent", "clone source")
+ * of a stream command.
+ */
+int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
+			       const uint8_t *uuid, uint64_t transid)
+{
+	static const uint8_t types[] = { BTRFS_UUID_KEY_RECEIVED_SUBVOL,
+					 BTRFS_UUID_KEY_SUBVOL };
+	struct uuid_search *s;
+	uint64_t ids[UUID_IDS_MAX];
+	int t, i, n, fd;
+
+	if (uuid_is_zero(uuid))
+		return fail(ctx, ENOENT, "no subvolume has a zero UUID");
+	fd = lookup_open_mount_root(ctx);
+	if (fd)
+		return fd;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->uuid = uuid;
+	s->transid = transid;
+	for (t = 0; t < (int)sizeof(types); t++) {
+		n = uuid_tree_ids(ctx->mnt_fd, uuid, types[t], ids,
+				  UUID_IDS_MAX);
+		if (n < 0) {
+			fd = fail(ctx, n, "search the UUID tree");
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			fd = open_candidate(
+				ctx, ids[i],
+				types[t] == BTRFS_UUID_KEY_RECEIVED_SUBVOL, s);
+			if (fd == -ESTALE)
+				fd = fail(
+					ctx, fd,
+					"the subvolume moved while it was looked up");
+			else if (fd < 0 && fd != -ENOENT)
+				fd = fail(ctx, fd,
+					  "open the subvolume found by UUID");
+			if (fd != -ENOENT)
+				goto out;
+		}
+	}
+	fd = uuid_search_failed(ctx, role, s);
+out:
+	free(s);
+	return fd;
+}
+
+/*
+ * The subvolume a clone reads from: the one being received (by UUID only,
+ * as btrfs receive), else found by UUID and transid and kept for the next.
+ */
+int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
+			uint64_t transid)
+{
+	int fd;
+
+	if (memcmp(uuid, ctx->uuid, BTRFS_UUID_SIZE) == 0)
+		return ctx->subvol_fd;
+	if (ctx->clone_src_fd >= 0 && transid == ctx->clone_src_transid &&
+	    memcmp(uuid, ctx->clone_src_uuid, BTRFS_UUID_SIZE) == 0)
+		return ctx->clone_src_fd;
+	fd = lookup_open_subvol_by_uuid(ctx, "clone source", uuid, transid);
+	if (fd < 0)
+		return fd;
+	close_fd(&ctx->clone_src_fd);
+	ctx->clone_src_fd = fd;
+	memcpy(ctx->clone_src_uuid, uuid, BTRFS_UUID_SIZE);
+	ctx->clone_src_transid = transid;
+	return fd;
+}
