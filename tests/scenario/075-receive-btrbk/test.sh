@@ -1,17 +1,16 @@
 #!/bin/bash
 # Debian's btrbk backs up through encio: its btrfs-progs-btrbk backend runs
-# btrfs-send and btrfs-receive as programs, and btrfs-receive is a link to
-# encio (run under that name, encio is encio receive). Five runs with
-# changes between them: every backup is exact, and every run after the
-# first is incremental (btrbk passes -p; the backup has a parent).
+# btrfs-send and btrfs-receive as programs, and both are links to encio
+# (run under those names, encio is encio send and encio receive). Five
+# runs with changes between them: every backup is exact, and every run
+# after the first is incremental (btrbk passes -p; the backup has a parent).
 #
-# The sending side is $BTRBK_SEND: "btrfs" (default) runs 'btrfs send
-# --compressed-data', so that encoded writes reach encio; "encio" makes
-# btrfs-send a link to encio too (needs encio send -p).
+# The sending side is $BTRBK_SEND: "encio" (default) or "btrfs", which runs
+# 'btrfs send --compressed-data' (btrfs-progs sending to encio receive).
 source "$(dirname "$0")/../../common.sh"
 require_root
 command -v btrbk >/dev/null || _not_run "needs btrbk (scripts/deps.sh installs it)"
-BTRBK_SEND=${BTRBK_SEND:-btrfs}
+BTRBK_SEND=${BTRBK_SEND:-encio}
 
 make_btrfs src 256M compress-force=zstd
 SRC=$MNT
@@ -138,7 +137,7 @@ done
 [ "$(ls "$SRC/snapshots" | wc -l)" = 5 ] || _fail "not 5 snapshots"
 # The destination is mounted without compression: zstd extents in the
 # backups were written encoded by the receiver.
-if [ "$BTRBK_SEND" = btrfs ] && command -v compsize >/dev/null; then
+if command -v compsize >/dev/null; then
 	compsize "$DST/backups/$first/text" | grep -q '^zstd' ||
 		_fail "the backup's extents were not written encoded"
 fi
