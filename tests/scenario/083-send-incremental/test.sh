@@ -129,17 +129,23 @@ rm "$V/reflink-src"
 compressible 100000 | dd of="$V/holes" bs=4096 seek=40 conv=notrunc status=none
 snap s4
 
-_log "full send of s1, incremental sends of s2..s4, to both receivers"
+_log "full send of s1, incremental sends of s2..s4, to both receivers, and btrfs send's to encio receive"
+mkdir -p "$DST/k"
 "$ENCIO" -q send "$SRC/ro/s1" | btrfs receive "$DST/b" >/dev/null || _fail "full send | btrfs receive"
 "$ENCIO" -q send "$SRC/ro/s1" | "$ENCIO" -q receive "$DST/e" || _fail "full send | encio receive"
+btrfs -q send --compressed-data "$SRC/ro/s1" | "$ENCIO" -q receive "$DST/k" ||
+	_fail "btrfs send | encio receive"
 prev=s1
 for s in s2 s3 s4; do
 	run_check "$ENCIO" -q send -p "$SRC/ro/$prev" -f "$TEST_TMP/$s.stream" "$SRC/ro/$s"
 	btrfs receive -f "$TEST_TMP/$s.stream" "$DST/b" >/dev/null || _fail "btrfs receive of $s"
 	"$ENCIO" -q send -p "$SRC/ro/$prev" "$SRC/ro/$s" | "$ENCIO" -q receive "$DST/e" ||
 		_fail "encio send -p | encio receive of $s"
+	btrfs -q send --compressed-data -p "$SRC/ro/$prev" "$SRC/ro/$s" | "$ENCIO" -q receive "$DST/k" ||
+		_fail "btrfs send -p | encio receive of $s"
 	compare_trees "$SRC/ro/$s" "$DST/b/$s"
 	compare_trees "$SRC/ro/$s" "$DST/e/$s"
+	compare_trees "$SRC/ro/$s" "$DST/k/$s"
 	prev=$s
 done
 
