@@ -82,7 +82,7 @@ static uint64_t encode_dev(dev_t dev)
 static int send_xattr(struct send_ctx *ctx, const char *path, const char *name)
 {
 	ssize_t vlen =
-		lgetxattr(ctx->src, name, ctx->xattr_buf, XATTR_SIZE_MAX);
+		lgetxattr(ctx->xattr_at, name, ctx->xattr_buf, XATTR_SIZE_MAX);
 
 	if (vlen < 0)
 		return errno == ENODATA ?
@@ -111,7 +111,7 @@ static int send_xattrs(struct send_ctx *ctx, const char *path,
 	*caps = false;
 	if (!meta_prefetch_has_xattrs(&ctx->prefetch, st))
 		return 0;
-	len = llistxattr(ctx->src, NULL, 0);
+	len = llistxattr(ctx->xattr_at, NULL, 0);
 	if (len <= 0)
 		return len < 0 && errno != ENOTSUP ?
 			       send_fail(ctx, errno, "list xattrs", 0, false) :
@@ -121,7 +121,7 @@ static int send_xattrs(struct send_ctx *ctx, const char *path,
 		ret = send_fail(ctx, ENOMEM, "list xattrs", 0, false);
 		goto out;
 	}
-	len = llistxattr(ctx->src, names, len);
+	len = llistxattr(ctx->xattr_at, names, len);
 	if (len < 0) {
 		ret = send_fail(ctx, errno, "list xattrs", 0, false);
 		goto out;
@@ -789,6 +789,8 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		return ret;
 meta:
 	/* ctx->src names this entry again after the children's. */
+	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/%s",
+		 dirfd, p->name);
 	return send_inode_meta(ctx, path, st);
 }
 
@@ -1126,6 +1128,8 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 	ret = send_dir(ctx, fd, "");
 	if (ret)
 		goto out;
+	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/.",
+		 fd);
 	ret = send_inode_meta(ctx, "", &st);
 	if (ret)
 		goto out;

@@ -55,6 +55,13 @@ struct send_ctx {
 	struct encio_error *e;
 	struct send_link *links[SEND_LINK_BUCKETS];
 	char src[PATH_MAX]; /* full source path of the entry at hand */
+	/*
+	 * The entry at hand for its xattrs, as /proc/self/fd/DIRFD/NAME (or
+	 * /proc/self/fd/FD/. for the root): resolved in a directory already
+	 * open, never by the full source path, which a directory swapped for
+	 * a symlink in a live tree would lead elsewhere.
+	 */
+	char xattr_at[64 + NAME_MAX];
 	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
 	size_t write_max;   /* data bytes of one WRITE */
 	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
