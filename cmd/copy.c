@@ -51,9 +51,11 @@ static const char *const copy_usage[] = {
 	"--verify-only        copy nothing: compare existing copies with their",
 	"                     sources, every byte (-r: trees; -T as for a copy)",
 	"-j|--jobs N          files in flight with -r (default 256)",
-	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
+	"-T|--no-target-directory  DEST is the copy even if it exists (-r), or",
+	"                     the file to write, never a directory to copy into",
 	"-d|--queue-depth QD  requests in flight (default 32)",
 	"--progress           show progress even when stderr is not a terminal",
+	"-v|--verbose         say more (probe results, buffers, backends)",
 	"-q|--quiet           no progress, no summary",
 	"--format=text|json   summary format",
 	"-h|--help            this help",
@@ -311,19 +313,6 @@ static void clear_progress(struct copy_cmd *c)
 	c->progress_shown = false;
 }
 
-static void format_eta(char *buf, size_t len, double secs)
-{
-	unsigned long s = secs > 0 && secs < 1e7 ? (unsigned long)secs : 0;
-
-	if (secs <= 0 || secs >= 1e7)
-		snprintf(buf, len, "--:--");
-	else if (s >= 3600)
-		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60,
-			 s % 60);
-	else
-		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
-}
-
 /* Bytes and entries done of the totals, rate, ETA: four times a second. */
 static void tree_progress(void *arg, const struct tree_stats *t,
 			  const struct copy_stats *s)
@@ -363,17 +352,15 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
 		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "quiet", no_argument, NULL, 'q' },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "rTj:qd:h", long_options,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "rTj:d:",
+				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			c->recursive = true;
@@ -430,6 +417,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 2)
 		return usage_error(cmd, "need a source and a destination");
+	if (c->no_target_dir && argc - optind > 2)
+		return usage_error(cmd, "-T takes one SRC and its DEST");
 	if (global_opts.verbose < 0)
 		c->progress = false;
 	return 0;
@@ -489,11 +478,17 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 }
 
 static int check_sources(int nr_src, char **srcs, const char *dst,
-			 bool recursive)
+			 const struct copy_cmd *c)
 {
 	struct stat st;
 	int i;
 
+	if (c->no_target_dir && !c->recursive && stat(dst, &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		error("cannot overwrite directory '%s' with non-directory '%s'",
+		      dst, srcs[0]);
+		return 1;
+	}
 	if (nr_src > 1 && (stat(dst, &st) || !S_ISDIR(st.st_mode))) {
 		error("cannot copy %d files to '%s': not a directory", nr_src,
 		      dst);
@@ -501,9 +496,10 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 	}
 	if (nr_src > 1 && check_landing_names(nr_src, srcs, dst))
 		return 1;
-	for (i = 0; i < nr_src && !recursive; i++) {
+	for (i = 0; i < nr_src && !c->recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			error("'%s' is a directory (not copied)", srcs[i]);
+			error("'%s' is a directory (not copied; use -r)",
+			      srcs[i]);
 			return 1;
 		}
 	}
@@ -679,7 +675,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = verify_only(&c, argv + optind, nr_src, dst);
 		goto stopped;
 	}
-	if (check_sources(nr_src, argv + optind, dst, c.recursive))
+	if (check_sources(nr_src, argv + optind, dst, &c))
 		return 1;
 
 	c.opts.io_mode = global_opts.io_mode;
