@@ -611,6 +611,8 @@ static void print_text(const struct bench_cmd *b)
 		text_table(b, true);
 		printf("scratch copies read back: %s; uring encoded writes %s\n",
 		       b->write_verified ? "identical" : "DIFFER",
+		       b->probe.write_err[ENCIO_IO_URING] != 0 ?
+			       "could not be tried" :
 		       b->probe.write_punted ? "run on io-wq workers here" :
 					       "stay inline");
 	}
@@ -678,7 +680,9 @@ static void print_json(const struct bench_cmd *b)
 	       b->probe.fixed == ENCIO_FIXED_HONOURED ? "honoured" :
 	       b->probe.fixed == ENCIO_FIXED_IGNORED  ? "ignored" :
 							"unknown",
-	       b->probe.write_punted ? "true" : "false");
+	       b->probe.write_err[ENCIO_IO_URING] != 0 ? "null" :
+	       b->probe.write_punted		       ? "true" :
+							 "false");
 	json_rows(b, false);
 	if (b->write) {
 		json_rows(b, true);
