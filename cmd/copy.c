@@ -462,8 +462,6 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 2)
 		return usage_error(cmd, "need a source and a destination");
-	if (c->no_target_dir && argc - optind > 2)
-		return usage_error(cmd, "-T takes one SRC and its DEST");
 	if (global_opts.verbose < 0)
 		c->progress = false;
 	return 0;
@@ -529,6 +527,11 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 	struct stat st;
 	int i;
 
+	if (c->no_target_dir && !c->recursive && nr_src > 1) {
+		error("cannot copy %d files to '%s': with -T it is one file",
+		      nr_src, dst);
+		return 1;
+	}
 	if (c->no_target_dir && !c->recursive && stat(dst, &st) == 0 &&
 	    S_ISDIR(st.st_mode)) {
 		error("cannot overwrite directory '%s' with non-directory '%s'",

@@ -87,8 +87,8 @@ echo "$ERR_OUT" | grep -q "cannot overwrite directory 'dir'" || _fail "copy -T o
 [ -z "$(ls -A dir)" ] || _fail "copy -T copied into the directory"
 "$ENCIO" copy -q -T file named || _fail "copy -T to a new name failed"
 cmp -s file named || _fail "copy -T to a new name differs"
-"$ENCIO" copy -q -T file named dir 2>/dev/null
-[ $? = 2 ] || _fail "copy -T with two sources is not a usage error"
+run_mustfail "copy -T of two files" "$ENCIO" copy -q -T file named dir
+[ -z "$(ls -A dir)" ] || _fail "copy -T of two files copied into the directory"
 
 _log "copy of a directory without -r says -r"
 run_mustfail "copy of a directory" "$ENCIO" copy -q dir dir2
