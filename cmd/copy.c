@@ -317,25 +317,24 @@ static void clear_progress(struct copy_cmd *c)
 
 /*
  * Bytes done of the total, @what (entries or files), rate, and the time
- * left once a second of copying has given a rate to go by; four times a
- * second.
+ * left ("--:--" until a second of copying has given a rate to go by); four
+ * times a second.
  */
 static void show_progress(struct copy_cmd *c, uint64_t done, uint64_t total,
 			  const char *what)
 {
 	char done_s[PRETTY_SIZE_LEN], total_s[PRETTY_SIZE_LEN],
-		rate[PRETTY_SIZE_LEN], eta[48] = "";
+		rate[PRETTY_SIZE_LEN], eta[32];
 	double tnow = now(), secs = tnow - c->start, bps;
 
 	if (tnow - c->last_progress < 0.25)
 		return;
 	c->last_progress = tnow;
 	bps = secs > 0 ? done / secs : 0;
-	if (secs >= 1 && done && total > done) {
-		memcpy(eta, ", ETA ", 7);
-		format_eta(eta + 6, sizeof(eta) - 6, (total - done) / bps);
-	}
-	fprintf(stderr, "\r\033[K%s of %s, %s, %s/s%s",
+	format_eta(eta, sizeof(eta),
+		   secs >= 1 && done && total > done ? (total - done) / bps :
+						       0);
+	fprintf(stderr, "\r\033[K%s of %s, %s, %s/s, ETA %s",
 		pretty_size(done_s, done), pretty_size(total_s, total), what,
 		pretty_size(rate, bps), eta);
 	c->progress_shown = true;
