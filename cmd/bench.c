@@ -22,7 +22,7 @@
 #include "commands.h"
 
 static const char *const bench_usage[] = {
-	"encio bench [--io=MODE] [-d QD] [-r ROUNDS] [--write] [--format=text|json] FILE",
+	"encio bench [--io=MODE] [-d QD] [-r ROUNDS] [--write] [--hugepages N] [--no-drop] [-v|-q] [--format=text|json] FILE",
 	"Measure encoded reads (and writes) of FILE's extents in each I/O mode.",
 	"",
 	"Reads all compressed extents of FILE (from its extent map) with encoded",
@@ -45,6 +45,7 @@ static const char *const bench_usage[] = {
 	"--hugepages N      as root, raise vm.nr_hugepages to N while running",
 	"--no-drop          do not drop the page cache between runs",
 	"--format=FORMAT    text (default) or json",
+	"-v|--verbose, -q|--quiet  as the global options (-q: no warnings)",
 	"-h|--help          print this help",
 	NULL
 };
@@ -77,7 +78,8 @@ struct bench_cmd {
 	int fd, dirfd;
 	unsigned int depth, rounds, hugepages;
 	enum encio_io_mode only;
-	bool write, drop, json, verified, write_verified;
+	bool write, drop, verified, write_verified;
+	int json;
 	long old_hugepages;
 	struct bench_target target;
 	struct bench_pass ref; /* totals of the reference pass */
@@ -609,6 +611,8 @@ static void print_text(const struct bench_cmd *b)
 		text_table(b, true);
 		printf("scratch copies read back: %s; uring encoded writes %s\n",
 		       b->write_verified ? "identical" : "DIFFER",
+		       b->probe.write_err[ENCIO_IO_URING] != 0 ?
+			       "could not be tried" :
 		       b->probe.write_punted ? "run on io-wq workers here" :
 					       "stay inline");
 	}
@@ -676,7 +680,9 @@ static void print_json(const struct bench_cmd *b)
 	       b->probe.fixed == ENCIO_FIXED_HONOURED ? "honoured" :
 	       b->probe.fixed == ENCIO_FIXED_IGNORED  ? "ignored" :
 							"unknown",
-	       b->probe.write_punted ? "true" : "false");
+	       b->probe.write_err[ENCIO_IO_URING] != 0 ? "null" :
+	       b->probe.write_punted		       ? "true" :
+							 "false");
 	json_rows(b, false);
 	if (b->write) {
 		json_rows(b, true);
@@ -700,14 +706,13 @@ static int parse_bench_options(const struct cmd_struct *cmd, int argc,
 		{ "hugepages", required_argument, NULL, OPT_HUGEPAGES },
 		{ "no-drop", no_argument, NULL, OPT_NO_DROP },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	uint64_t value;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "d:r:h", long_options, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "d:r:",
+				long_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_IO:
 			if (encio_io_mode_parse(optarg, &b->only) ||
@@ -741,15 +746,8 @@ static int parse_bench_options(const struct cmd_struct *cmd, int argc,
 		case OPT_NO_DROP:
 			b->drop = false;
 			break;
-		case OPT_FORMAT:
-			c = parse_format(optarg);
-			if (c < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			b->json = c;
-			break;
 		default:
-			if (common_option(cmd, c, NULL))
+			if (common_option(cmd, c, &b->json))
 				return EXIT_USAGE;
 			break;
 		}

@@ -44,11 +44,33 @@ const char *pretty_size(char *buf, unsigned long long bytes);
 void print_encio_error(const struct encio_error *e);
 
 /*
- * Options every command takes alike: --format=text|json (where @json is
- * not NULL), -v, -q, -h (prints the help and exits). Returns 0 when @opt was
- * one of them, EXIT_USAGE otherwise or on a bad value.
+ * Options every command takes alike, after its name as before it:
+ * -v|--verbose, -q|--quiet, -h|--help. A command's getopt string starts
+ * with COMMON_SHORT_OPTIONS (its leading ':' tells a missing value from an
+ * unknown option) and its long options end with COMMON_LONG_OPTIONS.
+ */
+#define COMMON_SHORT_OPTIONS ":vqh"
+/* clang-format off */
+#define COMMON_LONG_OPTIONS					\
+	{ "verbose", no_argument, NULL, 'v' },			\
+	{ "quiet", no_argument, NULL, 'q' },			\
+	{ "help", no_argument, NULL, 'h' },			\
+	{ NULL, 0, NULL, 0 }
+/* clang-format on */
+
+/*
+ * The common options, --format=text|json where @json is not NULL, and
+ * getopt's complaints: -h prints the help and exits 0; an unknown option
+ * or one missing its value is an ERROR line and the short usage. Returns 0
+ * when @opt was taken, EXIT_USAGE otherwise or on a bad value.
  */
 int common_option(const struct cmd_struct *cmd, int opt, int *json);
+
+/* The arguments getopt parses, for naming a bad option; set by main(). */
+extern char **command_argv;
+
+/* "1:02:03" or "2:03" for @secs; "--:--" when not known. */
+void format_eta(char *buf, size_t len, double secs);
 
 /* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
 int parse_format(const char *arg);

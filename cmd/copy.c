@@ -51,9 +51,11 @@ static const char *const copy_usage[] = {
 	"--verify-only        copy nothing: compare existing copies with their",
 	"                     sources, every byte (-r: trees; -T as for a copy)",
 	"-j|--jobs N          files in flight with -r (default 256)",
-	"-T|--no-target-directory  with -r, DEST is the copy even if it exists",
+	"-T|--no-target-directory  DEST is the copy even if it exists (-r), or",
+	"                     the file to write, never a directory to copy into",
 	"-d|--queue-depth QD  requests in flight (default 32)",
 	"--progress           show progress even when stderr is not a terminal",
+	"-v|--verbose         say more (probe results, buffers, backends)",
 	"-q|--quiet           no progress, no summary",
 	"--format=text|json   summary format",
 	"-h|--help            this help",
@@ -75,6 +77,8 @@ struct copy_cmd {
 	double start;
 	double last_progress;
 	bool progress_shown;
+	uint64_t total_bytes; /* without -r: the sizes of the files */
+	unsigned int file_index, nr_files;
 	char **kept; /* staging directories a stopped copy keeps */
 	size_t nr_kept;
 };
@@ -311,43 +315,72 @@ static void clear_progress(struct copy_cmd *c)
 	c->progress_shown = false;
 }
 
-static void format_eta(char *buf, size_t len, double secs)
+/*
+ * Bytes done of the total, @what (entries or files), rate, and the time
+ * left ("--:--" until a second of copying has given a rate to go by); four
+ * times a second.
+ */
+static void show_progress(struct copy_cmd *c, uint64_t done, uint64_t total,
+			  const char *what)
 {
-	unsigned long s = secs > 0 && secs < 1e7 ? (unsigned long)secs : 0;
-
-	if (secs <= 0 || secs >= 1e7)
-		snprintf(buf, len, "--:--");
-	else if (s >= 3600)
-		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60,
-			 s % 60);
-	else
-		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
-}
-
-/* Bytes and entries done of the totals, rate, ETA: four times a second. */
-static void tree_progress(void *arg, const struct tree_stats *t,
-			  const struct copy_stats *s)
-{
-	struct copy_cmd *c = arg;
-	char done[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN],
-		rate[PRETTY_SIZE_LEN], eta[48];
+	char done_s[PRETTY_SIZE_LEN], total_s[PRETTY_SIZE_LEN],
+		rate[PRETTY_SIZE_LEN], eta[32];
 	double tnow = now(), secs = tnow - c->start, bps;
 
 	if (tnow - c->last_progress < 0.25)
 		return;
 	c->last_progress = tnow;
-	bps = secs > 0 ? s->bytes_done / secs : 0;
+	bps = secs > 0 ? done / secs : 0;
 	format_eta(eta, sizeof(eta),
-		   bps > 0 && t->total_bytes > s->bytes_done ?
-			   (t->total_bytes - s->bytes_done) / bps :
-			   0);
-	fprintf(stderr, "\r\033[K%s of %s, %llu of %llu entries, %s/s, ETA %s",
-		pretty_size(done, s->bytes_done),
-		pretty_size(total, t->total_bytes),
-		(unsigned long long)t->entries_done,
-		(unsigned long long)t->total_entries, pretty_size(rate, bps),
-		eta);
+		   secs >= 1 && done && total > done ? (total - done) / bps :
+						       0);
+	fprintf(stderr, "\r\033[K%s of %s, %s, %s/s, ETA %s",
+		pretty_size(done_s, done), pretty_size(total_s, total), what,
+		pretty_size(rate, bps), eta);
 	c->progress_shown = true;
+}
+
+static void tree_progress(void *arg, const struct tree_stats *t,
+			  const struct copy_stats *s)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "%llu of %llu entries",
+		 (unsigned long long)t->entries_done,
+		 (unsigned long long)t->total_entries);
+	show_progress(arg, s->bytes_done, t->total_bytes, what);
+}
+
+static void files_progress(void *arg, const struct copy_stats *s)
+{
+	struct copy_cmd *c = arg;
+	char what[64];
+
+	snprintf(what, sizeof(what), "file %u of %u", c->file_index + 1,
+		 c->nr_files);
+	show_progress(c, s->bytes_done, c->total_bytes, what);
+}
+
+/* The sizes of the files to copy, for the progress. */
+static uint64_t total_size(char **srcs, int nr_src)
+{
+	uint64_t total = 0;
+	struct stat st;
+	int i;
+
+	for (i = 0; i < nr_src; i++)
+		if (stat(srcs[i], &st) == 0 && S_ISREG(st.st_mode))
+			total += st.st_size;
+	return total;
+}
+
+/* Whether a summary has anything to say: a copy made or found complete. */
+static bool copied_anything(const struct copy_cmd *c)
+{
+	const struct tree_stats *t = &c->tree;
+
+	return c->ctx.stats.files || t->dirs || t->symlinks || t->hardlinks ||
+	       t->specials || t->skipped || t->meta_updated;
 }
 
 static int parse_copy_options(const struct cmd_struct *cmd, int argc,
@@ -363,17 +396,15 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
 		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "quiet", no_argument, NULL, 'q' },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "rTj:qd:h", long_options,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "rTj:d:",
+				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			c->recursive = true;
@@ -480,8 +511,9 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 	for (i = 1; i < nr_src && !ret; i++) {
 		if (strcmp(l[i - 1].name, l[i].name))
 			continue;
-		error("will not copy both '%s' and '%s' to '%s/%s'",
-		      l[i - 1].src, l[i].src, dst, l[i].name);
+		error("will not copy both '%s' and '%s' to '%.*s/%s'",
+		      l[i - 1].src, l[i].src, (int)tree_dest_len(dst), dst,
+		      l[i].name);
 		ret = 1;
 	}
 	free(l);
@@ -489,11 +521,22 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 }
 
 static int check_sources(int nr_src, char **srcs, const char *dst,
-			 bool recursive)
+			 const struct copy_cmd *c)
 {
 	struct stat st;
 	int i;
 
+	if (c->no_target_dir && !c->recursive && nr_src > 1) {
+		error("cannot copy %d files to '%s': with -T it is one file",
+		      nr_src, dst);
+		return 1;
+	}
+	if (c->no_target_dir && !c->recursive && stat(dst, &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		error("cannot overwrite directory '%s' with non-directory '%s'",
+		      dst, srcs[0]);
+		return 1;
+	}
 	if (nr_src > 1 && (stat(dst, &st) || !S_ISDIR(st.st_mode))) {
 		error("cannot copy %d files to '%s': not a directory", nr_src,
 		      dst);
@@ -501,9 +544,10 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 	}
 	if (nr_src > 1 && check_landing_names(nr_src, srcs, dst))
 		return 1;
-	for (i = 0; i < nr_src && !recursive; i++) {
+	for (i = 0; i < nr_src && !c->recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			error("'%s' is a directory (not copied)", srcs[i]);
+			error("'%s' is a directory (not copied; use -r)",
+			      srcs[i]);
 			return 1;
 		}
 	}
@@ -530,13 +574,20 @@ static void tree_report(void *arg, const struct encio_error *e)
 	print_copy_error(e);
 }
 
-/* Named after the error that stopped the copy. */
+/*
+ * Named after the error that stopped the copy; a staging directory the
+ * copy could not make (a read-only DEST) holds nothing to resume.
+ */
 static void tree_kept(void *arg, const char *staging, const char *final)
 {
 	struct copy_cmd *c = arg;
-	char **kept = realloc(c->kept, (c->nr_kept + 1) * sizeof(*kept));
+	struct stat st;
+	char **kept;
 	char *msg;
 
+	if (lstat(staging, &st) || !S_ISDIR(st.st_mode))
+		return;
+	kept = realloc(c->kept, (c->nr_kept + 1) * sizeof(*kept));
 	if (!kept)
 		return;
 	c->kept = kept;
@@ -660,6 +711,21 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 	return ret;
 }
 
+/*
+ * DEST as a directory to copy into is named without its trailing slashes,
+ * so the paths built from it and printed have one; any other DEST keeps
+ * them (a missing "DIR/" is an error, not a file named DIR).
+ */
+static char *dest_dir_name(char *dst)
+{
+	size_t len = tree_dest_len(dst);
+	struct stat st;
+
+	if (len && dst[len] && stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
+		dst[len] = 0;
+	return dst;
+}
+
 static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct copy_cmd c = { .opts.force_backing = -1 };
@@ -673,18 +739,24 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	if (ret)
 		return ret;
 	nr_src = argc - optind - 1;
-	dst = argv[argc - 1];
+	dst = dest_dir_name(argv[argc - 1]);
 	if (c.verify_only) {
 		c.start = now();
 		ret = verify_only(&c, argv + optind, nr_src, dst);
 		goto stopped;
 	}
-	if (check_sources(nr_src, argv + optind, dst, c.recursive))
+	if (check_sources(nr_src, argv + optind, dst, &c))
 		return 1;
 
 	c.opts.io_mode = global_opts.io_mode;
 	c.opts.depth = global_opts.queue_depth;
 	c.opts.stop = &stop_signal;
+	if (c.progress && !c.recursive) {
+		c.opts.progress = files_progress;
+		c.opts.progress_arg = &c;
+		c.total_bytes = total_size(argv + optind, nr_src);
+		c.nr_files = nr_src;
+	}
 	ret = copy_ctx_init(&c.ctx, &c.opts);
 	if (ret) {
 		error("cannot set up the I/O engine: %s", strerror(-ret));
@@ -698,6 +770,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	install_signals();
 	for (i = 0; i < nr_src && !stop_signal; i++) {
+		c.file_index = i;
 		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
 		if (!ret && i == 0) {
 			print_probe(&c.ctx);
@@ -708,11 +781,13 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		if (ret == -EINTR && stop_signal)
 			break;
 		if (ret) {
+			clear_progress(&c);
 			print_copy_error(&e);
 			c.failed++;
 		}
 	}
 	ret = 0;
+	clear_progress(&c);
 	if (stop_signal) {
 		error("interrupted: the file in flight removed, files complete kept");
 		ret = -EINTR;
@@ -721,10 +796,11 @@ summary:
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);
-	else if (global_opts.verbose >= 0 && (c.ctx.stats.files || c.recursive))
+	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);
-	if (!c.json && global_opts.verbose >= 0 && c.recursive)
-		print_tree_summary_text(&c);
+		if (c.recursive)
+			print_tree_summary_text(&c);
+	}
 	copy_ctx_release(&c.ctx);
 stopped:
 	if (ret == -EINTR && stop_signal) {

@@ -14,16 +14,18 @@
 #include "../lib/dump.h"
 
 static const char *const dump_usage[] = {
-	"encio dump [-f FILE]",
+	"encio dump [-f FILE] [-v|-q]",
 	"Print the commands of a send stream, one per line.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, as written by",
-	"'btrfs send' or 'encio send') from FILE or standard input and prints",
-	"each command with its attributes, paths prefixed with the subvolume as",
-	"'btrfs receive --dump' does. Every command's crc32c and every length is",
-	"checked; a malformed stream is an error naming the command's offset.",
+	"'btrfs send' or 'encio send') from FILE or standard input (not a",
+	"terminal) and prints each command with its attributes, paths prefixed",
+	"with the subvolume as 'btrfs receive --dump' does. Every command's",
+	"crc32c and every length is checked; a malformed stream is an error",
+	"naming the command's offset.",
 	"",
-	"-f FILE     read the stream from FILE instead of standard input",
+	"-f|--file FILE  read the stream from FILE instead of standard input",
+	"-v|--verbose, -q|--quiet  as the global options (no effect here)",
 	"-h|--help   this help",
 	NULL
 };
@@ -31,30 +33,31 @@ static const char *const dump_usage[] = {
 static int cmd_dump(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "file", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		{ "file", required_argument, NULL, 'f' }, COMMON_LONG_OPTIONS
 	};
 	const char *file = NULL;
 	struct encio_error e;
 	int fd = STDIN_FILENO, opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "f:h", long_options, NULL)) !=
-	       -1) {
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:",
+				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			file = optarg;
 			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			return 0;
 		default:
-			return EXIT_USAGE;
+			if (common_option(cmd, opt, NULL))
+				return EXIT_USAGE;
+			break;
 		}
 	}
 	if (optind != argc)
 		return usage_error(cmd, "unexpected argument '%s'",
 				   argv[optind]);
+	if (!file && isatty(STDIN_FILENO)) {
+		error("not reading a stream from a terminal: use -f or a pipe");
+		return 1;
+	}
 	if (file) {
 		fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {

@@ -11,7 +11,7 @@
 #include "commands.h"
 
 static const char *const features_usage[] = {
-	"encio features [--format=text|json] [PATH]",
+	"encio features [-v|-q] [--format=text|json] [PATH]",
 	"Show what the kernel, the filesystem of PATH and this machine allow.",
 	"",
 	"Kernel release; whether PATH (default: the current directory) is on",
@@ -26,6 +26,7 @@ static const char *const features_usage[] = {
 	"reported as such (exit 0).",
 	"",
 	"--format=FORMAT    text (default) or json",
+	"-v|--verbose, -q|--quiet  as the global options (no effect here)",
 	"-h|--help          print this help",
 	NULL
 };
@@ -176,28 +177,16 @@ static int cmd_features(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	struct encio_features f;
 	const char *path = ".";
 	int c, json = 0, ret;
 
-	while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
-		switch (c) {
-		case OPT_FORMAT:
-			json = parse_format(optarg);
-			if (json < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			break;
-		case 'h':
-			usage_print(cmd, true, 0);
-			return 0;
-		default:
+	while ((c = getopt_long(argc, argv, COMMON_SHORT_OPTIONS, long_options,
+				NULL)) != -1)
+		if (common_option(cmd, c, &json))
 			return EXIT_USAGE;
-		}
-	}
 	if (argc - optind > 1)
 		return usage_error(cmd, "only one PATH");
 	if (optind < argc)

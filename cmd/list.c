@@ -19,7 +19,7 @@
 #include "commands.h"
 
 static const char *const list_usage[] = {
-	"encio list [-r] [--format=text|json] PATH...",
+	"encio list [-r] [-v|-q] [--format=text|json] PATH...",
 	"List the extents of files and their compression totals.",
 	"",
 	"For each file, one line per extent: file offset, length, bytes on disk,",
@@ -32,6 +32,8 @@ static const char *const list_usage[] = {
 	"-r|--recursive     list the regular files under directories (symlinks",
 	"                   inside them are not followed)",
 	"--format=FORMAT    text (default) or json",
+	"-v|--verbose       also the disk address, extent offset and unencoded size",
+	"-q|--quiet         errors only (no warning about the map's source)",
 	"-h|--help          print this help",
 	NULL
 };
@@ -334,34 +336,18 @@ static int parse_options(const struct cmd_struct *cmd, int argc, char **argv,
 	static const struct option long_options[] = {
 		{ "recursive", no_argument, NULL, 'r' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, OPT_HELP },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
-	int c, format;
+	int c, json = 0;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "rh", long_options, NULL)) != -1) {
-		switch (c) {
-		case 'r':
+	while ((c = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "r",
+				long_options, NULL)) != -1) {
+		if (c == 'r')
 			ctx->recursive = true;
-			break;
-		case OPT_FORMAT:
-			format = parse_format(optarg);
-			if (format < 0)
-				return usage_error(cmd, "unknown format '%s'",
-						   optarg);
-			ctx->json = format == 1;
-			break;
-		case 'h':
-		case OPT_HELP:
-			usage_print(cmd, true, 0);
-			return -1;
-		default:
-			return usage_error(cmd,
-					   "unknown or incomplete option '%s'",
-					   argv[optind - 1]);
-		}
+		else if (common_option(cmd, c, &json))
+			return EXIT_USAGE;
 	}
+	ctx->json = json;
 	if (optind >= argc)
 		return usage_error(cmd, "no PATH given");
 	return 0;
@@ -374,7 +360,7 @@ static int cmd_list(const struct cmd_struct *cmd, int argc, char **argv)
 
 	ret = parse_options(cmd, argc, argv, &ctx);
 	if (ret)
-		return ret < 0 ? 0 : ret;
+		return ret;
 
 	extent_totals_init(&ctx.totals);
 	if (ctx.json)

@@ -73,7 +73,7 @@ static int parse_global_options(int argc, char **argv)
 	int c;
 
 	/* Stop at the command name: its options are its own. */
-	while ((c = getopt_long(argc, argv, "+d:vqh", long_options, NULL)) !=
+	while ((c = getopt_long(argc, argv, "+:d:vqh", long_options, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'I':
@@ -105,7 +105,7 @@ static int parse_global_options(int argc, char **argv)
 			printf("encio %s\n", PACKAGE_VERSION);
 			exit(0);
 		default:
-			return EXIT_USAGE;
+			return common_option(&cmd_struct_encio, c, NULL);
 		}
 	}
 	return 0;
@@ -142,6 +142,7 @@ int main(int argc, char **argv)
 	const char *token;
 	int ret;
 
+	command_argv = argv;
 	program = argc > 0 ? command_of_program(argv[0]) : NULL;
 	if (program)
 		return program->fn(program, argc, argv);
@@ -159,6 +160,7 @@ int main(int argc, char **argv)
 		if (strcmp((*cmd)->token, token) == 0) {
 			argc -= optind;
 			argv += optind;
+			command_argv = argv;
 			/* 0 resets getopt, dropping the "+" mode of the global parse. */
 			optind = 0;
 			return (*cmd)->fn(*cmd, argc, argv);

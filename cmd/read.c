@@ -17,7 +17,7 @@
 #include "commands.h"
 
 static const char *const read_usage[] = {
-	"encio read [-o OFFSET] [-O OUT] [-b SIZE] [--format=text|json] FILE",
+	"encio read [-o OFFSET] [-O OUT] [-b SIZE] [-v|-q] [--format=text|json] FILE",
 	"Issue one encoded read and output the raw encoded bytes.",
 	"",
 	"One BTRFS_IOC_ENCODED_READ at OFFSET through the --io mode (auto: the",
@@ -32,6 +32,7 @@ static const char *const read_usage[] = {
 	"-O|--output OUT     write the encoded bytes to OUT (created or truncated)",
 	"-b|--buffer SIZE    buffer size (default 128K); smaller ones provoke ENOBUFS",
 	"--format=FORMAT     parameters as text (default) or json",
+	"-v|--verbose, -q|--quiet  as the global options (no effect here)",
 	"-h|--help           print this help",
 	NULL
 };
@@ -92,13 +93,12 @@ static int parse_read_options(const struct cmd_struct *cmd, int argc,
 		{ "output", required_argument, NULL, 'O' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:O:b:h", long_options, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "o:O:b:",
+				long_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (parse_size(optarg, &o->offset))

@@ -21,7 +21,7 @@ static const char *const receive_usage[] = {
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
 	"'encio send'; several may be concatenated) from FILE or standard input",
-	"and creates each subvolume (or snapshot of its parent) under DEST.",
+	"(not a terminal) and creates each subvolume (or snapshot of its parent) under DEST.",
 	"Parents and clone sources are found anywhere in DEST's filesystem by",
 	"received UUID (else UUID) and transid, and opened from the root of the",
 	"mount holding DEST, which must reach them. ENCODED_WRITE data",
@@ -34,7 +34,7 @@ static const char *const receive_usage[] = {
 	"not marked received. Options, messages ('At subvol NAME', 'ERROR: ...'",
 	"lines) and exit status are those of 'btrfs receive'.",
 	"",
-	"-f FILE             read the stream from FILE instead of standard input",
+	"-f|--file FILE      read the stream from FILE instead of standard input",
 	"-e                  stop after the first END command instead of reading",
 	"                    to the end of the input",
 	"-C|--chroot         chroot into DEST before applying the stream",
@@ -189,18 +189,15 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "dump", no_argument, NULL, OPT_DUMP },
 		{ "force-decompress", no_argument, NULL, OPT_FORCE_DECOMPRESS },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	struct receive_options *opts = &args->opts;
 	unsigned long long n;
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "f:eCE:m:vqh", long_options,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:eCE:m:",
+				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			args->file = optarg;
@@ -280,6 +277,10 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_receive_options(cmd, argc, argv, &args);
 	if (ret)
 		return 1;
+	if (!args.file && isatty(STDIN_FILENO)) {
+		error("not reading a stream from a terminal: use -f or a pipe");
+		return 1;
+	}
 	if (args.file) {
 		fd = open(args.file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {

@@ -156,8 +156,12 @@ int parse_size(const char *arg, uint64_t *out)
 	return 0;
 }
 
+char **command_argv;
+
 int common_option(const struct cmd_struct *cmd, int opt, int *json)
 {
+	char **argv = command_argv;
+
 	switch (opt) {
 	case OPT_FORMAT:
 		if (!json)
@@ -165,8 +169,7 @@ int common_option(const struct cmd_struct *cmd, int opt, int *json)
 		*json = parse_format(optarg);
 		if (*json >= 0)
 			return 0;
-		usage_error(cmd, "unknown format '%s'", optarg);
-		break;
+		return usage_error(cmd, "unknown format '%s'", optarg);
 	case 'v':
 		global_opts.verbose++;
 		return 0;
@@ -176,8 +179,32 @@ int common_option(const struct cmd_struct *cmd, int opt, int *json)
 	case 'h':
 		usage_print(cmd, true, 0);
 		exit(0);
+	case ':':
+		return usage_error(cmd, "option '%s' needs a value",
+				   argv[optind - 1]);
+	case '?':
+		if (optopt > 0 && optopt < 128)
+			return usage_error(cmd, "unknown option '-%c'", optopt);
+		return usage_error(cmd, "unknown option '%s'",
+				   argv[optind - 1]);
 	}
-	return EXIT_USAGE;
+	return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+void format_eta(char *buf, size_t len, double secs)
+{
+	unsigned long s;
+
+	if (!(secs > 0 && secs < 1e7)) {
+		snprintf(buf, len, "--:--");
+		return;
+	}
+	s = (unsigned long)secs;
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60,
+			 s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
 }
 
 const char *open_regular_error(int err)

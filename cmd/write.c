@@ -23,12 +23,12 @@
 #define WRITE_MAX_DATA (1024 * 1024)
 
 static const char *const write_usage[] = {
-	"encio write -o OFFSET -c ALG -u UNENC_LEN [-U UNENC_OFF] [-l LEN] FILE < DATA",
+	"encio write -o OFFSET -c ALG -u UNENC_LEN [-U UNENC_OFF] [-l LEN] [-v|-q] [--format=text|json] FILE < DATA",
 	"Issue one encoded write with exactly the given parameters.",
 	"",
 	"Reads the encoded bytes from standard input (at most 1 MiB) and issues",
-	"one BTRFS_IOC_ENCODED_WRITE into FILE (created if missing) through the",
-	"--io mode (auto: the mode the probe chooses for writing there), then",
+	"one BTRFS_IOC_ENCODED_WRITE into FILE (created if missing) through",
+	"the --io mode (auto: the mode the probe chooses for writing there), then",
 	"syncs FILE: the kernel reports errors of the data late. Nothing is",
 	"checked before the kernel sees it: a kernel error is reported by errno",
 	"name and message, with exit status 1. On success the parameters are",
@@ -42,6 +42,8 @@ static const char *const write_usage[] = {
 	"                            (default 0)",
 	"-l|--len LEN                file bytes covered (default UNENC_LEN - UNENC_OFF)",
 	"--format=FORMAT             parameters as text (default) or json",
+	"-v|--verbose                as the global option (no effect here)",
+	"-q|--quiet                  no parameter line (errors only)",
 	"-h|--help                   print this help",
 	NULL
 };
@@ -74,13 +76,13 @@ static int parse_write_options(const struct cmd_struct *cmd, int argc,
 		{ "unencoded-offset", required_argument, NULL, 'U' },
 		{ "len", required_argument, NULL, 'l' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	int c, ret = 0;
 
-	while (!ret && (c = getopt_long(argc, argv, "o:c:u:U:l:h", long_options,
-					NULL)) != -1) {
+	while (!ret &&
+	       (c = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "o:c:u:U:l:",
+				long_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			ret = parse_one(cmd, optarg, &o->offset,

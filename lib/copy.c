@@ -680,6 +680,9 @@ static void job_run(struct copy_job *job)
 		}
 		if (req && !copy_job_complete(req->priv, req))
 			engine_put_req(engine, req);
+		if (job->ctx->opts.progress)
+			job->ctx->opts.progress(job->ctx->opts.progress_arg,
+						&job->ctx->stats);
 	}
 }
 

@@ -22,6 +22,7 @@
 #include "verify.h"
 
 struct codec;
+struct copy_stats;
 
 struct copy_options {
 	enum encio_io_mode io_mode;
@@ -33,6 +34,9 @@ struct copy_options {
 	unsigned int threads; /* codec workers, 0: one per CPU */
 	/* set by a signal handler: copy_file() stops, -EINTR */
 	const volatile sig_atomic_t *stop;
+	/* called by copy_file() each time requests complete; may be NULL */
+	void (*progress)(void *arg, const struct copy_stats *stats);
+	void *progress_arg;
 };
 
 /*

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * copy -r, errors and progress, from every thread (under t->lock): an
- * entry that failed is reported and the copy goes on; a stop (ENOSPC, a
- * failed sync, an interrupt) ends it.
+ * entry that failed is reported and the copy goes on; a stop (ENOSPC,
+ * EROFS, a failed sync, an interrupt) ends it.
  */
 #include <errno.h>
 
@@ -33,13 +33,16 @@ void tree_stat_add(struct tree *t, uint64_t *counter, uint64_t n)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* One entry failed: report it and go on; ENOSPC stops the copy. */
+/*
+ * One entry failed: report it and go on. A full or read-only destination
+ * stops the copy: every entry after would fail the same way.
+ */
 void tree_report(struct tree *t, const struct encio_error *e)
 {
 	pthread_mutex_lock(&t->lock);
 	t->stats->failed++;
 	t->stats->entries_done++;
-	if (e->err == ENOSPC)
+	if (e->err == ENOSPC || e->err == EROFS)
 		stop_locked(t, e);
 	else if (t->opts->report && !t->fatal)
 		t->opts->report(t->opts->arg, e);
