@@ -44,15 +44,15 @@ static const char *const send_usage[] = {
 	"On a terminal, standard error shows bytes sent of the total (the tree is",
 	"walked first, full sends of version 2 only), the rate and the time left.",
 	"",
-	"-p PARENT      send the difference from the read-only snapshot PARENT",
-	"               (one -p at most); PARENT is a clone source too",
-	"-c CLONE_SRC   data shared with the read-only subvolume CLONE_SRC is",
-	"               sent as CLONE; repeatable. Without -p the parent is",
+	"-p|--parent PARENT  send the difference from the read-only snapshot",
+	"               PARENT (one -p at most); PARENT is a clone source too",
+	"-c|--clone-src CLONE_SRC  data shared with the read-only subvolume",
+	"               CLONE_SRC is sent as CLONE; repeatable. Without -p the parent is",
 	"               chosen among the clone sources as btrfs send does: the",
 	"               subvolume PATH was snapshotted from, else the snapshot of",
 	"               that subvolume nearest to it in time; each PATH sent",
 	"               becomes a clone source for the next",
-	"-f FILE        write the stream to FILE instead of standard output;",
+	"-f|--file FILE write the stream to FILE instead of standard output;",
 	"               FILE gets its name only once the stream is whole",
 	"-e             several PATHs make one stream, END after the last only",
 	"               (btrfs receive -e stops at an END)",
@@ -172,7 +172,7 @@ struct progress {
 static void show_progress(const struct send_stats *s, void *arg)
 {
 	char done[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN],
-		rate[PRETTY_SIZE_LEN];
+		rate[PRETTY_SIZE_LEN], eta[32];
 	struct progress *p = arg;
 	double t = now(), bps;
 	uint64_t left;
@@ -184,11 +184,13 @@ static void show_progress(const struct send_stats *s, void *arg)
 	bps = t > p->start ? s->bytes_done / (t - p->start) : 0;
 	left = s->bytes_total > s->bytes_done ? s->bytes_total - s->bytes_done :
 						0;
-	fprintf(stderr, "\r%s of %s, %s/s, ETA %.0fs\033[K",
+	/* No time left shown before a second of sending gives a rate. */
+	format_eta(eta, sizeof(eta),
+		   t - p->start >= 1 && s->bytes_done ? left / bps : 0);
+	fprintf(stderr, "\r%s of %s, %s/s, ETA %s\033[K",
 		pretty_size(done, s->bytes_done),
 		pretty_size(total, s->bytes_total),
-		pretty_size(rate, (unsigned long long)bps),
-		bps > 0 ? left / bps : 0.0);
+		pretty_size(rate, (unsigned long long)bps), eta);
 }
 
 static void print_summary(const struct send_stats *s, double seconds)
@@ -275,16 +277,13 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		{ "no-data", no_argument, NULL, OPT_NO_DATA },
 		{ "proto", required_argument, NULL, OPT_PROTO },
 		{ "compressed-data", no_argument, NULL, OPT_COMPRESSED_DATA },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		COMMON_LONG_OPTIONS
 	};
 	bool compressed = false, proto_given = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, "f:p:c:evqh", long_options,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:p:c:e",
+				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
 			*file = optarg;

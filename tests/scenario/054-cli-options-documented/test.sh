@@ -15,7 +15,7 @@ command -v script >/dev/null || _not_run "needs script (util-linux)"
 command -v python3 >/dev/null || _not_run "needs python3"
 
 MAN=$TOP_SRCDIR/man
-COMMANDS="copy list dump receive features read write bench"
+COMMANDS="copy list dump receive send features read write bench"
 setup_tmp
 cd "$TEST_TMP" || _fail "cd $TEST_TMP"
 
