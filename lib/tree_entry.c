@@ -884,20 +884,21 @@ static void files_late_flags(struct tree *t)
 		l = &t->late_flags[i];
 		fd = openat2_beneath(t->dest_dir->fd, dst_rel(t, l->dst),
 				     O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
-		if (fd == -ENOENT) /* it failed, reported then */
-			continue;
 		ret = fd;
 		if (fd >= 0) {
 			ret = fstat(fd, &st) ? -errno : 0;
+			/* another file, or none: it failed, reported then */
 			if (!ret &&
 			    (st.st_dev != l->dev || st.st_ino != l->ino))
-				ret = -ESTALE;
+				ret = -ENOENT;
 			if (!ret)
 				ret = inode_flags_set(fd, l->flags,
 						      INODE_FLAGS_LATE,
 						      &t->ctx->flags_refused);
 			close(fd);
 		}
+		if (ret == -ENOENT)
+			ret = 0;
 		if (ret < 0 && !t->stopping)
 			tree_entry_error(t, -ret, "set inode flags of", l->dst);
 		free(l->dst);

@@ -83,9 +83,14 @@ chattr -A "$D/fA"
 chattr +d "$D/dS/inner"
 chattr +a "$D/dd"
 btrfs property set "$D/fc" compression lzo
+# a changed append-only file replaces its append-only copy
+chattr -a "$S/fa"
+echo more >>"$S/fa"
+chattr +a "$S/fa"
 run_check timeout 120 "$ENCIO" -q copy -r -T "$S" "$D"
 flags "$D" >"$TEST_TMP/dst.flags"
 diff "$TEST_TMP/src.flags" "$TEST_TMP/dst.flags" || _fail "rerun: flags differ"
+cmp "$S/fa" "$D/fa" || _fail "rerun: append-only file not replaced"
 
 _log "tmpfs: the data, the flags it takes, exit 0"
 run_check timeout 120 "$ENCIO" -q copy -r "$S" "$TMP/T"
