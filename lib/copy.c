@@ -768,8 +768,8 @@ static void remove_stale_temps(int dir_fd, const char *name)
 }
 
 /*
- * Owner before mode (chown clears set-id bits), times, then the inode
- * flags but append-only and immutable (the sync flag after the data).
+ * Owner before mode (chown clears set-id bits), times, then the sync flag
+ * (see copy_flags_early()).
  */
 static int copy_metadata(struct copy_job *job, const struct stat *st,
 			 unsigned int src_flags)
@@ -783,22 +783,25 @@ static int copy_metadata(struct copy_job *job, const struct stat *st,
 		return -errno;
 	if (futimens(fd, times))
 		return -errno;
-	ret = inode_flags_set(fd, src_flags,
-			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE,
+	if (!(src_flags & FS_SYNC_FL))
+		return 0;
+	ret = inode_flags_set(fd, src_flags, FS_SYNC_FL,
 			      &job->ctx->flags_refused);
 	return ret < 0 ? ret : 0;
 }
 
 /*
  * Before the data, on the empty file: nocow and compression (the flags,
- * then the btrfs.compression property) decide how the data is stored.
+ * then the btrfs.compression property) decide how the data is stored; the
+ * other flags but sync, append-only and immutable with them.
  */
 static int copy_flags_early(struct copy_job *job, unsigned int src_flags)
 {
 	struct inode_flags_refused *r = &job->ctx->flags_refused;
 	int ret;
 
-	ret = inode_flags_set(job->dst_fd, src_flags, INODE_FLAGS_EARLY, r);
+	ret = inode_flags_set(job->dst_fd, src_flags & ~FS_SYNC_FL,
+			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);
 	if (ret >= 0)
 		ret = inode_prop_copy(job->src_fd, job->dst_fd, r);
 	return ret < 0 ? ret : 0;

@@ -13,6 +13,11 @@
 #define INODE_FLAGS_EARLY (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)
 /* append-only and immutable refuse what comes after: set last */
 #define INODE_FLAGS_LATE (FS_APPEND_FL | FS_IMMUTABLE_FL)
+/*
+ * The others go on a new file before its data too (one call for all, which
+ * also clears what it inherited), but sync, which would make every write
+ * synchronous: that one after the data.
+ */
 #define INODE_FLAGS_KEPT                                                       \
 	(INODE_FLAGS_EARLY | INODE_FLAGS_LATE | FS_NOATIME_FL | FS_NODUMP_FL | \
 	 FS_SYNC_FL)

@@ -302,19 +302,20 @@ int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	*op = "set times of";
 	if (futimens(f->job.dst_fd, times))
 		return -errno;
-	if (f->inl) /* no source fd: what its directory passed on */
+	if (!(f->src_flags & FS_SYNC_FL))
 		return 0;
 	*op = "set inode flags of";
-	ret = inode_flags_set(f->job.dst_fd, f->src_flags,
-			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE,
+	ret = inode_flags_set(f->job.dst_fd, f->src_flags, FS_SYNC_FL,
 			      &t->ctx->flags_refused);
 	return ret < 0 ? ret : 0;
 }
 
 /*
  * Walker, on the file just made, before its data: nocow and compression
- * (flags, then the btrfs.compression property) decide how it is stored.
- * A file made from the source's items (no source fd) keeps none.
+ * (flags, then the btrfs.compression property) decide how it is stored;
+ * the other flags but sync, append-only and immutable with them. A file
+ * made from the source's items (no source fd) keeps what its directory
+ * passed on.
  */
 int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 			  const char **op)
@@ -326,7 +327,8 @@ int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 		return 0;
 	*op = "set inode flags of";
 	f->src_flags = inode_flags_get(f->job.src_fd);
-	ret = inode_flags_set(dst_fd, f->src_flags, INODE_FLAGS_EARLY, r);
+	ret = inode_flags_set(dst_fd, f->src_flags & ~FS_SYNC_FL,
+			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);
 	if (ret < 0)
 		return ret;
 	*op = "set btrfs.compression of";
