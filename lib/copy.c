@@ -770,10 +770,15 @@ static void remove_stale_temps(int dir_fd, const char *name)
 	closedir(dir);
 }
 
-/* Owner before mode (chown clears set-id bits), times last. */
-static int copy_metadata(int fd, const struct stat *st)
+/*
+ * Owner before mode (chown clears set-id bits), times, then the sync flag
+ * (see copy_flags_early()).
+ */
+static int copy_metadata(struct copy_job *job, const struct stat *st,
+			 unsigned int src_flags)
 {
 	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	int fd = job->dst_fd, ret;
 
 	if (fchown(fd, st->st_uid, st->st_gid) && errno != EPERM)
 		return -errno;
@@ -781,7 +786,28 @@ static int copy_metadata(int fd, const struct stat *st)
 		return -errno;
 	if (futimens(fd, times))
 		return -errno;
-	return 0;
+	if (!(src_flags & FS_SYNC_FL))
+		return 0;
+	ret = inode_flags_set(fd, src_flags, FS_SYNC_FL,
+			      &job->ctx->flags_refused);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Before the data, on the empty file: nocow and compression (the flags,
+ * then the btrfs.compression property) decide how the data is stored; the
+ * other flags but sync, append-only and immutable with them.
+ */
+static int copy_flags_early(struct copy_job *job, unsigned int src_flags)
+{
+	struct inode_flags_refused *r = &job->ctx->flags_refused;
+	int ret;
+
+	ret = inode_flags_set(job->dst_fd, src_flags & ~FS_SYNC_FL,
+			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);
+	if (ret >= 0)
+		ret = inode_prop_copy(job->src_fd, job->dst_fd, r);
+	return ret < 0 ? ret : 0;
 }
 
 /* --compress and --recompress need encoded writes and the sector size. */
@@ -921,10 +947,14 @@ int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 }
 
 static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
-		    const struct stat *st)
+		    const struct stat *st, unsigned int src_flags)
 {
 	int ret;
 
+	ret = copy_flags_early(job, src_flags);
+	if (ret)
+		return encio_error_set(job->e, ret, "set inode flags of",
+				       job->dst_path, false, 0);
 	ret = copy_job_start(job, st);
 	if (ret)
 		return ret;
@@ -942,7 +972,7 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 		if (ret)
 			return ret;
 	}
-	ret = copy_metadata(job->dst_fd, st);
+	ret = copy_metadata(job, st, src_flags);
 	if (ret)
 		return encio_error_set(job->e, ret, "set metadata of",
 				       job->dst_path, false, 0);
@@ -1006,6 +1036,7 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 		.ctx = ctx, .src_path = src, .e = e, .src_fd = -1, .dst_fd = -1
 	};
 	struct stat st;
+	unsigned int src_flags;
 	int dir_fd = -1, ret;
 
 	ret = resolve_dest(src, dst, dir, name, e);
@@ -1043,12 +1074,21 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 				      0);
 		goto out;
 	}
-	ret = copy_fds(ctx, &job, &st);
+	src_flags = inode_flags_get(job.src_fd);
+	ret = copy_fds(ctx, &job, &st, src_flags);
 	if (!ret && renameat(dir_fd, tmp_name, dir_fd, name))
 		ret = encio_error_set(e, errno, "rename into place", dst_path,
 				      false, 0);
-	if (ret)
+	if (ret) {
 		unlinkat(dir_fd, tmp_name, 0);
+		goto out;
+	}
+	/* in place: an immutable file could not be renamed */
+	ret = inode_flags_set(job.dst_fd, src_flags, INODE_FLAGS_LATE,
+			      &ctx->flags_refused);
+	ret = ret < 0 ? encio_error_set(e, ret, "set inode flags of", dst_path,
+					false, 0) :
+			0;
 out:
 	if (job.dst_fd >= 0)
 		close(job.dst_fd);

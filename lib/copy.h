@@ -18,6 +18,7 @@
 #include "cpool.h"
 #include "engine.h"
 #include "error.h"
+#include "inode_flags.h"
 #include "extents.h"
 #include "verify.h"
 
@@ -81,6 +82,7 @@ struct copy_ctx {
 	uint32_t write_sectorsize; /* of write_dev */
 	bool read_probed;
 	bool write_probed;
+	struct inode_flags_refused flags_refused; /* by DEST, for a warning */
 };
 
 /*

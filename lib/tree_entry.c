@@ -681,6 +681,7 @@ static int dir_remember(struct tree *t, const char *src, const char *dst,
 	d->no_xattrs = meta_src_no_xattrs(t, st);
 	d->fresh = fresh;
 	d->acl_default = acl_default;
+	d->src_flags = 0;
 	if (!d->src || !d->dst) {
 		free(d->src);
 		free(d->dst);
@@ -688,6 +689,31 @@ static int dir_remember(struct tree *t, const char *src, const char *dst,
 	}
 	t->nr_dirs++;
 	return 0;
+}
+
+/*
+ * Before its entries are made: nocow and compression (flags, then the
+ * btrfs.compression property), inherited by them as on the source. One
+ * DEST had (a rerun) loses append-only and immutable, which would refuse
+ * new entries, until dir_finish(). @dst_fd: O_PATH.
+ */
+static int dir_flags_early(struct tree *t, int src_fd, int dst_fd, bool fresh,
+			   unsigned int *src_flags)
+{
+	struct inode_flags_refused *r = &t->ctx->flags_refused;
+	int fd, ret;
+
+	*src_flags = inode_flags_get(src_fd);
+	fd = inode_reopen(dst_fd);
+	if (fd < 0)
+		return fd;
+	ret = fresh ? 0 : inode_flags_set(fd, 0, INODE_FLAGS_LATE, r);
+	if (ret >= 0)
+		ret = inode_flags_set(fd, *src_flags, INODE_FLAGS_EARLY, r);
+	if (ret >= 0)
+		ret = inode_prop_copy(src_fd, fd, r);
+	close(fd);
+	return ret < 0 ? ret : 0;
 }
 
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
@@ -756,6 +782,10 @@ void entry_dir(struct tree *t, const char *src, const char *dst,
 	lvl->fresh = fresh;
 	lvl->dst = dir;
 	lvl->acl_default = acl_default;
+	ret = dir_flags_early(t, dirfd(lvl->dir), dir->fd, fresh,
+			      &t->dirs[t->nr_dirs - 1].src_flags);
+	if (ret)
+		tree_entry_error(t, -ret, "set inode flags of", dst);
 	if (!t->walk.rel[0] && t->src_roots[t->root] < 0)
 		t->src_roots[t->root] =
 			fcntl(dirfd(lvl->dir), F_DUPFD_CLOEXEC, 0);
@@ -795,7 +825,7 @@ static int dir_finish(struct tree *t, const struct tree_dir *d, const char **op,
 {
 	struct entry_at src = { -1, NULL }, dst;
 	unsigned int how;
-	int ret;
+	int fd, ret;
 
 	*op = "set metadata of (moved or replaced during the copy)";
 	*path = d->dst;
@@ -820,11 +850,62 @@ static int dir_finish(struct tree *t, const struct tree_dir *d, const char **op,
 	      (d->acl_default ? META_PRUNE : 0);
 	ret = meta_set_metadata(&t->walk_xattr, src, dst, &d->st, NULL, how,
 				op);
+	if (!ret) {
+		/* all of them, append-only and immutable last */
+		*op = "set inode flags of";
+		fd = dst.name ? inode_reopen(dst.dir) : dst.dir;
+		ret = fd < 0 ? fd :
+			       inode_flags_set(fd, d->src_flags,
+					       INODE_FLAGS_KEPT,
+					       &t->ctx->flags_refused);
+		if (fd >= 0 && fd != dst.dir)
+			close(fd);
+	}
+	ret = ret < 0 ? ret : 0;
 out:
 	if (src.dir >= 0)
 		close(src.dir);
 	close(dst.dir);
 	return ret;
+}
+
+/*
+ * Files to make append-only or immutable, now that they are in place with
+ * their hard links; found again below DEST through no symlink.
+ */
+static void files_late_flags(struct tree *t)
+{
+	struct tree_late_flags *l;
+	struct stat st;
+	size_t i;
+	int fd, ret;
+
+	for (i = 0; i < t->nr_late_flags; i++) {
+		l = &t->late_flags[i];
+		fd = openat2_beneath(t->dest_dir->fd, dst_rel(t, l->dst),
+				     O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+		ret = fd;
+		if (fd >= 0) {
+			ret = fstat(fd, &st) ? -errno : 0;
+			/* another file, or none: it failed, reported then */
+			if (!ret &&
+			    (st.st_dev != l->dev || st.st_ino != l->ino))
+				ret = -ENOENT;
+			if (!ret)
+				ret = inode_flags_set(fd, l->flags,
+						      INODE_FLAGS_LATE,
+						      &t->ctx->flags_refused);
+			close(fd);
+		}
+		if (ret == -ENOENT)
+			ret = 0;
+		if (ret < 0 && !t->stopping)
+			tree_entry_error(t, -ret, "set inode flags of", l->dst);
+		free(l->dst);
+	}
+	free(t->late_flags);
+	t->late_flags = NULL;
+	t->nr_late_flags = t->cap_late_flags = 0;
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
@@ -834,6 +915,7 @@ void entry_dirs_finish(struct tree *t)
 	size_t i;
 	int ret;
 
+	files_late_flags(t);
 	for (i = t->nr_dirs; i-- > 0;) {
 		ret = dir_finish(t, &t->dirs[i], &op, &path);
 		if (ret && !t->stopping)

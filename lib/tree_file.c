@@ -238,14 +238,38 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 			const struct stat *cur)
 {
+	struct inode_flags_refused *r = &t->ctx->flags_refused;
+	unsigned int late;
 	const char *op;
-	int ret;
+	int ret, flags_changed;
 
-	ret = meta_set_metadata(
-		&t->walk_xattr, (struct entry_at){ f->job.src_fd, NULL },
-		(struct entry_at){ fd, NULL }, &f->st, cur,
-		META_COMPARE | META_PRUNE | (f->no_xattrs ? META_NO_XATTRS : 0),
-		&op);
+	f->src_flags = inode_flags_get(f->job.src_fd);
+	late = inode_flags_get(fd) & INODE_FLAGS_LATE;
+	ret = meta_flags_unlock(t, fd, &op);
+	if (!ret)
+		ret = meta_set_metadata(
+			&t->walk_xattr,
+			(struct entry_at){ f->job.src_fd, NULL },
+			(struct entry_at){ fd, NULL }, &f->st, cur,
+			META_COMPARE | META_PRUNE |
+				(f->no_xattrs ? META_NO_XATTRS : 0),
+			&op);
+	if (ret >= 0) {
+		op = "set inode flags of";
+		flags_changed = inode_flags_set(
+			fd, f->src_flags, INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE,
+			r);
+		if (flags_changed >= 0)
+			flags_changed += inode_prop_copy(f->job.src_fd, fd, r);
+		ret = flags_changed < 0 ? flags_changed :
+					  ret + flags_changed +
+						  (late != (f->src_flags &
+							    INODE_FLAGS_LATE));
+	}
+	if (ret >= 0) {
+		flags_changed = meta_file_flags_late(t, f, fd, &op);
+		ret = flags_changed ? flags_changed : ret;
+	}
 	close(fd);
 	if (ret < 0) {
 		encio_error_set(&f->e, ret, op, f->dst, false, 0);
@@ -253,6 +277,30 @@ static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 	}
 	tree_count_complete(t, ret > 0, f->st.st_size);
 	return 1;
+}
+
+/*
+ * Walker: DEST's file of an earlier run, incomplete or different, is
+ * replaced: not if append-only or immutable. Where that fails, the
+ * replacement reports it.
+ */
+static void file_unlock_old(struct tree *t, struct entry_at at)
+{
+	struct stat st;
+	const char *op;
+	int fd, rfd;
+
+	fd = openat(at.dir, at.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		rfd = inode_reopen(fd);
+		if (rfd >= 0) {
+			meta_flags_unlock(t, rfd, &op);
+			close(rfd);
+		}
+	}
+	close(fd);
 }
 
 /*
@@ -283,7 +331,10 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 	if (entry_parent_fresh(t))
 		return 0;
 	ret = file_complete(f->job.src_fd, &f->st, at, &cur);
-	return ret < 0 ? 0 : file_refresh(t, f, ret, &cur);
+	if (ret >= 0)
+		return file_refresh(t, f, ret, &cur);
+	file_unlock_old(t, at);
+	return 0;
 }
 
 /*
@@ -343,8 +394,12 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		goto fail;
 	}
 	/* Metadata here, off the ring thread's path. */
-	ret = meta_file_owner_mode(&t->walk_xattr, f, entry_parent_fresh(t),
-				   &op);
+	ret = meta_file_flags_early(t, f, f->job.dst_fd, &op);
+	if (!ret)
+		ret = meta_file_flags_late(t, f, f->job.dst_fd, &op);
+	if (!ret)
+		ret = meta_file_owner_mode(&t->walk_xattr, f,
+					   entry_parent_fresh(t), &op);
 	if (ret) {
 		encio_error_set(&f->e, ret, op, dst, false, 0);
 		goto fail_tmp;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "inline_files.h"
+#include "inode_flags.h"
 #include "prefetch.h"
 #include "tree.h"
 
@@ -107,6 +108,7 @@ struct tree_file {
 	char *tmp;  /* its temporary name in dir; NULL: job.dst_fd is an
 		     * O_TMPFILE, or named */
 	bool named; /* made under its own name, in a staged tree */
+	unsigned int src_flags; /* the source's kept inode flags */
 };
 
 /* A finished file, to sync and put in place: an O_TMPFILE, or a name. */
@@ -132,9 +134,18 @@ struct tree_dir {
 	int root;	/* its source root */
 	dev_t dst_dev;	/* its copy, found again at the end */
 	ino_t dst_ino;
-	bool no_xattrs;	  /* the source is known to have none */
-	bool fresh;	  /* made by this run, and given its owner then */
-	bool acl_default; /* it has a default ACL (see walk_level) */
+	bool no_xattrs;		/* the source is known to have none */
+	bool fresh;		/* made by this run, and given its owner then */
+	bool acl_default;	/* it has a default ACL (see walk_level) */
+	unsigned int src_flags; /* the source's kept inode flags */
+};
+
+/* A file to make append-only or immutable once every link is in place. */
+struct tree_late_flags {
+	char *dst;
+	dev_t dev;
+	ino_t ino;
+	unsigned int flags; /* of INODE_FLAGS_LATE */
 };
 
 /* A tree built under a hidden name, renamed into place at the end. */
@@ -236,6 +247,9 @@ struct tree {
 	struct tree_dir *dirs;
 	size_t nr_dirs;
 	size_t cap_dirs;
+	struct tree_late_flags *late_flags; /* the walker's */
+	size_t nr_late_flags;
+	size_t cap_late_flags;
 	struct inode_slot *inodes;
 	size_t nr_inodes;
 	size_t cap_inodes; /* power of two */
@@ -312,6 +326,11 @@ int meta_set_metadata(struct xattr_buf *b, struct entry_at src,
 		      struct entry_at dst, const struct stat *st,
 		      const struct stat *cur, unsigned int how,
 		      const char **op);
+int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
+			  const char **op);
+int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
+			 const char **op);
+int meta_flags_unlock(struct tree *t, int dst_fd, const char **op);
 int xattr_buf_init(struct xattr_buf *b);
 void xattr_buf_release(struct xattr_buf *b);
 

@@ -302,7 +302,86 @@ int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op)
 	*op = "set times of";
 	if (futimens(f->job.dst_fd, times))
 		return -errno;
+	if (!(f->src_flags & FS_SYNC_FL))
+		return 0;
+	*op = "set inode flags of";
+	ret = inode_flags_set(f->job.dst_fd, f->src_flags, FS_SYNC_FL,
+			      &t->ctx->flags_refused);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Walker, on the file just made, before its data: nocow and compression
+ * (flags, then the btrfs.compression property) decide how it is stored;
+ * the other flags but sync, append-only and immutable with them. A file
+ * made from the source's items (no source fd) keeps what its directory
+ * passed on.
+ */
+int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
+			  const char **op)
+{
+	struct inode_flags_refused *r = &t->ctx->flags_refused;
+	int ret;
+
+	if (f->job.src_fd < 0)
+		return 0;
+	*op = "set inode flags of";
+	f->src_flags = inode_flags_get(f->job.src_fd);
+	ret = inode_flags_set(dst_fd, f->src_flags & ~FS_SYNC_FL,
+			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);
+	if (ret < 0)
+		return ret;
+	*op = "set btrfs.compression of";
+	ret = inode_prop_copy(f->job.src_fd, dst_fd, r);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Walker: append-only and immutable wait for the end (entry_dirs_finish()),
+ * once the file is in place and its hard links are made: remember it.
+ */
+int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
+			 const char **op)
+{
+	struct tree_late_flags *l;
+	struct stat st;
+
+	if (!(f->src_flags & INODE_FLAGS_LATE))
+		return 0;
+	*op = "remember inode flags of";
+	if (fstat(dst_fd, &st))
+		return -errno;
+	l = vec_grow(t->late_flags, t->nr_late_flags, &t->cap_late_flags,
+		     sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	t->late_flags = l;
+	l = &t->late_flags[t->nr_late_flags];
+	l->dst = strdup(f->dst);
+	if (!l->dst)
+		return -ENOMEM;
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	l->flags = f->src_flags & INODE_FLAGS_LATE;
+	t->nr_late_flags++;
 	return 0;
+}
+
+/*
+ * An entry DEST has already (a rerun): append-only or immutable would
+ * refuse its metadata, its entries, its replacement; they come back last.
+ * @dst_fd: open, not O_PATH.
+ */
+int meta_flags_unlock(struct tree *t, int dst_fd, const char **op)
+{
+	int ret;
+
+	if (!(inode_flags_get(dst_fd) & INODE_FLAGS_LATE))
+		return 0;
+	*op = "clear append-only and immutable of";
+	ret = inode_flags_set(dst_fd, 0, INODE_FLAGS_LATE,
+			      &t->ctx->flags_refused);
+	return ret < 0 ? ret : 0;
 }
 
 /*

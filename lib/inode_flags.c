@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Inode flags a copy keeps (see inode_flags.h). FS_IOC_GETFLAGS and
+ * FS_IOC_SETFLAGS take an int, whatever their encoded size says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "inode_flags.h"
+
+unsigned int inode_flags_get(int fd)
+{
+	int flags = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags))
+		return 0;
+	return (unsigned int)flags & INODE_FLAGS_KEPT;
+}
+
+static bool refusal(int err)
+{
+	return err == EOPNOTSUPP || err == EINVAL || err == ENOTTY ||
+	       err == EPERM;
+}
+
+static void refuse(struct inode_flags_refused *refused, unsigned int flags)
+{
+	__atomic_fetch_or(&refused->flags, flags, __ATOMIC_RELAXED);
+}
+
+int inode_flags_set(int fd, unsigned int want, unsigned int mask,
+		    struct inode_flags_refused *refused)
+{
+	unsigned int bit;
+	int cur = 0, next;
+
+	mask &= INODE_FLAGS_KEPT;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &cur)) {
+		if (!refusal(errno))
+			return -errno;
+		/* no flags at all here: only the wanted ones are refused */
+		if (want & mask)
+			refuse(refused, want & mask);
+		return 0;
+	}
+	next = (int)(((unsigned int)cur & ~mask) | (want & mask));
+	if (next == cur)
+		return 0;
+	if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
+		return 1;
+	if (!refusal(errno))
+		return -errno;
+	/* one flag at a time, to know which DEST refuses */
+	for (bit = 1; bit && mask; bit <<= 1) {
+		if (!(mask & bit))
+			continue;
+		mask &= ~bit;
+		next = (int)(((unsigned int)cur & ~bit) | (want & bit));
+		if (next == cur)
+			continue;
+		if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
+			cur = next;
+		else if (refusal(errno))
+			refuse(refused, bit);
+		else
+			return -errno;
+	}
+	return 1;
+}
+
+int inode_reopen(int fd)
+{
+	char proc[32];
+	int rfd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	return rfd < 0 ? -errno : rfd;
+}
+
+#define COMPRESSION_PROP "btrfs.compression"
+
+/* Its length, 0 where it has none; or -errno. */
+static ssize_t prop_get(int fd, char *value, size_t size)
+{
+	ssize_t len = fgetxattr(fd, COMPRESSION_PROP, value, size);
+
+	if (len >= 0)
+		return len;
+	if (errno == ENODATA || errno == EOPNOTSUPP)
+		return 0;
+	return -errno;
+}
+
+int inode_prop_copy(int src_fd, int dst_fd, struct inode_flags_refused *refused)
+{
+	char want[32], cur[32];
+	ssize_t want_len, cur_len;
+
+	want_len = prop_get(src_fd, want, sizeof(want));
+	if (want_len < 0)
+		return want_len;
+	cur_len = prop_get(dst_fd, cur, sizeof(cur));
+	if (cur_len < 0)
+		return cur_len;
+	if (want_len == cur_len && !memcmp(want, cur, want_len))
+		return 0;
+	if (!want_len) {
+		if (fremovexattr(dst_fd, COMPRESSION_PROP) && errno != ENODATA)
+			return -errno;
+		return 1;
+	}
+	if (!fsetxattr(dst_fd, COMPRESSION_PROP, want, want_len, 0))
+		return 1;
+	if (!refusal(errno))
+		return -errno;
+	__atomic_store_n(&refused->compression_prop, true, __ATOMIC_RELAXED);
+	return 0;
+}
+
+const char *inode_flags_letters(unsigned int flags, char *buf)
+{
+	static const struct {
+		unsigned int flag;
+		char letter;
+	} letters[] = {
+		{ FS_SYNC_FL, 'S' },	{ FS_IMMUTABLE_FL, 'i' },
+		{ FS_APPEND_FL, 'a' },	{ FS_NODUMP_FL, 'd' },
+		{ FS_NOATIME_FL, 'A' }, { FS_COMPR_FL, 'c' },
+		{ FS_NOCOMP_FL, 'm' },	{ FS_NOCOW_FL, 'C' },
+	};
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(letters) / sizeof(letters[0]); i++)
+		if (flags & letters[i].flag)
+			buf[n++] = letters[i].letter;
+	buf[n] = '\0';
+	return buf;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Inode flags (lsattr/chattr) a copy keeps: which, read from the source,
+ * set on DEST at the moment each must be, and those DEST refused.
+ */
+#ifndef ENCIO_INODE_FLAGS_H
+#define ENCIO_INODE_FLAGS_H
+
+#include <linux/fs.h>
+#include <stdbool.h>
+
+/* nocow and compression decide how the data is stored: set while empty */
+#define INODE_FLAGS_EARLY (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)
+/* append-only and immutable refuse what comes after: set last */
+#define INODE_FLAGS_LATE (FS_APPEND_FL | FS_IMMUTABLE_FL)
+/*
+ * The others go on a new file before its data too (one call for all, which
+ * also clears what it inherited), but sync, which would make every write
+ * synchronous: that one after the data.
+ */
+#define INODE_FLAGS_KEPT                                                       \
+	(INODE_FLAGS_EARLY | INODE_FLAGS_LATE | FS_NOATIME_FL | FS_NODUMP_FL | \
+	 FS_SYNC_FL)
+
+/* What DEST refused during a run, for one warning each (atomic). */
+struct inode_flags_refused {
+	unsigned int flags;
+	bool compression_prop; /* the btrfs.compression property */
+};
+
+/* The kept flags of the file open at @fd; 0 where it has none. */
+unsigned int inode_flags_get(int fd);
+
+/*
+ * Make the flags of @fd in @mask those of @want. A flag DEST refuses
+ * (EOPNOTSUPP, EINVAL, ENOTTY, EPERM of a flag it cannot have) is left
+ * out and noted in @refused. 1 when something changed, 0 when nothing
+ * had to, or -errno.
+ */
+int inode_flags_set(int fd, unsigned int want, unsigned int mask,
+		    struct inode_flags_refused *refused);
+
+/* An O_PATH fd opened again for reading (flags and xattrs need it). */
+int inode_reopen(int fd);
+
+/*
+ * The btrfs.compression property (zstd, zlib, lzo) of @dst_fd made that of
+ * @src_fd (set, or removed). After the flags: +c gives a file a property of
+ * its own. Refused by DEST: noted in @refused. 1 when it changed, 0 when
+ * nothing had to, or -errno.
+ */
+int inode_prop_copy(int src_fd, int dst_fd,
+		    struct inode_flags_refused *refused);
+
+/* chattr's letters of @flags, in @buf (at least 16 bytes). */
+const char *inode_flags_letters(unsigned int flags, char *buf);
+
+#endif
