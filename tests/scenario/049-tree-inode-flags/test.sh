@@ -93,7 +93,10 @@ diff "$TEST_TMP/src.flags" "$TEST_TMP/dst.flags" || _fail "rerun: flags differ"
 cmp "$S/fa" "$D/fa" || _fail "rerun: append-only file not replaced"
 
 _log "tmpfs: the data, the flags it takes, exit 0"
-run_check timeout 120 "$ENCIO" -q copy -r "$S" "$TMP/T"
+timeout 120 "$ENCIO" copy -r "$S" "$TMP/T" >/dev/null 2>"$TEST_TMP/err" || _fail "copy -r to tmpfs failed"
+cat "$TEST_TMP/err"
+[ "$(grep -c "refused inode flags" "$TEST_TMP/err")" = 1 ] || _fail "tmpfs: not one warning naming the refused flags"
+grep "refused inode flags" "$TEST_TMP/err" | grep -q C || _fail "tmpfs: the warning does not name nocow (C)"
 diff -r "$S" "$TMP/T" || _fail "tmpfs: data differs"
 for f in A d a i; do
 	lsattr -d "$TMP/T/f$f" | cut -d' ' -f1 | grep -q "$f" ||
