@@ -22,6 +22,7 @@
 
 #include "../../lib/codec.h"
 #include "../../lib/kernel.h"
+#include "codec-fixtures.h"
 
 #define ZLIB BTRFS_ENCODED_IO_COMPRESSION_ZLIB
 #define ZSTD BTRFS_ENCODED_IO_COMPRESSION_ZSTD
@@ -78,26 +79,6 @@ static void *dup_exact(const void *p, size_t len)
 	if (len)
 		memcpy(q, p, len);
 	return q;
-}
-
-static void *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	unsigned char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("%s: %s", path, strerror(errno));
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	buf = malloc(n);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, n, f), n);
-	fclose(f);
-	*len = n;
-	return buf;
 }
 
 /* Decode with exact-size copies; returns what codec_decode returned. */
@@ -263,58 +244,6 @@ static void test_zero_fill(void **state)
 
 /* ---- kernel-written extents ---- */
 
-struct fixture {
-	char file[64];
-	int comp;
-	size_t unencoded_len, unencoded_offset, len;
-	unsigned long crc;
-};
-
-static const char *data_dir(void)
-{
-	static char dir[4096];
-	const char *top = getenv("TOP_SRCDIR");
-	const char *slash;
-
-	if (top) {
-		snprintf(dir, sizeof(dir), "%s/tests/data/codec", top);
-		return dir;
-	}
-	/* This file's directory, as the compiler saw it. */
-	slash = strrchr(__FILE__, '/');
-	snprintf(dir, sizeof(dir), "%.*s/../data/codec",
-		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
-	return dir;
-}
-
-static int load_fixtures(struct fixture *fx, int max)
-{
-	char path[4200];
-	FILE *f;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/MANIFEST", data_dir());
-	f = fopen(path, "r");
-	if (!f)
-		fail_msg("%s: %s (set TOP_SRCDIR)", path, strerror(errno));
-	while (n < max &&
-	       fscanf(f, "%63s %d %zu %zu %zu %lx", fx[n].file, &fx[n].comp,
-		      &fx[n].unencoded_len, &fx[n].unencoded_offset, &fx[n].len,
-		      &fx[n].crc) == 6)
-		n++;
-	fclose(f);
-	assert_true(n >= 15);
-	return n;
-}
-
-static void *load_encoded(const struct fixture *fx, size_t *len)
-{
-	char path[4200];
-
-	snprintf(path, sizeof(path), "%s/%s", data_dir(), fx->file);
-	return read_whole(path, len);
-}
-
 static void test_kernel_fixtures(void **state)
 {
 	struct fixture fx[64];
@@ -323,9 +252,9 @@ static void test_kernel_fixtures(void **state)
 	size_t enc_len, j;
 	ssize_t ret;
 
-	n = load_fixtures(fx, 64);
+	n = fixtures_load_all(fx, 64);
 	for (i = 0; i < n; i++) {
-		enc = load_encoded(&fx[i], &enc_len);
+		enc = fixture_data(&fx[i], &enc_len);
 		ret = decode_exact(*state, fx[i].comp, enc, enc_len, out,
 				   fx[i].unencoded_len);
 		if (ret < (ssize_t)(fx[i].unencoded_offset + fx[i].len))
@@ -386,9 +315,9 @@ static void test_kernel_truncated(void **state)
 	ssize_t good_len;
 	int n, i;
 
-	n = load_fixtures(fx, 64);
+	n = fixtures_load_all(fx, 64);
 	for (i = 0; i < n; i++) {
-		enc = load_encoded(&fx[i], &enc_len);
+		enc = fixture_data(&fx[i], &enc_len);
 		good_len = codec_decode(*state, fx[i].comp, enc, enc_len, good,
 					fx[i].unencoded_len);
 		assert_true(good_len > 0);
@@ -430,10 +359,10 @@ static void test_kernel_bitflips(void **state)
 	size_t enc_len;
 	int n, i;
 
-	n = load_fixtures(fx, 64);
+	n = fixtures_load_all(fx, 64);
 	rng_state = 42;
 	for (i = 0; i < n; i++) {
-		enc = load_encoded(&fx[i], &enc_len);
+		enc = fixture_data(&fx[i], &enc_len);
 		flip_check(*state, fx[i].comp, enc, enc_len,
 			   fx[i].unencoded_len, 300);
 		free(enc);

@@ -22,76 +22,11 @@
 #include "../../lib/codec.h"
 #include "../../lib/kernel.h"
 #include "../../lib/payload.h"
+#include "codec-fixtures.h"
 
 #define ZLIB BTRFS_ENCODED_IO_COMPRESSION_ZLIB
 #define ZSTD BTRFS_ENCODED_IO_COMPRESSION_ZSTD
 #define LZO_4K BTRFS_ENCODED_IO_COMPRESSION_LZO_4K
-
-struct fixture {
-	char file[64];
-	int comp;
-	size_t unencoded_len;
-	size_t unencoded_offset;
-	size_t len;
-	unsigned long crc;
-};
-
-static const char *data_dir(void)
-{
-	static char dir[4096];
-	const char *top = getenv("TOP_SRCDIR");
-	const char *slash;
-
-	if (top) {
-		snprintf(dir, sizeof(dir), "%s/tests/data/codec", top);
-		return dir;
-	}
-	slash = strrchr(__FILE__, '/');
-	snprintf(dir, sizeof(dir), "%.*s/../data/codec",
-		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
-	return dir;
-}
-
-static void *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "r");
-	unsigned char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("%s: %s (set TOP_SRCDIR)", path, strerror(errno));
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	buf = malloc(n);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, n, f), n);
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
-/* The fixture @name (the first line naming it in MANIFEST). */
-static void *load(const char *name, struct fixture *fx, size_t *len)
-{
-	char path[4200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/MANIFEST", data_dir());
-	f = fopen(path, "r");
-	if (!f)
-		fail_msg("%s: %s (set TOP_SRCDIR)", path, strerror(errno));
-	while (fscanf(f, "%63s %d %zu %zu %zu %lx", fx->file, &fx->comp,
-		      &fx->unencoded_len, &fx->unencoded_offset, &fx->len,
-		      &fx->crc) == 6)
-		if (strcmp(fx->file, name) == 0)
-			break;
-	fclose(f);
-	assert_string_equal(fx->file, name);
-	snprintf(path, sizeof(path), "%s/%s", data_dir(), name);
-	return read_whole(path, len);
-}
 
 /* payload_check() on an exact-size copy of @len bytes of @data. */
 static int check(int comp, const void *data, size_t len, uint64_t unencoded_len,
@@ -121,32 +56,21 @@ static void expect_invalid(int comp, const void *data, size_t len,
 
 static void test_kernel_extents_pass(void **state)
 {
-	char path[4200];
-	struct fixture fx;
+	struct fixture fx[64];
 	unsigned char *data;
 	const char *why;
 	size_t len;
-	int n = 0;
-	FILE *f;
+	int i, n;
 
 	(void)state;
-	snprintf(path, sizeof(path), "%s/MANIFEST", data_dir());
-	f = fopen(path, "r");
-	if (!f)
-		fail_msg("%s: %s (set TOP_SRCDIR)", path, strerror(errno));
-	while (fscanf(f, "%63s %d %zu %zu %zu %lx", fx.file, &fx.comp,
-		      &fx.unencoded_len, &fx.unencoded_offset, &fx.len,
-		      &fx.crc) == 6) {
-		snprintf(path, sizeof(path), "%s/%s", data_dir(), fx.file);
-		data = read_whole(path, &len);
+	n = fixtures_load_all(fx, 64);
+	for (i = 0; i < n; i++) {
+		data = fixture_data(&fx[i], &len);
 		why = NULL;
-		if (check(fx.comp, data, len, fx.unencoded_len, &why))
-			fail_msg("%s refused: %s", fx.file, why);
+		if (check(fx[i].comp, data, len, fx[i].unencoded_len, &why))
+			fail_msg("%s refused: %s", fx[i].file, why);
 		free(data);
-		n++;
 	}
-	fclose(f);
-	assert_true(n >= 15);
 }
 
 static void test_truncated(void **state)
@@ -161,7 +85,7 @@ static void test_truncated(void **state)
 
 	(void)state;
 	for (i = 0; i < 3; i++) {
-		data = load(names[i], &fx, &len);
+		data = fixture_load(names[i], &fx, &len);
 		/* Cut within the header. */
 		for (cut = 0; cut < 3; cut++)
 			assert_int_equal(check(fx.comp, data, cut,
@@ -170,17 +94,17 @@ static void test_truncated(void **state)
 		free(data);
 	}
 	/* lzo: cut within the segments, its total length then past it. */
-	data = load("lzo-text-0.bin", &fx, &len);
+	data = fixture_load("lzo-text-0.bin", &fx, &len);
 	expect_invalid(fx.comp, data, len / 2, fx.unencoded_len,
 		       "total length past the payload");
 	free(data);
 	/* zstd: cut within its blocks, then before its checksum. */
-	data = load("zstd-text-0.bin", &fx, &len);
+	data = fixture_load("zstd-text-0.bin", &fx, &len);
 	expect_invalid(fx.comp, data, len / 2, fx.unencoded_len,
 		       "frame truncated");
 	free(data);
 	/* zstd: the frame header alone, without a block. */
-	data = load("zstd-small-0.bin", &fx, &len);
+	data = fixture_load("zstd-small-0.bin", &fx, &len);
 	expect_invalid(fx.comp, data, 6, fx.unencoded_len, "zstd");
 	free(data);
 }
@@ -308,7 +232,7 @@ static void test_zlib_bad_header(void **state)
 	size_t len;
 
 	(void)state;
-	data = load("zlib-text-0.bin", &fx, &len);
+	data = fixture_load("zlib-text-0.bin", &fx, &len);
 	assert_int_equal(check(ZLIB, data, len, fx.unencoded_len, &why), 0);
 	data[1] ^= 1;
 	expect_invalid(ZLIB, data, len, fx.unencoded_len, "header check");
@@ -340,7 +264,7 @@ static void test_lzo_bad_lengths(void **state)
 	const char *why;
 
 	(void)state;
-	data = load("lzo-text-0.bin", &fx, &len);
+	data = fixture_load("lzo-text-0.bin", &fx, &len);
 	total = data[0] | data[1] << 8 | data[2] << 16;
 	assert_int_equal(check(LZO_4K, data, len, fx.unencoded_len, &why), 0);
 
@@ -361,7 +285,7 @@ static void test_lzo_bad_lengths(void **state)
 	free(data);
 
 	/* A payload a whole sector longer than the total length. */
-	data = load("lzo-small-0.bin", &fx, &len);
+	data = fixture_load("lzo-small-0.bin", &fx, &len);
 	big = calloc(1, len + 4096);
 	assert_non_null(big);
 	memcpy(big, data, len);
