@@ -370,7 +370,7 @@ static uint64_t total_size(char **srcs, int nr_src)
 
 	for (i = 0; i < nr_src; i++)
 		if (stat(srcs[i], &st) == 0 && S_ISREG(st.st_mode))
-			total += st.st_size;
+			total += copy_data_bytes(&st);
 	return total;
 }
 

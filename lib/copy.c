@@ -201,8 +201,8 @@ static bool job_refill(struct copy_job *job)
 
 		switch (fe->kind) {
 		case EXTENT_HOLE:
+			/* not data: progress totals leave holes out too */
 			job->ctx->stats.holes++;
-			job_progress(job, fe->offset, end);
 			continue;
 		case EXTENT_PREALLOC:
 			continue; /* made by job_prealloc() */

@@ -136,6 +136,19 @@ struct copy_job {
 	void *owner; /* the caller's */
 };
 
+/*
+ * The bytes of data a copy of the file of @st moves, for progress totals:
+ * its size less its holes, as far as st_blocks tells (data and prealloc,
+ * by sector).
+ */
+static inline uint64_t copy_data_bytes(const struct stat *st)
+{
+	uint64_t allocated = (uint64_t)st->st_blocks * 512;
+
+	return allocated < (uint64_t)st->st_size ? allocated :
+						   (uint64_t)st->st_size;
+}
+
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
 void copy_ctx_release(struct copy_ctx *ctx);
 

@@ -592,7 +592,8 @@ static void count_tree(struct tree *t, const char *src)
 		}
 		s->total_entries++;
 		if (S_ISREG(w.st.st_mode))
-			s->total_bytes += w.st.st_size / w.st.st_nlink;
+			s->total_bytes +=
+				copy_data_bytes(&w.st) / w.st.st_nlink;
 		if (tree_stop_requested(t))
 			break;
 	}

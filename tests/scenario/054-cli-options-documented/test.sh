@@ -137,6 +137,13 @@ head -c 50M /dev/zero | tr '\0' x >big
 "$ENCIO" copy --progress big big.copy 2>"$TEST_TMP/progress" >/dev/null || _fail "copy --progress failed"
 tr '\r' '\n' <"$TEST_TMP/progress" | grep -q "of 50.00MiB" ||
 	_fail "no progress for a single file: $(cat -v "$TEST_TMP/progress")"
+# A sparse file: the total is its data, not its size with the holes.
+head -c 3M /dev/zero | tr '\0' y >sparse
+truncate -s 40M sparse
+"$ENCIO" copy --progress sparse sparse.copy 2>"$TEST_TMP/progress" >/dev/null || _fail "copy --progress of a sparse file failed"
+tr '\r' '\n' <"$TEST_TMP/progress" | grep -q "of 3.00MiB" ||
+	_fail "progress total of a sparse file is not its data: $(cat -v "$TEST_TMP/progress")"
+cmp sparse sparse.copy || _fail "sparse copy differs"
 json=$("$ENCIO" copy -r --progress --format=json tree tree.copy 2>"$TEST_TMP/progress") || _fail "copy -r --progress failed"
 secs=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
 tr '\r' '\n' <"$TEST_TMP/progress" | grep -q "entries" || _fail "no progress for copy -r"
