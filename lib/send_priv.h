@@ -82,6 +82,18 @@ int send_stopped(struct send_ctx *ctx);
 int send_end_cmd(struct send_ctx *ctx);
 /* Probe encoded reads on @fd's file system once per device. */
 int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st);
+/* The file at hand is done up to @offset (progress). */
+void send_progress(struct send_ctx *ctx, uint64_t offset);
+/* A file of procfs and the like: size 0, its content what reads return. */
+int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path);
+/*
+ * FALLOCATE for the preallocated ranges of @map: those below the size with
+ * mode 0, before the data (so each one grows the file from below, where
+ * btrfs zeroes, and so writes, no partial last block); or (@past_eof) those
+ * beyond the size with FALLOC_FL_KEEP_SIZE, after the truncate.
+ */
+int send_prealloc(struct send_ctx *ctx, const char *path,
+		  const struct extent_map *map, bool past_eof);
 /* WRITE commands of ctx->write_max bytes at most. */
 int send_write(struct send_ctx *ctx, const char *path, const char *data,
 	       size_t len, uint64_t offset);

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio send: a file's data as stream commands. Data ranges are read in
+ * windows of up to the engine's depth: compressed extents whole, by encoded
+ * reads (ENCODED_WRITE), plain ranges in slot-sized pieces (by encoded reads
+ * too, which return them as compression NONE, or by pread where encoded
+ * reads are impossible; WRITE). Every read of a window is reaped before its
+ * commands are written, in file-offset order. Shared by the tree walk
+ * (send.c) and the incremental path (send_delta.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "extents.h"
+#include "send.h"
+#include "stream.h"
+#include "send_priv.h"
+
+int send_write(struct send_ctx *ctx, const char *path, const char *data,
+	       size_t len, uint64_t offset)
+{
+	int ret;
+
+	while (len) {
+		size_t n = len < ctx->write_max ? len : ctx->write_max;
+
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_WRITE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, offset);
+		stream_put_data(&ctx->w, data, n);
+		ret = send_end_cmd(ctx);
+		if (ret)
+			return ret;
+		ctx->stats->bytes_logical += n;
+		data += n;
+		len -= n;
+		offset += n;
+	}
+	return 0;
+}
+
+/* An encoded read's extent as ENCODED_WRITE, standing for @len bytes. */
+static int send_encoded(struct send_ctx *ctx, const char *path,
+			const struct engine_req *req, uint64_t len)
+{
+	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
+
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_ENCODED_WRITE);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, req->offset);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_FILE_LEN, len);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_LEN, a->unencoded_len);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_UNENCODED_OFFSET,
+		       a->unencoded_offset);
+	stream_put_u32(&ctx->w, BTRFS_SEND_A_COMPRESSION, a->compression);
+	/* optional, and left out when none, as the kernel's send does */
+	if (a->encryption)
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
+	stream_put_data(&ctx->w, engine_req_buf(&ctx->engine, req), req->res);
+	ctx->stats->bytes_logical += len;
+	ctx->stats->bytes_encoded += req->res;
+	ctx->stats->extents_encoded++;
+	return send_end_cmd(ctx);
+}
+
+/*
+ * Emit a completed encoded read, no further than @limit (a read returns
+ * the rest of its extent, which may reach past the range asked for);
+ * *@covered gets the bytes of the file it stood for (0 at EOF). A
+ * compressed extent is cut at @limit where that is a sector boundary.
+ */
+static int send_read_result(struct send_ctx *ctx, const char *path,
+			    const struct engine_req *req, uint64_t limit,
+			    uint64_t *covered)
+{
+	uint64_t len;
+
+	*covered = 0;
+	if (req->res < 0)
+		return send_fail(ctx, req->res, "encoded read", req->offset,
+				 true);
+	if (req->res == 0)
+		return 0;
+	if (req->args.compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+		len = req->res;
+		if (req->offset + len > limit && limit > req->offset)
+			len = limit - req->offset;
+		*covered = len;
+		return send_write(ctx, path, engine_req_buf(&ctx->engine, req),
+				  len, req->offset);
+	}
+	len = req->args.len;
+	if (req->offset + len > limit && limit > req->offset &&
+	    !(limit % SEND_BLOCK))
+		len = limit - req->offset;
+	*covered = len;
+	return send_encoded(ctx, path, req, len);
+}
+
+/* One encoded read of @fd at @offset alone (nothing else in flight). */
+static int read_one(struct send_ctx *ctx, int fd, const char *path,
+		    uint64_t offset, uint64_t limit, uint64_t *covered)
+{
+	struct engine_req *req = engine_get_req(&ctx->engine);
+	int ret;
+
+	if (!req)
+		return send_fail(ctx, EBUSY, "encoded read", offset, true);
+	engine_encoded_read(&ctx->engine, req, ctx->probe.read_mode, fd,
+			    offset);
+	if (engine_wait(&ctx->engine, req) < 0 && engine_inflight(&ctx->engine))
+		return send_fail(ctx, EIO, "io_uring wait", offset, true);
+	ret = send_read_result(ctx, path, req, limit, covered);
+	engine_put_req(&ctx->engine, req);
+	return ret;
+}
+
+static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
+		      bool whole)
+{
+	if (ctx->nr_pieces == ctx->cap_pieces) {
+		size_t cap = ctx->cap_pieces ? ctx->cap_pieces * 2 : 64;
+		struct send_piece *p = realloc(ctx->pieces, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		ctx->pieces = p;
+		ctx->cap_pieces = cap;
+	}
+	ctx->pieces[ctx->nr_pieces++] =
+		(struct send_piece){ start, end, whole, NULL };
+	return 0;
+}
+
+/*
+ * Data ranges of @map as pieces, in file order, appended to ctx->pieces;
+ * holes and prealloc left out.
+ */
+int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
+{
+	size_t slot = ctx->engine.pool.slot_size, i;
+	int ret;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t start = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
+			continue;
+		if (end > map->size)
+			end = map->size;
+		if (start >= end)
+			continue;
+		if (fe->compression != BTRFS_COMPRESS_NONE) {
+			ret = push_piece(ctx, start, end, true);
+			if (ret)
+				return ret;
+			continue;
+		}
+		for (; start < end; start += slot) {
+			ret = push_piece(
+				ctx, start,
+				end - start < slot ? end : start + slot, false);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Reap every request of the window; the first error wins. */
+int send_reap_all(struct send_ctx *ctx)
+{
+	struct engine_req *req;
+	int err, ret = 0;
+
+	while (engine_inflight(&ctx->engine)) {
+		req = engine_reap(&ctx->engine, true, &err);
+		if (err && !ret)
+			ret = send_fail(ctx, err, "io_uring wait", 0, false);
+		if (!req && err)
+			return ret;
+	}
+	return ret;
+}
+
+void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
+{
+	size_t i;
+
+	for (i = first; i < last; i++) {
+		struct send_piece *p = &ctx->pieces[i];
+
+		p->req = engine_get_req(&ctx->engine);
+		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
+				    fd, p->start);
+	}
+}
+
+/*
+ * Emit pieces [first, last) of @fd, read already, in order (@ret: the
+ * reaping's error, which only releases them).
+ */
+int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
+		     size_t first, size_t last, bool *eof, int ret)
+{
+	uint64_t covered, pos;
+	size_t i;
+
+	for (i = first; i < last; i++) {
+		struct send_piece *p = &ctx->pieces[i];
+
+		if (!ret && !*eof) {
+			ret = send_read_result(ctx, path, p->req, p->end,
+					       &covered);
+			if (!covered)
+				*eof = true;
+			/* Shorter than mapped (the file changed): the rest. */
+			for (pos = p->start + covered;
+			     !ret && covered && pos < p->end; pos += covered)
+				ret = read_one(ctx, fd, path, pos, p->end,
+					       &covered);
+		}
+		engine_put_req(&ctx->engine, p->req);
+		p->req = NULL;
+	}
+	return ret;
+}
+
+/* Issue pieces [first, last), reap them all, and emit them in order. */
+static int send_window(struct send_ctx *ctx, int fd, const char *path,
+		       size_t first, size_t last, bool *eof)
+{
+	send_issue_pieces(ctx, fd, first, last);
+	return send_emit_pieces(ctx, fd, path, first, last, eof,
+				send_reap_all(ctx));
+}
+
+void send_progress(struct send_ctx *ctx, uint64_t offset)
+{
+	if (!ctx->opts.progress)
+		return;
+	ctx->stats->bytes_done = ctx->file_base + offset;
+	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
+}
+
+int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
+		      const struct extent_map *map)
+{
+	size_t depth = ctx->engine.depth, i, last;
+	bool eof = false;
+	int ret;
+
+	ctx->nr_pieces = 0;
+	ret = send_map_pieces(ctx, map);
+	if (ret)
+		return send_fail(ctx, ret, "map extents of", 0, false);
+	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {
+		last = i + depth < ctx->nr_pieces ? i + depth : ctx->nr_pieces;
+		ret = send_stopped(ctx) ?:
+			      send_window(ctx, fd, path, i, last, &eof);
+		if (ret)
+			return ret;
+		send_progress(ctx, ctx->pieces[last - 1].end);
+	}
+	return 0;
+}
+
+/*
+ * pread [@pos, @end) and send it as WRITEs: 0, 1 where the file ended
+ * before @end, or an error.
+ */
+static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
+			    uint64_t pos, uint64_t end)
+{
+	while (pos < end) {
+		size_t want = end - pos < ctx->write_max ? end - pos :
+							   ctx->write_max;
+		ssize_t n;
+		int ret = send_stopped(ctx);
+
+		if (ret)
+			return ret;
+		n = pread(fd, ctx->buf, want, pos);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return send_fail(ctx, errno, "read", pos, true);
+		if (n == 0)
+			return 1;
+		ret = send_write(ctx, path, ctx->buf, n, pos);
+		if (ret)
+			return ret;
+		pos += n;
+	}
+	return 0;
+}
+
+/* Without encoded reads: pread the data ranges, nothing else in flight. */
+int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
+		    const struct extent_map *map)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < map->nr && !ret; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t end = fe->offset + fe->len;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC)
+			continue;
+		ret = send_range_plain(ctx, fd, path, fe->offset,
+				       end < map->size ? end : map->size);
+	}
+	return ret < 0 ? ret : 0;
+}
+
+int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path)
+{
+	int ret = send_range_plain(ctx, fd, path, 0, UINT64_MAX);
+
+	return ret < 0 ? ret : 0;
+}
+
+int send_prealloc(struct send_ctx *ctx, const char *path,
+		  const struct extent_map *map, bool past_eof)
+{
+	uint64_t eof_block = (map->size + SEND_BLOCK - 1) & ~(SEND_BLOCK - 1);
+	size_t i;
+	int ret;
+
+	for (i = 0; i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t start = fe->offset, end = fe->offset + fe->len;
+
+		if (fe->kind != EXTENT_PREALLOC)
+			continue;
+		/* The block holding EOF is the mode 0 range's: whole blocks. */
+		if (past_eof && start < eof_block)
+			start = eof_block;
+		if (!past_eof && end > map->size)
+			end = map->size;
+		if (start >= end)
+			continue;
+		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_FALLOCATE);
+		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+		stream_put_u32(&ctx->w, BTRFS_SEND_A_FALLOCATE_MODE,
+			       past_eof ? FALLOC_FL_KEEP_SIZE : 0);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, start);
+		stream_put_u64(&ctx->w, BTRFS_SEND_A_SIZE, end - start);
+		ret = send_end_cmd(ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
