@@ -611,13 +611,6 @@ int extent_fs_kind(int fd, long *fs_type, bool *frozen)
 	    ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) < 0 ||
 	    !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
 		return 0;
-	/*
-	 * Setting the flag writes nothing back: data written just before is
-	 * still in memory, without file extent items. The kernel's flush of
-	 * the file system is the one way to write it all back.
-	 */
-	if (syncfs(fd))
-		return -errno;
 	*frozen = true;
 	return 0;
 }

@@ -70,11 +70,11 @@ int extent_map_build_stat(int fd, const struct stat *st, long fs_type,
 /*
  * The file system type of @fd (statfs f_type), and whether the tree it is
  * in is frozen: a read-only btrfs subvolume or a read-only superblock, not
- * a read-only bind mount of a writable file system. For a read-only
- * subvolume the file system is flushed first (syncfs), so that its items
- * hold all the data written before it was made read-only: what reads the
- * tree without opening the files (inline_files.h) sees all of it.
- * 0 or -errno.
+ * a read-only bind mount of a writable file system. Frozen says no new
+ * write can start; data written before the subvolume was made read-only
+ * may still wait for writeback, without extent items (a mapping flushes
+ * each file; what reads the tree's items without opening the files must
+ * syncfs first). 0 or -errno.
  */
 int extent_fs_kind(int fd, long *fs_type, bool *frozen);
 /*

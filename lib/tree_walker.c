@@ -168,9 +168,14 @@ static void tree_source_begin(struct tree *t)
 	if (fd < 0)
 		return;
 	t->src_frozen = !extent_fs_kind(fd, &fs_type, &frozen) && frozen;
+	/*
+	 * Small files are made from the tree's items, never opened, so never
+	 * flushed one by one: data written just before the subvolume was made
+	 * read-only reaches its items only through this flush.
+	 */
 	t->inline_ok = t->src_frozen && !t->ctx->opts.verify &&
 		       fs_type == BTRFS_SUPER_MAGIC &&
-		       !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) &&
+		       !ioctl(fd, BTRFS_IOC_FS_INFO, &fi) && !syncfs(fd) &&
 		       !inline_files_init(&t->inline_files, fi.sectorsize,
 					  fi.nodesize);
 	close(fd);
