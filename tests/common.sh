@@ -161,3 +161,18 @@ compsize_bytes()
 }
 
 cd "$(dirname "$0")" || exit 1
+
+# Stop process PID (SIGSTOP) once it holds PATH open; the test cannot run
+# (skip) if it ends or never opens PATH first.
+stop_when_open()
+{
+	local pid=$1 path=$2 n=0
+	until ls -l "/proc/$pid/fd" 2>/dev/null | grep -q -- "-> $path\$"; do
+		n=$((n + 1))
+		if [ $n -gt 20000 ] || ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			_not_run "process $pid never held $path open"
+		fi
+	done
+	kill -STOP "$pid"
+}

@@ -33,20 +33,13 @@ mkdir -m 0755 "$OUT"
 # OUT, then the copy goes on.
 stopped_run()
 {
-	local name=$1 pid n=0 rc
+	local name=$1 pid rc
 	touch -d "2011-01-0$((RANDOM % 9 + 1))" "$S"/sub/f* "$S/sub/fifo"
 	touch -h -d 2011-01-01 "$S/sub/link"
 	# one file and one request in flight: sub is open in DEST for long
 	"$ENCIO" -q copy -r -j 1 -d 1 "$S" "$D/" >"$TEST_TMP/out.$name" 2>&1 &
 	pid=$!
-	until ls -l "/proc/$pid/fd" 2>/dev/null | grep -q -- "-> $D/S/sub\$"; do
-		n=$((n + 1))
-		if [ $n -gt 20000 ] || ! kill -0 $pid 2>/dev/null; then
-			wait $pid
-			_not_run "the copy never held $D/S/sub open"
-		fi
-	done
-	kill -STOP $pid
+	stop_when_open $pid "$D/S/sub"
 	mv "$D/S/sub" "$D/S/sub.$name"
 	ln -s "$OUT" "$D/S/sub"
 	kill -CONT $pid

@@ -32,17 +32,10 @@ setfattr -n user.secret -v leaked "$OUT/b/c"
 # symlink to OUT, then the copy goes on.
 stopped_run()
 {
-	local dest=$1 pid n=0 rc
+	local dest=$1 pid rc
 	"$ENCIO" -q copy -r -j 1 -d 1 ${2:+"$2"} "$S" "$dest" >"$TEST_TMP/out" 2>&1 &
 	pid=$!
-	until ls -l "/proc/$pid/fd" 2>/dev/null | grep -q -- "-> $S/z\$"; do
-		n=$((n + 1))
-		if [ $n -gt 20000 ] || ! kill -0 $pid 2>/dev/null; then
-			wait $pid
-			_not_run "the copy never held $S/z open"
-		fi
-	done
-	kill -STOP $pid
+	stop_when_open $pid "$S/z"
 	mv "$S/a" "$SRC/a.moved"
 	ln -s "$OUT" "$S/a"
 	kill -CONT $pid

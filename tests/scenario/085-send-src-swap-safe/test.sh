@@ -29,15 +29,7 @@ sync
 
 "$ENCIO" -q -d 1 send -f "$TEST_TMP/stream" "$S" 2>"$TEST_TMP/err" &
 pid=$!
-n=0
-until ls -l "/proc/$pid/fd" 2>/dev/null | grep -q -- "-> $S/a/0big\$"; do
-	n=$((n + 1))
-	if [ $n -gt 20000 ] || ! kill -0 $pid 2>/dev/null; then
-		wait $pid
-		_not_run "the send never held $S/a/0big open"
-	fi
-done
-kill -STOP $pid
+stop_when_open $pid "$S/a/0big"
 mv "$S/a" "$SRC/a.moved"
 ln -s "$OUT" "$S/a"
 kill -CONT $pid
