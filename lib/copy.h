@@ -62,6 +62,8 @@ struct copy_stats {
 	uint64_t chunks_incompressible; /* chunks written plain: no gain */
 	uint64_t extents_recompressed;	/* decoded and encoded again */
 	uint64_t extents_verified;	/* compressed extents of the copies */
+	uint64_t clones;      /* ranges cloned from data written before */
+	uint64_t clone_bytes; /* file bytes they stand for, not written */
 };
 
 struct copy_ctx {

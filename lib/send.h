@@ -54,6 +54,8 @@ struct send_stats {
 	uint64_t bytes_logical;	  /* file data sent, as unencoded bytes */
 	uint64_t bytes_encoded;	  /* ENCODED_WRITE payload bytes */
 	uint64_t extents_encoded; /* ENCODED_WRITE commands */
+	uint64_t clones;	  /* CLONE commands for data sent before */
+	uint64_t clone_bytes;	  /* file bytes they stand for */
 	uint64_t stream_bytes;
 	uint64_t bytes_total; /* file sizes (a hard-linked inode once) */
 	uint64_t bytes_done;  /* of bytes_total */
