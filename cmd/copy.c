@@ -235,6 +235,10 @@ static void print_summary_text(const struct copy_cmd *c)
 	       encio_fixed_state_desc(p->fixed), c->seconds,
 	       pretty_size(rate,
 			   c->seconds > 0 ? s->logical_bytes / c->seconds : 0));
+	if (s->clones)
+		printf("shared: %llu range%s cloned from data copied before, %s not written again\n",
+		       (unsigned long long)s->clones, s->clones == 1 ? "" : "s",
+		       pretty_size(logical, s->clone_bytes));
 	if (c->opts.compress.alg || c->opts.recompress.alg)
 		printf("compression: %llu chunks compressed, %llu incompressible (plain), %llu extents recompressed; ratio %.1f%% (%s encoded of %s written encoded)\n",
 		       (unsigned long long)s->chunks_compressed,
@@ -280,12 +284,14 @@ static void print_summary_json(const struct copy_cmd *c)
 	       engine->registered_bytes, c->seconds);
 	printf(", \"encoded_logical_bytes\": %llu, \"chunks_compressed\": %llu, "
 	       "\"chunks_incompressible\": %llu, \"extents_recompressed\": %llu, "
-	       "\"extents_verified\": %llu",
+	       "\"extents_verified\": %llu, \"clones\": %llu, \"clone_bytes\": %llu",
 	       (unsigned long long)s->encoded_logical,
 	       (unsigned long long)s->chunks_compressed,
 	       (unsigned long long)s->chunks_incompressible,
 	       (unsigned long long)s->extents_recompressed,
-	       (unsigned long long)s->extents_verified);
+	       (unsigned long long)s->extents_verified,
+	       (unsigned long long)s->clones,
+	       (unsigned long long)s->clone_bytes);
 	if (c->recursive)
 		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
 		       "\"specials\": %llu, \"skipped\": %llu, \"meta_updated\": %llu, "
@@ -781,6 +787,12 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		goto summary;
 	}
 	install_signals();
+	ret = copy_share_begin_path(&c.ctx, dst,
+				    (const char *const *)argv + optind, nr_src);
+	if (ret) {
+		error("cannot index shared extents: %s", strerror(-ret));
+		return 1;
+	}
 	for (i = 0; i < nr_src && !stop_signal; i++) {
 		c.file_index = i;
 		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);

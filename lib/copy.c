@@ -49,6 +49,7 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->opts = *opts;
+	ctx->clone_fd = -1;
 	ret = engine_init(&ctx->engine, &config);
 	if (ret)
 		return ret;
@@ -90,7 +91,12 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	free(ctx->chunk_buf);
 	free(ctx->encode_buf);
 	verify_ctx_release(&ctx->verify);
+	if (ctx->clone_fd >= 0)
+		close(ctx->clone_fd);
+	if (ctx->share_on)
+		share_release(&ctx->share);
 	memset(ctx, 0, sizeof(*ctx));
+	ctx->clone_fd = -1;
 }
 
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
@@ -135,8 +141,8 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 	return 0;
 }
 
-static int push_range(struct copy_job *job, uint64_t start, uint64_t end,
-		      bool whole)
+int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
+			bool whole)
 {
 	struct copy_range *r;
 
@@ -188,6 +194,29 @@ static void job_align_range(struct copy_job *job, uint64_t *start,
 		job->aligned_to = *end;
 }
 
+/* [start, end) less the ranges the job clones, as pending ranges. */
+static int job_push_uncloned(struct copy_job *job, uint64_t start,
+			     uint64_t end, bool whole)
+{
+	const struct share_piece *c;
+	int ret;
+
+	while (job->next_clone < job->clones.nr && start < end) {
+		c = &job->clones.p[job->next_clone];
+		if (c->off >= end)
+			break;
+		if (c->off > start) {
+			ret = copy_job_push_range(job, start, c->off, whole);
+			if (ret)
+				return ret;
+		}
+		if (c->off + c->len > start)
+			start = c->off + c->len;
+		job->next_clone++;
+	}
+	return start < end ? copy_job_push_range(job, start, end, whole) : 0;
+}
+
 /* Turn the next map entries into pending ranges; false when none are left. */
 static bool job_refill(struct copy_job *job)
 {
@@ -222,7 +251,7 @@ static bool job_refill(struct copy_job *job)
 		 * Compressed inline extents go encoded too: an encoded write at
 		 * offset 0 of at most a sector is stored inline again.
 		 */
-		if (push_range(job, start, end, whole))
+		if (job_push_uncloned(job, start, end, whole))
 			return job_fail(job, ENOMEM, "map", false, start),
 			       false;
 	}
@@ -483,7 +512,7 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 {
 	uint64_t end = req->cookie;
 
-	if (done_to < end && push_range(job, done_to, end, false))
+	if (done_to < end && copy_job_push_range(job, done_to, end, false))
 		job_fail(job, ENOMEM, "map", false, done_to);
 }
 
@@ -632,13 +661,21 @@ bool copy_job_has_work(struct copy_job *job)
 		return false;
 	if (job->inline_data || job_refill(job))
 		return true;
-	if (copy_job_idle(job))
-		job_check_source(job);
-	return false;
+	if (!copy_job_idle(job))
+		return false;
+	job_check_source(job);
+	if (job->err || !job->share)
+		return false;
+	if (!copy_share_clone(job))
+		return false;
+	/* ranges that could not be cloned, read now: checked again after */
+	job->check_src = !fs_files_sizeless(job->ctx->read_fs_type);
+	return job_refill(job);
 }
 
 void copy_job_release(struct copy_job *job)
 {
+	copy_share_end(job);
 	extent_map_release(&job->map);
 	free(job->pending);
 	job->pending = NULL;
@@ -903,6 +940,12 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	ret = job_prealloc(job);
 	if (ret)
 		return ret;
+	if (job->ctx->share_on) {
+		ret = copy_share_plan(job);
+		if (ret)
+			return job_fail(job, -ret, "plan the clones of", false,
+					0);
+	}
 	/*
 	 * The new file grows with its writes: only a trailing hole or
 	 * prealloc range needs the size set (a transaction of its own).
@@ -958,7 +1001,12 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	ret = copy_job_start(job, st);
 	if (ret)
 		return ret;
-	job_run(job);
+	do
+		job_run(job);
+	while (copy_job_has_work(job));
+	/* earlier files are all done: nothing can be waited for */
+	if (copy_job_waiting(job))
+		job_fail(job, EDEADLK, "clone", true, 0);
 	job_check_source(job);
 	if (job->err)
 		return job->err;

@@ -20,6 +20,7 @@
 #include "error.h"
 #include "inode_flags.h"
 #include "extents.h"
+#include "share.h"
 #include "verify.h"
 
 struct codec;
@@ -85,6 +86,11 @@ struct copy_ctx {
 	bool read_probed;
 	bool write_probed;
 	struct inode_flags_refused flags_refused; /* by DEST, for a warning */
+	/* with share_on (copy_share_begin()): shared ranges cloned */
+	struct share_index share;
+	bool share_on;
+	int clone_fd;	     /* the clone source opened last, or -1 */
+	uint32_t clone_file; /* its share_file */
 };
 
 /*
@@ -136,6 +142,11 @@ struct copy_job {
 	struct encio_error *e;
 	int err;
 	void *owner; /* the caller's */
+	bool share;  /* its ranges are in ctx->share */
+	uint32_t share_file;
+	struct share_plan clones; /* ranges to clone, in file order */
+	size_t next_clone;	  /* where job_refill() is in clones */
+	bool share_wait; /* a clone waits for the writes of its source */
 };
 
 /*
@@ -226,5 +237,40 @@ static inline bool copy_job_idle(const struct copy_job *job)
 {
 	return job->inflight == 0 && job->chunks == 0;
 }
+
+/*
+ * An idle job with no work to issue that is not finished either: a range
+ * it clones from another file waits for that file's writes (see
+ * copy_job_has_work()).
+ */
+static inline bool copy_job_waiting(const struct copy_job *job)
+{
+	return !job->err && job->share_wait;
+}
+
+/*
+ * Sharing (lib/copy_share.c). copy_share_begin() before the first file of
+ * a run whose sources are @srcs and whose destination is the directory
+ * @dest_fd: if DEST is btrfs, a range of a source extent referenced more
+ * than once is written once and cloned (FICLONERANGE) everywhere else.
+ * copy_share_plan() at a job's start: the ranges written before become
+ * its clones, its others are remembered. copy_share_clone() once its
+ * writes are done and its source was checked: it makes its written ranges
+ * available to others, then clones what it can; what cannot be cloned
+ * (a source failed, a destination that refuses) is handed back as ranges
+ * to write (true), and what waits on a source still being written sets
+ * job->share_wait. copy_share_end() when the job is released.
+ */
+int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
+		     int nr);
+/* copy_share_begin() for DEST named @dest: a directory, or a file in one. */
+int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
+			  const char *const *srcs, int nr);
+int copy_share_plan(struct copy_job *job);
+bool copy_share_clone(struct copy_job *job);
+void copy_share_end(struct copy_job *job);
+/* copy.c's: a range of the file to read and write again */
+int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
+			bool whole);
 
 #endif

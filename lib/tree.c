@@ -275,7 +275,7 @@ static struct copy_job *tree_pick(struct tree *t)
 
 		if (copy_job_has_work(job))
 			return job;
-		if (copy_job_idle(job)) {
+		if (copy_job_idle(job) && !copy_job_waiting(job)) {
 			tree_file_finish(t, t->active[i]);
 			continue;
 		}
@@ -331,7 +331,8 @@ static void tree_reap(struct tree *t)
 	if (!copy_job_complete(job, req))
 		engine_put_req(engine, req);
 	copy_ctx_poll_chunks(t->ctx);
-	if (copy_job_idle(job) && (job->err || !copy_job_has_work(job)))
+	if (copy_job_idle(job) && (job->err || !copy_job_has_work(job)) &&
+	    !copy_job_waiting(job))
 		tree_file_finish(t, job->owner);
 }
 
@@ -764,6 +765,12 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	ret = tree_setup(&t, e);
 	if (ret)
 		goto out;
+	ret = copy_share_begin(ctx, t.sync_fd, (const char *const *)srcs,
+			       nr_srcs);
+	if (ret) {
+		encio_error_set(e, -ret, "copy to", dest, false, 0);
+		goto out;
+	}
 	if (opts->count_first) {
 		for (i = 0; i < nr_srcs && !tree_stop_requested(&t); i++)
 			count_tree(&t, srcs[i]);

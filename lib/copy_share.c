@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * copy and copy -r keep data shared: a range of a source extent that the
+ * run meets more than once (reflinks, snapshots, deduplication) is written
+ * the first time and cloned from that copy every other time.
+ *
+ * Order: a job plans its clones when it starts, so a file only ever clones
+ * from files that started before it (or from itself), and waits for none
+ * that waits for it. It clones once its own writes are done and its source
+ * was found unchanged; only then are the ranges it wrote offered to others,
+ * so what they clone is what was read while the source held still.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "copy.h"
+#include "kernel.h"
+
+static int open_source(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* a device or a FIFO is not opened for real: it has no extents */
+	if (fstat(fd, &st) || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -ENOENT;
+	}
+	close(fd);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
+		     int nr)
+{
+	struct statfs sfs;
+	int i, fd, ret;
+
+	ctx->clone_fd = -1;
+	if (fstatfs(dest_fd, &sfs))
+		return -errno;
+	if (sfs.f_type != BTRFS_SUPER_MAGIC)
+		return 0;
+	share_init(&ctx->share);
+	for (i = 0; i < nr; i++) {
+		fd = open_source(srcs[i]);
+		if (fd < 0)
+			continue; /* the copy itself says what is wrong */
+		ret = share_add_source(&ctx->share, fd);
+		close(fd);
+		/* else that source's filesystem shares nothing */
+		if (ret == -ENOMEM) {
+			share_release(&ctx->share);
+			return ret;
+		}
+	}
+	ctx->share_on = ctx->share.nr_fs > 0;
+	if (!ctx->share_on)
+		share_release(&ctx->share);
+	return 0;
+}
+
+int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
+			  const char *const *srcs, int nr)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd, ret;
+
+	snprintf(dir, sizeof(dir), "%s", dest);
+	if (stat(dest, &st) || !S_ISDIR(st.st_mode))
+		snprintf(dir, sizeof(dir), "%s", dirname(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* the copy says what is wrong with DEST */
+	ret = copy_share_begin(ctx, fd, srcs, nr);
+	close(fd);
+	return ret;
+}
+
+int copy_share_plan(struct copy_job *job)
+{
+	struct share_index *si = &job->ctx->share;
+	struct share_plan plan = { 0 };
+	uint32_t fs;
+	size_t i, j;
+	int ret;
+
+	if (job->map.source != EXTENT_SOURCE_TREE_SEARCH ||
+	    job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE ||
+	    share_fs_of(si, job->src_fd, &job->src_st, &fs))
+		return 0;
+	ret = share_file_new(si, &job->share_file);
+	if (ret)
+		return ret;
+	job->share = true;
+	for (i = 0; i < job->map.nr; i++) {
+		const struct file_extent *fe = &job->map.ext[i];
+		uint64_t end = fe->offset + fe->len;
+
+		if (fe->kind != EXTENT_REGULAR || fe->offset >= job->size)
+			continue;
+		if (end > job->size)
+			end = job->size;
+		plan.nr = 0;
+		ret = share_plan_range(si, fs, fe, fe->offset, end, job->size,
+				       fe->compression != BTRFS_COMPRESS_NONE,
+				       job->share_file, &plan);
+		for (j = 0; !ret && j < plan.nr; j++) {
+			struct share_plan *c = &job->clones;
+
+			if (!plan.p[j].clone)
+				continue;
+			if (c->nr == c->cap) {
+				size_t cap = c->cap ? c->cap * 2 : 8;
+				struct share_piece *p =
+					realloc(c->p, cap * sizeof(*p));
+
+				if (!p) {
+					ret = -ENOMEM;
+					break;
+				}
+				c->p = p;
+				c->cap = cap;
+			}
+			c->p[c->nr++] = plan.p[j];
+		}
+		if (ret)
+			break;
+	}
+	share_plan_release(&plan);
+	return ret;
+}
+
+/* Others may clone what this job wrote: it is written and was checked. */
+static void job_offer(struct copy_job *job)
+{
+	struct share_file *sf =
+		share_file_get(&job->ctx->share, job->share_file);
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(sf->u.handle)];
+	} h;
+	int mnt;
+
+	if (sf->state != SHARE_PENDING)
+		return;
+	h.fh.handle_bytes = sizeof(h.bytes);
+	if (name_to_handle_at(job->dst_fd, "", &h.fh, &mnt, AT_EMPTY_PATH)) {
+		sf->state = SHARE_FAILED;
+		return;
+	}
+	memcpy(sf->u.handle, h.fh.f_handle, h.fh.handle_bytes);
+	sf->handle_len = h.fh.handle_bytes;
+	sf->handle_type = h.fh.handle_type;
+	sf->state = SHARE_READY;
+}
+
+/*
+ * A descriptor of the DEST file @id: the job's own, or that file found by
+ * its handle (which names the inode and its generation, never a path: a
+ * name swapped meanwhile leads nowhere else, and a file removed is ESTALE).
+ */
+static int clone_source(struct copy_job *job, uint32_t id)
+{
+	struct copy_ctx *ctx = job->ctx;
+	struct share_file *sf = share_file_get(&ctx->share, id);
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[sizeof(sf->u.handle)];
+	} h;
+	int fd;
+
+	if (id == job->share_file)
+		return job->dst_fd;
+	if (ctx->clone_fd >= 0 && ctx->clone_file == id)
+		return ctx->clone_fd;
+	h.fh.handle_bytes = sf->handle_len;
+	h.fh.handle_type = sf->handle_type;
+	memcpy(h.fh.f_handle, sf->u.handle, sf->handle_len);
+	fd = open_by_handle_at(job->dst_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ctx->clone_fd >= 0)
+		close(ctx->clone_fd);
+	ctx->clone_fd = fd;
+	ctx->clone_file = id;
+	return fd;
+}
+
+static int clone_piece(struct copy_job *job, const struct share_piece *c)
+{
+	struct file_clone_range r = {
+		.src_offset = c->src_off,
+		.src_length = c->len,
+		.dest_offset = c->off,
+	};
+	int fd = clone_source(job, c->file);
+
+	if (fd < 0)
+		return fd;
+	r.src_fd = fd;
+	return ioctl(job->dst_fd, FICLONERANGE, &r) ? -errno : 0;
+}
+
+bool copy_share_clone(struct copy_job *job)
+{
+	struct share_index *si = &job->ctx->share;
+	struct copy_stats *stats = &job->ctx->stats;
+	bool pushed = false;
+	size_t i;
+
+	job_offer(job);
+	job->share_wait = false;
+	for (i = 0; i < job->clones.nr && !job->err; i++) {
+		struct share_piece *c = &job->clones.p[i];
+		const struct share_file *sf;
+
+		if (!c->len)
+			continue;
+		sf = share_file_get(si, c->file);
+		if (sf->state == SHARE_PENDING) {
+			job->share_wait = true;
+			continue;
+		}
+		if (sf->state == SHARE_READY && !clone_piece(job, c)) {
+			stats->clones++;
+			stats->clone_bytes += c->len;
+			stats->bytes_done += c->len;
+			job->done += c->len;
+		} else if (copy_job_push_range(job, c->off, c->off + c->len,
+					       c->whole)) {
+			job->err = encio_error_set(job->e, ENOMEM, "copy",
+						   job->src_path, false, 0);
+		} else {
+			pushed = true;
+		}
+		c->len = 0;
+	}
+	return pushed;
+}
+
+void copy_share_end(struct copy_job *job)
+{
+	struct share_file *sf;
+
+	if (job->share) {
+		sf = share_file_get(&job->ctx->share, job->share_file);
+		if (sf->state == SHARE_PENDING)
+			sf->state = SHARE_FAILED;
+		job->share = false;
+	}
+	share_plan_release(&job->clones);
+	job->next_clone = 0;
+	job->share_wait = false;
+}
