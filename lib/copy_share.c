@@ -170,9 +170,10 @@ static void job_offer(struct copy_job *job)
 }
 
 /*
- * A descriptor of the DEST file @id: the job's own, or that file found by
- * its handle (which names the inode and its generation, never a path: a
- * name swapped meanwhile leads nowhere else, and a file removed is ESTALE).
+ * A descriptor of the DEST file @id to read from, found by its handle
+ * (which names the inode and its generation, never a path: a name swapped
+ * meanwhile leads nowhere else, a file removed is ESTALE). The job's own
+ * file too: its descriptor is opened for writing only.
  */
 static int clone_source(struct copy_job *job, uint32_t id)
 {
@@ -184,8 +185,6 @@ static int clone_source(struct copy_job *job, uint32_t id)
 	} h;
 	int fd;
 
-	if (id == job->share_file)
-		return job->dst_fd;
 	if (ctx->clone_fd >= 0 && ctx->clone_file == id)
 		return ctx->clone_fd;
 	h.fh.handle_bytes = sf->handle_len;

@@ -194,7 +194,9 @@ static int sweep_buf(struct share_index *si, struct share_fs *f, size_t *cap,
 	}
 	if (!sh || sh->offset == (uint64_t)-1)
 		return 1;
+	/* the key range holds METADATA_ITEMs too: go on after the last */
 	a->key.min_objectid = sh->objectid;
+	a->key.min_type = sh->type;
 	a->key.min_offset = sh->offset + 1;
 	return 0;
 }
