@@ -97,7 +97,7 @@ int copy_share_plan(struct copy_job *job)
 	struct share_plan plan = { 0 };
 	uint32_t fs;
 	size_t i, j;
-	int ret;
+	int ret = 0;
 
 	if (job->map.source != EXTENT_SOURCE_TREE_SEARCH ||
 	    job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE ||
@@ -119,25 +119,10 @@ int copy_share_plan(struct copy_job *job)
 		ret = share_plan_range(si, fs, fe, fe->offset, end, job->size,
 				       fe->compression != BTRFS_COMPRESS_NONE,
 				       job->share_file, &plan);
-		for (j = 0; !ret && j < plan.nr; j++) {
-			struct share_plan *c = &job->clones;
-
-			if (!plan.p[j].clone)
-				continue;
-			if (c->nr == c->cap) {
-				size_t cap = c->cap ? c->cap * 2 : 8;
-				struct share_piece *p =
-					realloc(c->p, cap * sizeof(*p));
-
-				if (!p) {
-					ret = -ENOMEM;
-					break;
-				}
-				c->p = p;
-				c->cap = cap;
-			}
-			c->p[c->nr++] = plan.p[j];
-		}
+		for (j = 0; !ret && j < plan.nr; j++)
+			if (plan.p[j].clone)
+				ret = share_plan_add_clone(&job->clones,
+							   &plan.p[j]);
 		if (ret)
 			break;
 	}

@@ -524,6 +524,7 @@ static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
 	if (p->fd < 0)
 		return false;
 	if (ctx->probe.read_mode != ENCIO_IO_NONE &&
+	    send_share_batchable(ctx, p->fd, &p->st, &p->map) &&
 	    !send_map_pieces(ctx, &p->map) &&
 	    ctx->nr_pieces <= ctx->engine.depth) {
 		p->read = true;
@@ -718,7 +719,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CTRANSID, ctransid);
-	return send_end_cmd(ctx);
+	return send_share_subvol(ctx, uuid, ctransid) ?: send_end_cmd(ctx);
 }
 
 static void links_clear(struct send_ctx *ctx)
@@ -797,6 +798,7 @@ out:
 static void ctx_release(struct send_ctx *ctx)
 {
 	links_clear(ctx);
+	send_share_end(ctx);
 	if (ctx->engine_ok)
 		engine_release(&ctx->engine);
 	stream_writer_release(&ctx->w);
@@ -1150,6 +1152,14 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		ctx->opts.progress = NULL; /* no total to count */
 	else if (opts->progress)
 		count_all(ctx, paths, nr);
+	if (!kernel_computes(opts)) {
+		ret = send_share_begin(ctx, paths, nr);
+		if (ret) {
+			ctx_release(ctx);
+			return encio_error_set(e, -ret, "start", "send", false,
+					       0);
+		}
+	}
 	ret = send_all(ctx, paths, nr);
 	ret2 = stream_writer_finish(&ctx->w);
 	if (!ret && ret2)

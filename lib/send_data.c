@@ -120,8 +120,8 @@ static int read_one(struct send_ctx *ctx, int fd, const char *path,
 	return ret;
 }
 
-static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
-		      bool whole)
+int send_push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
+		    bool whole)
 {
 	if (ctx->nr_pieces == ctx->cap_pieces) {
 		size_t cap = ctx->cap_pieces ? ctx->cap_pieces * 2 : 64;
@@ -132,8 +132,9 @@ static int push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
 		ctx->pieces = p;
 		ctx->cap_pieces = cap;
 	}
-	ctx->pieces[ctx->nr_pieces++] =
-		(struct send_piece){ start, end, whole, NULL };
+	ctx->pieces[ctx->nr_pieces++] = (struct send_piece){ .start = start,
+							     .end = end,
+							     .whole = whole };
 	return 0;
 }
 
@@ -157,13 +158,13 @@ int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 		if (start >= end)
 			continue;
 		if (fe->compression != BTRFS_COMPRESS_NONE) {
-			ret = push_piece(ctx, start, end, true);
+			ret = send_push_piece(ctx, start, end, true);
 			if (ret)
 				return ret;
 			continue;
 		}
 		for (; start < end; start += slot) {
-			ret = push_piece(
+			ret = send_push_piece(
 				ctx, start,
 				end - start < slot ? end : start + slot, false);
 			if (ret)
@@ -196,6 +197,8 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
+		if (p->clone)
+			continue;
 		p->req = engine_get_req(&ctx->engine);
 		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
 				    fd, p->start);
@@ -215,6 +218,11 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
+		if (p->clone) {
+			if (!ret && !*eof)
+				ret = send_clone(ctx, path, p);
+			continue;
+		}
 		if (!ret && !*eof) {
 			ret = send_read_result(ctx, path, p->req, p->end,
 					       &covered);
@@ -257,7 +265,7 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 	int ret;
 
 	ctx->nr_pieces = 0;
-	ret = send_map_pieces(ctx, map);
+	ret = send_share_map(ctx, fd, path, map);
 	if (ret)
 		return send_fail(ctx, ret, "map extents of", 0, false);
 	for (i = 0; i < ctx->nr_pieces && !eof; i = last) {

@@ -15,6 +15,7 @@
 #include "extents.h"
 #include "prefetch.h"
 #include "send.h"
+#include "share.h"
 #include "stream.h"
 
 /* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */
@@ -36,7 +37,16 @@ struct send_piece {
 	uint64_t start;
 	uint64_t end;
 	bool whole; /* one encoded read of a (compressed) extent */
+	bool clone; /* a CLONE of (file, src_off): nothing read */
+	uint32_t file;
+	uint64_t src_off;
 	struct engine_req *req;
+};
+
+/* A subvolume of the stream, as its SUBVOL command named it. */
+struct send_subvol_id {
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t ctransid;
 };
 
 struct send_ctx {
@@ -71,6 +81,11 @@ struct send_ctx {
 	size_t cap_pieces;
 	struct meta_prefetch prefetch; /* of the subvolume being walked */
 	uint64_t walked;	       /* entries the walk reached, atomic */
+	/* with share_on (the walk): data sent before is sent as CLONE */
+	struct share_index share;
+	bool share_on;
+	struct send_subvol_id *subvols; /* of the stream so far */
+	size_t nr_subvols;
 };
 
 /* -errno, with ctx->e naming ctx->src, @op and the offset if @has_off. */
@@ -106,6 +121,29 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 		    const struct extent_map *map);
 int send_btrfsutil_errno(int err);
+
+/*
+ * Sharing in the walk (lib/send_share.c): send_share_begin() before the
+ * first PATH, with all of them; send_share_subvol() for each SUBVOL
+ * command sent; send_share_batchable() whether a file with @map can be
+ * read in a batch (no extent it may share: batches map before they know
+ * the stream's path); send_share_map() send_map_pieces() for the file
+ * @fd (@st) sent as @path, whose ranges sent before become CLONE pieces;
+ * send_clone() the CLONE command of such a piece.
+ */
+int send_share_begin(struct send_ctx *ctx, const char *const *paths,
+		     size_t nr);
+void send_share_end(struct send_ctx *ctx);
+int send_share_subvol(struct send_ctx *ctx, const uint8_t *uuid,
+		      uint64_t ctransid);
+bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
+			  const struct extent_map *map);
+int send_share_map(struct send_ctx *ctx, int fd, const char *path,
+		   const struct extent_map *map);
+int send_clone(struct send_ctx *ctx, const char *path,
+	       const struct send_piece *p);
+int send_push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
+		    bool whole);
 /*
  * The pieces of reads: send_map_pieces() appends the data ranges of @map
  * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd

@@ -305,6 +305,15 @@ int share_file_new(struct share_index *si, uint32_t *id)
 	return 0;
 }
 
+static bool may_share(const struct share_fs *f, uint64_t bytenr);
+
+bool share_extent_may_share(const struct share_index *si, uint32_t fs,
+			    const struct file_extent *fe)
+{
+	return fe->kind == EXTENT_REGULAR && fe->disk_bytenr &&
+	       may_share(&si->fs[fs], fe->disk_bytenr);
+}
+
 static bool may_share(const struct share_fs *f, uint64_t bytenr)
 {
 	size_t lo = 0, hi = f->nr_multi;
@@ -427,6 +436,19 @@ static int plan_push(struct share_plan *plan, const struct share_piece *p)
 	return 0;
 }
 
+int share_plan_add_clone(struct share_plan *plan, const struct share_piece *c)
+{
+	struct share_piece *last = plan->nr ? &plan->p[plan->nr - 1] : NULL;
+
+	if (last && last->clone && last->whole == c->whole &&
+	    last->file == c->file && last->off + last->len == c->off &&
+	    last->src_off + last->len == c->src_off) {
+		last->len += c->len;
+		return 0;
+	}
+	return plan_push(plan, c);
+}
+
 /*
  * The usable end of @r for a range ending at @end (extent offsets): a
  * range that ends off a sector (its file's EOF) can be cloned only by a
@@ -523,8 +545,7 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 	uint32_t first = 0;
 	int ret;
 
-	if (fe->kind != EXTENT_REGULAR || !fe->disk_bytenr ||
-	    eo_end > UINT32_MAX || !may_share(&si->fs[fs], fe->disk_bytenr))
+	if (!share_extent_may_share(si, fs, fe) || eo_end > UINT32_MAX)
 		return write_piece(si, plan, fs, 0, 0, start, end - start, file,
 				   false);
 	if (si->nr_slots)

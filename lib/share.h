@@ -121,6 +121,10 @@ static inline struct share_file *share_file_get(struct share_index *si,
 	return &si->files[id];
 }
 
+/* Whether @fe is an extent that may be shared (may enter the index). */
+bool share_extent_may_share(const struct share_index *si, uint32_t fs,
+			    const struct file_extent *fe);
+
 /*
  * Append to @plan the pieces of the file range [@start, @end) of @fe (a
  * range of one file of size @size, written to @file): parts of the source
@@ -135,6 +139,11 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 		     uint64_t size, bool whole, uint32_t file,
 		     struct share_plan *plan);
 void share_plan_release(struct share_plan *plan);
+/*
+ * Append the clone @c to @plan, merged into the last piece where it goes
+ * on where that one ends, in both files. 0 or -ENOMEM.
+ */
+int share_plan_add_clone(struct share_plan *plan, const struct share_piece *c);
 
 /* Bytes of memory the index holds now (its arrays). */
 size_t share_memory(const struct share_index *si);

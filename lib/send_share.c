@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio send keeps data shared: a range of a source extent sent once, in
+ * this subvolume or an earlier one of the same stream, is sent again as a
+ * CLONE of the file range it was written to, as btrfs send does for the
+ * clone sources it is given. The receiver clones it from the file it has
+ * just made, so the data stays shared there.
+ *
+ * Order: the stream is written in file order, file after file, and a file
+ * plans its pieces when it is sent; whatever it clones from was written
+ * earlier in the stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "send_priv.h"
+
+int send_share_begin(struct send_ctx *ctx, const char *const *paths, size_t nr)
+{
+	size_t i;
+	int fd, ret;
+
+	share_init(&ctx->share);
+	for (i = 0; i < nr; i++) {
+		fd = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* the send itself says what is wrong */
+		ret = share_add_source(&ctx->share, fd);
+		close(fd);
+		if (ret == -ENOMEM)
+			return ret;
+	}
+	ctx->share_on = ctx->share.nr_fs > 0;
+	return 0;
+}
+
+void send_share_end(struct send_ctx *ctx)
+{
+	size_t i;
+
+	for (i = 0; ctx->share_on && i < ctx->share.nr_files; i++)
+		free(ctx->share.files[i].u.path);
+	share_release(&ctx->share);
+	ctx->share_on = false;
+	free(ctx->subvols);
+	ctx->subvols = NULL;
+	ctx->nr_subvols = 0;
+}
+
+int send_share_subvol(struct send_ctx *ctx, const uint8_t *uuid,
+		      uint64_t ctransid)
+{
+	struct send_subvol_id *s;
+
+	if (!ctx->share_on)
+		return 0;
+	if (ctx->nr_subvols >= UINT16_MAX)
+		return -EOVERFLOW;
+	s = realloc(ctx->subvols, (ctx->nr_subvols + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	ctx->subvols = s;
+	s = &s[ctx->nr_subvols++];
+	memcpy(s->uuid, uuid, sizeof(s->uuid));
+	s->ctransid = ctransid;
+	return 0;
+}
+
+bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
+			  const struct extent_map *map)
+{
+	uint32_t fs;
+	size_t i;
+
+	if (!ctx->share_on || !ctx->nr_subvols ||
+	    map->source != EXTENT_SOURCE_TREE_SEARCH ||
+	    share_fs_of(&ctx->share, fd, st, &fs))
+		return true;
+	for (i = 0; i < map->nr; i++)
+		if (share_extent_may_share(&ctx->share, fs, &map->ext[i]))
+			return false;
+	return true;
+}
+
+/* A clone piece, merged into the last where it goes on in both files. */
+static int push_clone(struct send_ctx *ctx, size_t first,
+		      const struct share_piece *c)
+{
+	struct send_piece *p = ctx->nr_pieces > first ?
+				       &ctx->pieces[ctx->nr_pieces - 1] :
+				       NULL;
+	int ret;
+
+	if (p && p->clone && p->file == c->file && p->end == c->off &&
+	    p->src_off + (p->end - p->start) == c->src_off) {
+		p->end += c->len;
+		return 0;
+	}
+	ret = send_push_piece(ctx, c->off, c->off + c->len, c->whole);
+	if (ret)
+		return ret;
+	p = &ctx->pieces[ctx->nr_pieces - 1];
+	p->clone = true;
+	p->file = c->file;
+	p->src_off = c->src_off;
+	return 0;
+}
+
+/* The pieces of @plan: clones, and writes of slot-sized reads at most. */
+static int push_plan(struct send_ctx *ctx, size_t first,
+		     const struct share_plan *plan, bool whole)
+{
+	uint64_t slot = ctx->engine.pool.slot_size, start, end;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < plan->nr; i++) {
+		const struct share_piece *c = &plan->p[i];
+
+		if (c->clone) {
+			ret = push_clone(ctx, first, c);
+			continue;
+		}
+		end = c->off + c->len;
+		if (whole) {
+			ret = send_push_piece(ctx, c->off, end, true);
+			continue;
+		}
+		for (start = c->off; !ret && start < end; start += slot)
+			ret = send_push_piece(
+				ctx, start,
+				end - start < slot ? end : start + slot, false);
+	}
+	return ret;
+}
+
+static int new_file(struct send_ctx *ctx, const char *path, uint32_t *id)
+{
+	struct share_file *sf;
+	int ret = share_file_new(&ctx->share, id);
+
+	if (ret)
+		return ret;
+	sf = share_file_get(&ctx->share, *id);
+	sf->u.path = strdup(path);
+	if (!sf->u.path) {
+		sf->state = SHARE_FAILED;
+		return -ENOMEM;
+	}
+	/* what it writes is in the stream before anything that clones it */
+	sf->state = SHARE_READY;
+	sf->subvol = ctx->nr_subvols - 1;
+	return 0;
+}
+
+int send_share_map(struct send_ctx *ctx, int fd, const char *path,
+		   const struct extent_map *map)
+{
+	struct share_plan plan = { 0 };
+	size_t first = ctx->nr_pieces, i;
+	struct stat st;
+	uint32_t fs, file;
+	int ret;
+
+	if (!ctx->share_on || !ctx->nr_subvols || fstat(fd, &st) ||
+	    send_share_batchable(ctx, fd, &st, map))
+		return send_map_pieces(ctx, map);
+	ret = share_fs_of(&ctx->share, fd, &st, &fs) ?:
+						       new_file(ctx, path, &file);
+	for (i = 0; !ret && i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t end = fe->offset + fe->len;
+		bool whole = fe->compression != BTRFS_COMPRESS_NONE;
+
+		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC ||
+		    fe->offset >= map->size)
+			continue;
+		if (end > map->size)
+			end = map->size;
+		plan.nr = 0;
+		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end, map->size, whole, file, &plan) ?:
+			      push_plan(ctx, first, &plan, whole);
+	}
+	share_plan_release(&plan);
+	return ret;
+}
+
+int send_clone(struct send_ctx *ctx, const char *path,
+	       const struct send_piece *p)
+{
+	const struct share_file *sf = share_file_get(&ctx->share, p->file);
+	const struct send_subvol_id *sv = &ctx->subvols[sf->subvol];
+	uint64_t len = p->end - p->start;
+
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CLONE);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, p->start);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_LEN, len);
+	stream_put_uuid(&ctx->w, BTRFS_SEND_A_CLONE_UUID, sv->uuid);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_CTRANSID, sv->ctransid);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_CLONE_PATH, sf->u.path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_OFFSET, p->src_off);
+	ctx->stats->clones++;
+	ctx->stats->clone_bytes += len;
+	return send_end_cmd(ctx);
+}
