@@ -33,11 +33,46 @@ static void refuse(struct inode_flags_refused *refused, unsigned int flags)
 	__atomic_fetch_or(&refused->flags, flags, __ATOMIC_RELAXED);
 }
 
+/* The kept flags FS_IOC_FSSETXATTR sets too, and their xflags. */
+static const struct {
+	unsigned int flag;
+	unsigned int xflag;
+} xflags[] = {
+	{ FS_SYNC_FL, FS_XFLAG_SYNC },
+	{ FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE },
+	{ FS_APPEND_FL, FS_XFLAG_APPEND },
+	{ FS_NODUMP_FL, FS_XFLAG_NODUMP },
+	{ FS_NOATIME_FL, FS_XFLAG_NOATIME },
+};
+
+#define XFLAGS_FL                                                     \
+	(FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
+	 FS_NOATIME_FL)
+
+/* The flags in @change made those of @next: 0 or -errno. */
+static int xflags_set(int fd, unsigned int next, unsigned int change)
+{
+	struct fsxattr fsx;
+	size_t i;
+
+	if (ioctl(fd, FS_IOC_FSGETXATTR, &fsx))
+		return -errno;
+	for (i = 0; i < sizeof(xflags) / sizeof(xflags[0]); i++) {
+		if (!(change & xflags[i].flag))
+			continue;
+		if (next & xflags[i].flag)
+			fsx.fsx_xflags |= xflags[i].xflag;
+		else
+			fsx.fsx_xflags &= ~xflags[i].xflag;
+	}
+	return ioctl(fd, FS_IOC_FSSETXATTR, &fsx) ? -errno : 0;
+}
+
 int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		    struct inode_flags_refused *refused)
 {
 	unsigned int bit;
-	int cur = 0, next;
+	int cur = 0, next, ret;
 
 	mask &= INODE_FLAGS_KEPT;
 	if (ioctl(fd, FS_IOC_GETFLAGS, &cur)) {
@@ -51,6 +86,22 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	next = (int)(((unsigned int)cur & ~mask) | (want & mask));
 	if (next == cur)
 		return 0;
+	/*
+	 * FS_IOC_SETFLAGS with compress among the flags gives a btrfs inode
+	 * the default property (zlib, or the mount's compress=) whatever it
+	 * had, and one made immutable can take no other after. While
+	 * compress stays, the others go through FS_IOC_FSSETXATTR, which
+	 * leaves compression alone (compress with nocow or nocompress is
+	 * refused anyway).
+	 */
+	if ((unsigned int)(cur & next) & FS_COMPR_FL &&
+	    !((unsigned int)(cur ^ next) & ~XFLAGS_FL)) {
+		ret = xflags_set(fd, next, cur ^ next);
+		if (!ret)
+			return 1;
+		if (!refusal(-ret))
+			return ret;
+	}
 	if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
 		return 1;
 	if (!refusal(errno))
