@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dump.h"
+#include "inode_flags.h"
 
 #define FULL_PATH_MAX DUMP_PATH_MAX
 
@@ -301,9 +302,14 @@ static int dump_fallocate(const char *path, uint32_t mode, uint64_t offset,
 			  mode, offset, len);
 }
 
+/* The value in hex (btrfs receive --dump prints it in decimal after "0x"). */
 static int dump_fileattr(const char *path, uint64_t attr, void *arg)
 {
-	return print_line(arg, "fileattr", path, "fileattr=0x%" PRIx64, attr);
+	char names[160];
+
+	inode_btrfs_flags_names(attr, names, sizeof(names));
+	return print_line(arg, "fileattr", path, "fileattr=0x%" PRIx64 "%s%s%s",
+			  attr, *names ? " (" : "", names, *names ? ")" : "");
 }
 
 static int dump_encoded_write(const char *path,

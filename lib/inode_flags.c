@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "inode_flags.h"
+#include "kernel.h"
 
 unsigned int inode_flags_get(int fd)
 {
@@ -33,11 +34,46 @@ static void refuse(struct inode_flags_refused *refused, unsigned int flags)
 	__atomic_fetch_or(&refused->flags, flags, __ATOMIC_RELAXED);
 }
 
+/* The kept flags FS_IOC_FSSETXATTR sets too, and their xflags. */
+static const struct {
+	unsigned int flag;
+	unsigned int xflag;
+} xflags[] = {
+	{ FS_SYNC_FL, FS_XFLAG_SYNC },
+	{ FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE },
+	{ FS_APPEND_FL, FS_XFLAG_APPEND },
+	{ FS_NODUMP_FL, FS_XFLAG_NODUMP },
+	{ FS_NOATIME_FL, FS_XFLAG_NOATIME },
+};
+
+#define XFLAGS_FL                                                     \
+	(FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | \
+	 FS_NOATIME_FL)
+
+/* The flags in @change made those of @next: 0 or -errno. */
+static int xflags_set(int fd, unsigned int next, unsigned int change)
+{
+	struct fsxattr fsx;
+	size_t i;
+
+	if (ioctl(fd, FS_IOC_FSGETXATTR, &fsx))
+		return -errno;
+	for (i = 0; i < sizeof(xflags) / sizeof(xflags[0]); i++) {
+		if (!(change & xflags[i].flag))
+			continue;
+		if (next & xflags[i].flag)
+			fsx.fsx_xflags |= xflags[i].xflag;
+		else
+			fsx.fsx_xflags &= ~xflags[i].xflag;
+	}
+	return ioctl(fd, FS_IOC_FSSETXATTR, &fsx) ? -errno : 0;
+}
+
 int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		    struct inode_flags_refused *refused)
 {
 	unsigned int bit;
-	int cur = 0, next;
+	int cur = 0, next, ret;
 
 	mask &= INODE_FLAGS_KEPT;
 	if (ioctl(fd, FS_IOC_GETFLAGS, &cur)) {
@@ -51,6 +87,22 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	next = (int)(((unsigned int)cur & ~mask) | (want & mask));
 	if (next == cur)
 		return 0;
+	/*
+	 * FS_IOC_SETFLAGS with compress among the flags gives a btrfs inode
+	 * the default property (zlib, or the mount's compress=) whatever it
+	 * had, and one made immutable can take no other after. While
+	 * compress stays, the others go through FS_IOC_FSSETXATTR, which
+	 * leaves compression alone (compress with nocow or nocompress is
+	 * refused anyway).
+	 */
+	if ((unsigned int)(cur & next) & FS_COMPR_FL &&
+	    !((unsigned int)(cur ^ next) & ~XFLAGS_FL)) {
+		ret = xflags_set(fd, next, cur ^ next);
+		if (!ret)
+			return 1;
+		if (!refusal(-ret))
+			return ret;
+	}
 	if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
 		return 1;
 	if (!refusal(errno))
@@ -140,5 +192,79 @@ const char *inode_flags_letters(unsigned int flags, char *buf)
 		if (flags & letters[i].flag)
 			buf[n++] = letters[i].letter;
 	buf[n] = '\0';
+	return buf;
+}
+
+static const struct {
+	unsigned int flag;
+	uint32_t btrfs;
+} btrfs_flags[] = {
+	{ FS_NOCOW_FL, BTRFS_INODE_NODATACOW },
+	{ FS_COMPR_FL, BTRFS_INODE_COMPRESS },
+	{ FS_NOCOMP_FL, BTRFS_INODE_NOCOMPRESS },
+	{ FS_NOATIME_FL, BTRFS_INODE_NOATIME },
+	{ FS_NODUMP_FL, BTRFS_INODE_NODUMP },
+	{ FS_SYNC_FL, BTRFS_INODE_SYNC },
+	{ FS_APPEND_FL, BTRFS_INODE_APPEND },
+	{ FS_IMMUTABLE_FL, BTRFS_INODE_IMMUTABLE },
+};
+
+uint64_t inode_flags_to_btrfs(unsigned int flags, bool reg)
+{
+	uint64_t attr = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(btrfs_flags) / sizeof(btrfs_flags[0]); i++)
+		if (flags & btrfs_flags[i].flag)
+			attr |= btrfs_flags[i].btrfs;
+	if (reg && (attr & BTRFS_INODE_NODATACOW))
+		attr |= BTRFS_INODE_NODATASUM;
+	return attr;
+}
+
+unsigned int inode_flags_from_btrfs(uint64_t attr)
+{
+	unsigned int flags = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(btrfs_flags) / sizeof(btrfs_flags[0]); i++)
+		if (attr & btrfs_flags[i].btrfs)
+			flags |= btrfs_flags[i].flag;
+	return flags;
+}
+
+const char *inode_btrfs_flags_names(uint64_t attr, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} names[] = {
+		{ BTRFS_INODE_NODATASUM, "nodatasum" },
+		{ BTRFS_INODE_NODATACOW, "nodatacow" },
+		{ BTRFS_INODE_READONLY, "readonly" },
+		{ BTRFS_INODE_NOCOMPRESS, "nocompress" },
+		{ BTRFS_INODE_PREALLOC, "prealloc" },
+		{ BTRFS_INODE_SYNC, "sync" },
+		{ BTRFS_INODE_IMMUTABLE, "immutable" },
+		{ BTRFS_INODE_APPEND, "append" },
+		{ BTRFS_INODE_NODUMP, "nodump" },
+		{ BTRFS_INODE_NOATIME, "noatime" },
+		{ BTRFS_INODE_DIRSYNC, "dirsync" },
+		{ BTRFS_INODE_COMPRESS, "compress" },
+		{ (uint64_t)BTRFS_INODE_RO_VERITY << 32, "verity" },
+	};
+	size_t n = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && n < len; i++) {
+		if (!(attr & names[i].bit))
+			continue;
+		attr &= ~names[i].bit;
+		n += snprintf(buf + n, len - n, "%s%s", n ? "," : "",
+			      names[i].name);
+	}
+	if (attr && n < len)
+		snprintf(buf + n, len - n, "%s0x%llx", n ? "," : "",
+			 (unsigned long long)attr);
 	return buf;
 }

@@ -8,6 +8,8 @@
 
 #include <linux/fs.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* nocow and compression decide how the data is stored: set while empty */
 #define INODE_FLAGS_EARLY (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)
@@ -54,5 +56,16 @@ int inode_prop_copy(int src_fd, int dst_fd,
 
 /* chattr's letters of @flags, in @buf (at least 16 bytes). */
 const char *inode_flags_letters(unsigned int flags, char *buf);
+
+/*
+ * A send stream's FILEATTR carries btrfs inode flags (BTRFS_INODE_*).
+ * The value of the kept @flags of a regular file (@reg) or a directory
+ * is what btrfs stores for them: nocow turns a file's checksums off too.
+ */
+uint64_t inode_flags_to_btrfs(unsigned int flags, bool reg);
+/* The kept flags of FILEATTR's @attr: its other bits have no chattr flag. */
+unsigned int inode_flags_from_btrfs(uint64_t attr);
+/* The names of @attr's bits, comma-separated, unknown ones in hex. */
+const char *inode_btrfs_flags_names(uint64_t attr, char *buf, size_t len);
 
 #endif

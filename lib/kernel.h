@@ -27,6 +27,28 @@
 /* fs/btrfs/zstd.c: ZSTD_BTRFS_MAX_WINDOWLOG, the decoder's window limit. */
 #define BTRFS_ZSTD_MAX_WINDOWLOG 17
 
+/*
+ * include/uapi/linux/btrfs_tree.h: btrfs_inode_item flags, which older
+ * headers lack. A send stream's FILEATTR carries them as a u64, the
+ * inode's read-only flags (BTRFS_INODE_RO_*) in its upper half.
+ */
+#ifndef BTRFS_INODE_NODATASUM
+#define BTRFS_INODE_NODATASUM (1U << 0)
+#define BTRFS_INODE_NODATACOW (1U << 1)
+#define BTRFS_INODE_READONLY (1U << 2)
+#define BTRFS_INODE_NOCOMPRESS (1U << 3)
+#define BTRFS_INODE_PREALLOC (1U << 4)
+#define BTRFS_INODE_SYNC (1U << 5)
+#define BTRFS_INODE_IMMUTABLE (1U << 6)
+#define BTRFS_INODE_APPEND (1U << 7)
+#define BTRFS_INODE_NODUMP (1U << 8)
+#define BTRFS_INODE_NOATIME (1U << 9)
+#define BTRFS_INODE_DIRSYNC (1U << 10)
+#define BTRFS_INODE_COMPRESS (1U << 11)
+#define BTRFS_INODE_ROOT_ITEM_INIT (1U << 31)
+#define BTRFS_INODE_RO_VERITY (1U << 0)
+#endif
+
 /* include/uapi/linux/magic.h */
 #ifndef BTRFS_SUPER_MAGIC
 #define BTRFS_SUPER_MAGIC 0x9123683E

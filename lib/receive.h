@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "inode_flags.h"
 
 struct receive_options {
 	enum encio_io_mode io_mode;
@@ -39,6 +40,8 @@ struct receive_stats {
 	uint64_t extents_decoded; /* encoded writes decoded in user space */
 	uint64_t stream_bytes;
 	uint64_t errors; /* failed commands, those passed by included */
+	/* What DEST did not take of FILEATTRs, for a warning */
+	struct inode_flags_refused flags_refused;
 };
 
 /* What the receive tells its caller while it runs; any may be NULL. */

@@ -330,10 +330,8 @@ static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 {
 	struct receive_ctx *ctx = arg;
 
-	/* Ignored, as btrfs receive does. */
-	(void)attr;
 	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
-	return 0;
+	return flags_fileattr(ctx, path, attr);
 }
 
 static int rcv_update_extent(const char *path, uint64_t offset, uint64_t len,

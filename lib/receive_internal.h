@@ -8,6 +8,7 @@
  *                      directories and the file held open, the node
  *                      not created yet
  *   receive_lookup.c   parents and clone sources found by UUID
+ *   receive_flags.c    inode flags (FILEATTR), some kept for the end
  *   receive_subvol.c   subvolumes begun and finished (SUBVOL, SNAPSHOT, END)
  *   receive_apply.c    the other commands, applied
  *   receive_summary.c  a failure in the words btrfs receive uses
@@ -17,6 +18,7 @@
 #define ENCIO_RECEIVE_INTERNAL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <btrfsutil.h>
 
 #include "codec.h"
+#include "inode_flags.h"
 #include "receive.h"
 #include "stream.h"
 
@@ -55,6 +58,18 @@ struct pending_node {
 	dev_t rdev;
 	char path[PATH_MAX];
 	char target[PATH_MAX];
+};
+
+/* btrfs' handles are 20 bytes; 40 with a parent, which is not asked for */
+#define LATE_HANDLE_MAX 40
+
+/* Flags of an inode set when its subvolume is finished (receive_flags.c). */
+struct late_flags {
+	unsigned int flags;
+	union {
+		struct file_handle fh;
+		char bytes[sizeof(struct file_handle) + LATE_HANDLE_MAX];
+	} handle;
 };
 
 struct receive_ctx {
@@ -97,6 +112,11 @@ struct receive_ctx {
 	struct dir_slot *last_dir; /* the last path_open_parent() gave */
 
 	struct pending_node pending;
+
+	/* The subvolume's sync, append-only and immutable flags, for its end. */
+	struct late_flags *late;
+	size_t nr_late;
+	size_t cap_late;
 
 	/* The paths of the command being applied, resolved. */
 	char path_buf[2][PATH_MAX];
@@ -215,6 +235,11 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 			       const uint8_t *uuid, uint64_t transid);
 int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
 			uint64_t transid);
+
+/* receive_flags.c */
+int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr);
+int flags_finish(struct receive_ctx *ctx);
+void flags_forget(struct receive_ctx *ctx);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 void subvol_close(struct receive_ctx *ctx);

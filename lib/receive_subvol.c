@@ -4,7 +4,8 @@
  * parent, and END finishes it.
  *
  * A subvolume is marked received (received UUID, stransid) and made
- * read-only only at its END, after syncfs() reported no error.
+ * read-only only at its END, after the inode flags kept for it were set
+ * and syncfs() reported no error.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -20,6 +21,7 @@ void subvol_close(struct receive_ctx *ctx)
 	ctx->fresh_valid = false;
 	ctx->last_dir = NULL;
 	dir_cache_clear(ctx);
+	flags_forget(ctx);
 	close_fd(&ctx->subvol_fd);
 }
 
@@ -98,6 +100,9 @@ static int finish_subvol(struct receive_ctx *ctx)
 	ret = write_fd_close(ctx);
 	if (ret)
 		return fail(ctx, ret, "close the last file written");
+	ret = flags_finish(ctx);
+	if (ret)
+		return ret;
 	if (syncfs(ctx->subvol_fd))
 		return fail(ctx, errno, "sync the filesystem");
 	memset(&rs, 0, sizeof(rs));

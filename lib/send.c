@@ -30,6 +30,7 @@
 #include <btrfsutil.h>
 
 #include "extents.h"
+#include "inode_flags.h"
 #include "prefetch.h"
 #include "send.h"
 #include "stream.h"
@@ -139,16 +140,64 @@ out:
 }
 
 /*
- * Xattrs, owner before mode (chown clears set-id bits), then file
- * capabilities (chown clears them too), times last: the order of btrfs
- * send.
+ * FILEATTR: the kept inode flags @flags of a regular file or directory
+ * (@st), when it has some and the stream version has the command.
+ */
+static int send_fileattr(struct send_ctx *ctx, const char *path,
+			 const struct stat *st, unsigned int flags)
+{
+	if (!flags || ctx->w.version < 2)
+		return 0;
+	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_FILEATTR);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILEATTR,
+		       inode_flags_to_btrfs(flags, S_ISREG(st->st_mode)));
+	return send_end_cmd(ctx);
+}
+
+/*
+ * A regular file's FILEATTR, right after its creation: nocow, which btrfs
+ * takes only on an empty file, and compression decide how the receiver
+ * stores the data. The file (@name in @dirfd, @st) is open at @fd, but
+ * for a hard link's first name: that one is opened here (the data's open
+ * reports what fails).
+ */
+static int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
+			      const char *name, const char *path,
+			      const struct stat *st)
+{
+	unsigned int flags;
+	struct stat opened;
+
+	if (ctx->w.version < 2)
+		return 0;
+	if (fd >= 0)
+		return send_fileattr(ctx, path, st, inode_flags_get(fd));
+	fd = open_regular_at(dirfd, name, O_RDONLY | O_NOFOLLOW, 0, &opened);
+	if (fd < 0)
+		return 0;
+	flags = opened.st_ino == st->st_ino && opened.st_dev == st->st_dev ?
+			inode_flags_get(fd) :
+			0;
+	close(fd);
+	return send_fileattr(ctx, path, st, flags);
+}
+
+/*
+ * A directory's FILEATTR (@flags) first, then xattrs, owner before mode
+ * (chown clears set-id bits), then file capabilities (chown clears them
+ * too), times last: the order of btrfs send. The directory's flags come
+ * after its entries, which would inherit its nocow and compression.
  */
 static int send_inode_meta(struct send_ctx *ctx, const char *path,
-			   const struct stat *st)
+			   const struct stat *st, unsigned int flags)
 {
 	bool caps;
 	int ret;
 
+	ret = send_fileattr(ctx, path, st, flags);
+	if (ret)
+		return ret;
 	ret = send_xattrs(ctx, path, st, &caps);
 	if (ret)
 		return ret;
@@ -386,6 +435,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		      const char *path)
 {
 	const struct stat *st = &p->st;
+	unsigned int dir_flags = 0;
 	const char *first;
 	int fd, ret;
 
@@ -418,6 +468,9 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		return ret;
 	if (S_ISREG(st->st_mode)) {
 		ctx->stats->files++;
+		ret = send_file_fileattr(ctx, dirfd, p->fd, p->name, path, st);
+		if (ret)
+			return ret;
 		if (p->fd >= 0)
 			ret = file_emit(ctx, p->fd, path, &p->map, p->first,
 					p->last, p->read, 0);
@@ -431,6 +484,7 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return send_fail(ctx, errno, "open", 0, false);
+		dir_flags = inode_flags_get(fd);
 		ret = send_dir(ctx, fd, path);
 		close(fd);
 	} else {
@@ -442,7 +496,7 @@ meta:
 	/* ctx->src names this entry again after the children's. */
 	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/%s",
 		 dirfd, p->name);
-	return send_inode_meta(ctx, path, st);
+	return send_inode_meta(ctx, path, st, dir_flags);
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -782,7 +836,7 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		goto out;
 	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/.",
 		 fd);
-	ret = send_inode_meta(ctx, "", &st);
+	ret = send_inode_meta(ctx, "", &st, inode_flags_get(fd));
 	if (ret)
 		goto out;
 	if (last) {

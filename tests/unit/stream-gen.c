@@ -12,6 +12,7 @@
  *   write PATH OFFSET TEXT  truncate PATH SIZE   chmod PATH OCTAL_MODE
  *   chown PATH UID GID
  *   set_xattr PATH NAME VALUE    enable_verity PATH (sha256, 4 KiB blocks)
+ *   fileattr PATH FLAGS     (btrfs inode flags, as strtoull reads them)
  *   encoded PATH OFFSET FILE_LEN UNENCODED_LEN UNENCODED_OFFSET ALG PAYLOAD
  *   clone PATH OFFSET LEN CLONE_UUID CLONE_CTRANSID CLONE_PATH CLONE_OFFSET
  *   end
@@ -271,6 +272,9 @@ static void command(char **a, int n, const char *line)
 		stream_put_string(&w, BTRFS_SEND_A_XATTR_NAME, a[2]);
 		stream_put_bytes(&w, BTRFS_SEND_A_XATTR_DATA, a[3],
 				 strlen(a[3]));
+	} else if (!strcmp(c, "fileattr") && n == 3) {
+		one_path(BTRFS_SEND_C_FILEATTR, a);
+		stream_put_u64(&w, BTRFS_SEND_A_FILEATTR, num(a[2]));
 	} else if (!strcmp(c, "encoded")) {
 		encoded(a, n, line);
 	} else if (!strcmp(c, "enable_verity") && n == 2) {

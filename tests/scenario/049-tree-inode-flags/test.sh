@@ -30,6 +30,13 @@ done
 touch "$S/fprop"
 btrfs property set "$S/fprop" compression zstd
 compressible 200000 >>"$S/fprop"
+# chattr's FS_IOC_SETFLAGS gives a compressed file the default property:
+# zstd is set again after +S, and copy must not do what chattr did
+touch "$S/fpropS"
+btrfs property set "$S/fpropS" compression zstd
+compressible 200000 >>"$S/fpropS"
+chattr +S "$S/fpropS"
+btrfs property set "$S/fpropS" compression zstd
 random_bytes 300000 1 >"$S/plain"
 for f in C c A d S a i prop; do
 	mkdir "$S/d$f"
@@ -62,11 +69,13 @@ diff "$TEST_TMP/src.flags" "$TEST_TMP/dst.flags" || _fail "copy -r: flags differ
 grep -q '^./fi -*i' "$TEST_TMP/src.flags" || _fail "source without +i?"
 grep -q '^./fprop .*compression=zstd' "$TEST_TMP/dst.flags" ||
 	_fail "copy -r: property lost"
+grep -q '^./fpropS --S.*compression=zstd' "$TEST_TMP/dst.flags" ||
+	_fail "copy -r: property of a sync file lost"
 diff -r "$S" "$D" || _fail "copy -r: data differs"
 
 _log "single-file copy onto btrfs"
 mkdir "$DST/F"
-for f in C c A d S a i prop; do
+for f in C c A d S a i prop propS; do
 	run_check "$ENCIO" -q copy "$S/f$f" "$DST/F/f$f"
 	a=$(lsattr "$S/f$f" | cut -d' ' -f1)
 	b=$(lsattr "$DST/F/f$f" | cut -d' ' -f1)
