@@ -72,8 +72,7 @@ command -v compsize >/dev/null || { echo "needs compsize (apt-get install btrfs-
 source "$top/bench/corpus.sh"
 set -o pipefail
 
-declare -A DISK DATA FAILED
-RSS=()
+declare -A DISK DATA FAILED PEAK
 
 # FILE SEED: 1% of FILE's bytes rewritten in place with random data, in
 # pieces of 4 KiB..64 KiB at 4 KiB-aligned offsets drawn from SEED.
@@ -212,8 +211,11 @@ run_one()
 	esac
 	run_end "$key"
 	case $method in
-	encio-copy) RSS+=("$corpus copy -r $(cat "$work/rss") KiB") ;;
-	encio-pipe) RSS+=("$corpus send $(cat "$work/rss-send") KiB, receive $(cat "$work/rss-recv") KiB") ;;
+	encio-copy) PEAK[$corpus copy -r]+="$(tail -1 "$work/rss") " ;;
+	encio-pipe)
+		PEAK[$corpus send]+="$(tail -1 "$work/rss-send") "
+		PEAK[$corpus receive]+="$(tail -1 "$work/rss-recv") "
+		;;
 	esac
 	for t in "${trees[@]}"; do
 		if ! manifest "$DST/$t" >"$work/dst.manifest" 2>/dev/null ||
@@ -284,9 +286,9 @@ for c in $CORPORA; do
 		k=$c-$m
 		awk -v c="$c" -v l="$(label "$c" "$m")" -v a="$(med "${TIMES[$k]}")" -v e="$(med "${TIMES[$c-encio-copy]}")" \
 			-v cpu="$(med "${CPUS[$k]}")" -v d="$(med "${DISK[$k]}")" -v s="${SRC_DISK[$c]}" \
-			-v u="$(med "${DATA[$k]}")" -v f="${FAILED[$k]:-0}" \
+			-v u="$(med "${DATA[$k]}")" -v f="${FAILED[$k]:-0}" -v r="$ROUNDS" \
 			'BEGIN { printf "| %s | %s%s | %.2f s | %.2fx | %.2f s | %.1f MiB | %.3f | %.1f MiB |\n",
-				c, l, f ? (" (" f " runs FAILED)") : "", a, a / e, cpu, d / 1048576, d / s, u / 1048576 }'
+				c, l, f ? (" (FAILED in " f " of " r " runs)") : "", a, a / e, cpu, d / 1048576, d / s, u / 1048576 }'
 	done
 done
 echo
@@ -304,12 +306,21 @@ for c in $CORPORA; do
 	for m in encio-copy encio-pipe; do
 		k=$c-$m
 		awk -v c="$c" -v m="$m" -v d="$(med "${DISK[$k]}")" -v s="${SRC_DISK[$c]}" -v f="${FAILED[$k]:-0}" \
-			-v a="$(med "${TIMES[$k]}")" -v b="$(med "${TIMES[$c-btrfs-best]}")" \
+			-v a="$(med "${TIMES[$k]}")" -v b="$(med "${TIMES[$c-btrfs-best]}")" -v r="$ROUNDS" \
+			-v fb="${FAILED[$c-btrfs-best]:-0}" \
 			'BEGIN { dr = d / s; sp = b / a
-				printf "  %-5s %-11s disk %.3fx SRC (%s), btrfs-best / %s %.2fx (%s)%s\n", c, m,
-					dr, (dr <= 1.015) ? "met" : "missed", m, sp, (sp >= 2) ? "met" : "missed",
-					f ? (", but " f " runs FAILED") : "" }'
+				if (f) printf "  %-5s %-11s FAILED in %d of %d runs: not measured\n", c, m, f, r
+				else if (fb) printf "  %-5s %-11s disk %.3fx SRC (%s), btrfs-best FAILED in %d of %d runs\n", c, m,
+					dr, (dr <= 1.015) ? "met" : "missed", fb, r
+				else printf "  %-5s %-11s disk %.3fx SRC (%s), btrfs-best / %s %.2fx (%s)\n", c, m,
+					dr, (dr <= 1.015) ? "met" : "missed", m, sp, (sp >= 2) ? "met" : "missed" }'
 	done
 done
 echo
-echo "encio peak RSS: ${RSS[*]}"
+echo "encio peak RSS (KiB, lowest to highest of the runs):"
+for c in $CORPORA; do
+	for k in "$c copy -r" "$c send" "$c receive"; do
+		echo "${PEAK[$k]:-}" | tr ' ' '\n' | sort -n | awk -v k="$k" 'NF { v[++n] = $1 }
+			END { if (n) printf "  %-16s %s..%s\n", k, v[1], v[n] }'
+	done
+done
