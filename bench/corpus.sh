@@ -11,6 +11,27 @@
 
 source "$top/scripts/loopback.sh"
 
+# CORPUS_MB=N (environment, optional) makes "many" a sample of about N MiB
+# of those trees, for trying a script out quickly: every directory and
+# symlink, and files picked evenly through the trees until their sizes
+# add up to N MiB (never more); "big" is then a tar of that sample.
+[ -z "${CORPUS_MB:-}" ] || [[ $CORPUS_MB =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "CORPUS_MB must be a number of MiB" >&2; exit 2; }
+corpus_sample()
+{
+	local to=$1 want=$(($2 * 1048576)) trees="usr/share usr/bin usr/lib/x86_64-linux-gnu" total
+
+	# shellcheck disable=SC2086 # the trees are one word each
+	total=$(cd / && find $trees -type f -printf '%s\n' | awk '{ t += $1 } END { print t + 0 }')
+	# shellcheck disable=SC2086
+	(cd / && find $trees -printf '%y %s %p\n') |
+		awk -v want="$want" -v total="$total" '
+			{ t = $1; s = $2; sub(/^[^ ]+ [^ ]+ /, "") }
+			t != "f" { print; next }
+			{ seen += s; if (kept + s <= want * seen / total) { kept += s; print } }' >"$work/corpus.list"
+	(cd / && tar -cf - --no-recursion --verbatim-files-from -T "$work/corpus.list") | tar -xf - -C "$to"
+}
+
 RSS=()
 loopback_init encio-bench
 loopback_image src 12G compress-force=zstd
@@ -19,9 +40,13 @@ SRC=$work/src DST=$work/dst
 
 echo "== building the corpora"
 btrfs -q subvolume create "$SRC/many" >/dev/null
-mkdir -p "$SRC/many/usr/lib"
-cp -a /usr/share /usr/bin "$SRC/many/usr/"
-cp -a /usr/lib/x86_64-linux-gnu "$SRC/many/usr/lib/"
+if [ -n "${CORPUS_MB:-}" ]; then
+	corpus_sample "$SRC/many" "$CORPUS_MB"
+else
+	mkdir -p "$SRC/many/usr/lib"
+	cp -a /usr/share /usr/bin "$SRC/many/usr/"
+	cp -a /usr/lib/x86_64-linux-gnu "$SRC/many/usr/lib/"
+fi
 btrfs -q subvolume create "$SRC/big" >/dev/null
 tar -cf "$SRC/big/corpus.tar" -C "$SRC/many" usr 2>/dev/null
 truncate -s 3G "$SRC/big/sparse.img"
