@@ -162,6 +162,82 @@ compsize_bytes()
 
 cd "$(dirname "$0")" || exit 1
 
+# clone SRC_FILE SRC_OFF LEN DST_FILE DST_OFF  (FICLONERANGE)
+# dedupe SRC_FILE SRC_OFF LEN DST_FILE DST_OFF (FIDEDUPERANGE)
+remap()
+{
+	python3 - "$@" <<'PY' || _fail "$*"
+import fcntl, os, struct, sys
+op, src, soff, length, dst, doff = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
+d = os.open(dst, os.O_RDWR)
+s = d if src == dst else os.open(src, os.O_RDONLY)
+if op == "clone":
+    fcntl.ioctl(d, 0x4020940d, struct.pack("qQQQ", s, soff, length, doff))
+else:
+    buf = bytearray(struct.pack("QQHHI", soff, length, 1, 0, 0) + struct.pack("qQQiI", d, doff, 0, 0, 0))
+    fcntl.ioctl(s, 0xC0189436, buf)
+    status = struct.unpack_from("i", buf, 24 + 24)[0]
+    if status != 0:
+        sys.exit("dedupe status %d" % status)
+PY
+}
+
+# disk DIR...: compsize's disk usage of DIR... together, in bytes
+disk()
+{
+	compsize -b "$@" | awk '$1 == "TOTAL" { print $3 }'
+}
+
+# within A B: A at most 1.5% over B (less is right where B holds parts of
+# extents no file uses any more: a copy writes only what files use)
+within()
+{
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b * 1.015) }'
+}
+
+# shared_extents FILE: the extents of FILE that FIEMAP flags shared
+shared_extents()
+{
+	filefrag -v "$1" | grep -c shared
+}
+
+# make_shared_tree FS: in FS, subvolume sv with every kind of sharing
+# (cat's reflinks, cp --reflink, 64 KiB cloned into the middle of a file,
+# a file cloned into itself, a deduplicated pair, compressed and plain
+# extents, an unaligned tail), read-only snapshot snap1, some churn, and
+# read-only snapshot snap2.
+make_shared_tree()
+{
+	local V
+	_log "a subvolume with every kind of sharing"
+	run_check btrfs -q subvolume create "$1/sv"
+	V=$1/sv
+	compressible 3000000 >"$V/text"
+	random_bytes 2000000 base >"$V/random"
+	cat "$V/text" "$V/random" "$V/text" >"$V/mixed"      # cat reflinks what it can
+	cp --reflink=always "$V/text" "$V/text.reflink"
+	cp --reflink=always "$V/random" "$V/random.reflink"
+	{ compressible 500000; random_bytes 123457 tail; } >"$V/tail"   # unaligned size
+	cp --reflink=always "$V/tail" "$V/tail.reflink"
+	random_bytes 1048576 mid >"$V/middle"
+	remap clone "$V/random" 0 65536 "$V/middle" 262144
+	random_bytes 1048576 self >"$V/self"
+	remap clone "$V/self" 0 262144 "$V/self" 524288
+	random_bytes 786432 dup >"$V/dup1"
+	cp "$V/dup1" "$V/dup2"
+	sync
+	remap dedupe "$V/dup1" 0 786432 "$V/dup2" 0
+	sync
+	run_check btrfs -q subvolume snapshot -r "$V" "$1/snap1"
+	_log "churn, then a second snapshot"
+	dd if=/dev/urandom of="$V/text" bs=4096 count=4 seek=100 conv=notrunc status=none
+	dd if=/dev/urandom of="$V/random" bs=65536 count=1 seek=5 conv=notrunc status=none
+	rm "$V/dup2"
+	random_bytes 300000 new >"$V/new"
+	sync
+	run_check btrfs -q subvolume snapshot -r "$V" "$1/snap2"
+}
+
 # Stop process PID (SIGSTOP) once it holds PATH open; the test cannot run
 # (skip) if it ends or never opens PATH first.
 stop_when_open()

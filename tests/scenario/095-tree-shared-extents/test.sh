@@ -4,8 +4,8 @@
 # pair, compressed and plain extents, an unaligned tail, and two snapshots
 # of one subvolume given as two SRC. After encio copy (several files) and
 # copy -r (one tree, two snapshots): content equal, DEST's disk usage
-# (compsize) no more than 1.5% over SRC's, FIEMAP showing the shared extents, the
-# clones counted. A destination that cannot clone (tmpfs) gets the data
+# (compsize) no more than 1.5% over SRC's, FIEMAP showing the shared
+# extents, the clones counted. A destination that cannot clone (tmpfs) gets the data
 # written; a source without sharing gets no clone.
 source "$(dirname "$0")/../../common.sh"
 require_root
@@ -20,74 +20,7 @@ DST=$MNT
 make_tmpfs plain 256M
 PLAIN=$MNT
 
-# clone SRC_FILE SRC_OFF LEN DST_FILE DST_OFF  (FICLONERANGE)
-# dedupe SRC_FILE SRC_OFF LEN DST_FILE DST_OFF (FIDEDUPERANGE)
-remap()
-{
-	python3 - "$@" <<'PY' || _fail "$1 $*"
-import fcntl, os, struct, sys
-op, src, soff, length, dst, doff = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
-s = os.open(src, os.O_RDONLY)
-d = os.open(dst, os.O_RDWR) if src != dst else s
-if src == dst:
-    os.close(s); s = d = os.open(src, os.O_RDWR)
-if op == "clone":
-    fcntl.ioctl(d, 0x4020940d, struct.pack("qQQQ", s, soff, length, doff))
-else:
-    buf = bytearray(struct.pack("QQHHI", soff, length, 1, 0, 0) + struct.pack("qQQiI", d, doff, 0, 0, 0))
-    fcntl.ioctl(s, 0xC0189436, buf)
-    status = struct.unpack_from("i", buf, 24 + 24)[0]
-    if status != 0:
-        sys.exit("dedupe status %d" % status)
-PY
-}
-
-# disk DIR...: compsize's disk usage of DIR... together, in bytes
-disk()
-{
-	compsize -b "$@" | awk '$1 == "TOTAL" { print $3 }'
-}
-
-# within A B: A at most 1.5% over B (less is right where B holds parts of
-# extents no file uses any more: a copy writes only what files use)
-within()
-{
-	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b * 1.015) }'
-}
-
-# shared_extents FILE: extents FIEMAP flags shared
-shared_extents()
-{
-	filefrag -v "$1" | grep -c shared
-}
-
-_log "a subvolume with every kind of sharing"
-run_check btrfs -q subvolume create "$SRC/sv"
-V=$SRC/sv
-compressible 3000000 >"$V/text"
-random_bytes 2000000 base >"$V/random"
-cat "$V/text" "$V/random" "$V/text" >"$V/mixed"      # cat reflinks what it can
-cp --reflink=always "$V/text" "$V/text.reflink"
-cp --reflink=always "$V/random" "$V/random.reflink"
-{ compressible 500000; random_bytes 123457 tail; } >"$V/tail"   # unaligned size
-cp --reflink=always "$V/tail" "$V/tail.reflink"
-random_bytes 1048576 mid >"$V/middle"
-remap clone "$V/random" 0 65536 "$V/middle" 262144
-random_bytes 1048576 self >"$V/self"
-remap clone "$V/self" 0 262144 "$V/self" 524288
-random_bytes 786432 dup >"$V/dup1"
-cp "$V/dup1" "$V/dup2"
-sync
-remap dedupe "$V/dup1" 0 786432 "$V/dup2" 0
-sync
-run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap1"
-_log "churn, then a second snapshot"
-dd if=/dev/urandom of="$V/text" bs=4096 count=4 seek=100 conv=notrunc status=none
-dd if=/dev/urandom of="$V/random" bs=65536 count=1 seek=5 conv=notrunc status=none
-rm "$V/dup2"
-random_bytes 300000 new >"$V/new"
-sync
-run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap2"
+make_shared_tree "$SRC"
 [ "$(shared_extents "$SRC/snap1/text.reflink")" -gt 0 ] || _fail "the source has no shared extents to keep"
 
 _log "copy -r of one snapshot"
