@@ -69,6 +69,13 @@ int common_option(const struct cmd_struct *cmd, int opt, int *json);
 /* The arguments getopt parses, for naming a bad option; set by main(). */
 extern char **command_argv;
 
+/*
+ * End a progress line drawn on stderr with "\r...": erased on a terminal;
+ * elsewhere (--progress into a log) ended by a newline, so that the summary
+ * or a message after it has a line of its own. Nothing if !*@shown.
+ */
+void progress_end(bool *shown);
+
 /* "1:02:03" or "2:03" for @secs; "--:--" when not known. */
 void format_eta(char *buf, size_t len, double secs);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,13 @@ static const char *const receive_usage[] = {
 	"not marked received. Options, messages ('At subvol NAME', 'ERROR: ...'",
 	"lines) and exit status are those of 'btrfs receive'.",
 	"",
+	"Standard error shows the bytes written and the rate (of a stream read",
+	"from a file, also the time left) when it is a terminal and the stream",
+	"comes from a file, not a pipe: a pipe's writer draws its own, as",
+	"'encio send' does on the same terminal; with --progress always. The",
+	"summary at the end is a line on standard output, or with --format=json",
+	"one JSON object there.",
+	"",
 	"-f|--file FILE      read the stream from FILE instead of standard input",
 	"-e                  stop after the first END command instead of reading",
 	"                    to the end of the input",
@@ -48,8 +56,11 @@ static const char *const receive_usage[] = {
 	"--force-decompress  decode every encoded extent and write it plain",
 	"--verify            decode every encoded extent before writing it and",
 	"                    check that it covers the range the file uses",
+	"--progress          show progress even when the stream comes from a pipe",
+	"                    or standard error is not a terminal",
+	"--format=text|json  the summary as a line (text) or one JSON object",
 	"-v|--verbose        say more (subvolume UUIDs, the write backend)",
-	"-q|--quiet          errors only",
+	"-q|--quiet          errors only (and the object of --format=json)",
 	"-h|--help           this help",
 	NULL
 };
@@ -58,12 +69,14 @@ enum {
 	OPT_FORCE_DECOMPRESS = OPT_HELP + 1,
 	OPT_DUMP,
 	OPT_VERIFY,
+	OPT_PROGRESS,
 };
 
 struct progress {
 	double start;
 	double last;
 	bool shown;
+	uint64_t total; /* the stream's size when it is a file, else 0 */
 };
 
 static double now(void)
@@ -74,24 +87,39 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Bytes written and their rate; of a stream of known size, also how much
+ * of it was read and the time left at that pace (once a second of it
+ * gives a pace to go by).
+ */
 static void show_progress(const struct receive_stats *s, void *arg)
 {
+	char bytes[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN],
+		read[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN], eta[32];
 	struct progress *p = arg;
-	char bytes[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN];
-	double t = now();
+	double t = now(), secs = t - p->start;
 
 	if (t - p->last < 0.25)
 		return;
 	p->last = t;
 	p->shown = true;
-	fprintf(stderr, "\r%s written, %s/s\033[K",
-		pretty_size(bytes, s->bytes_written),
-		pretty_size(rate, t > p->start ?
-					  s->bytes_written / (t - p->start) :
-					  0));
+	pretty_size(bytes, s->bytes_written);
+	pretty_size(rate, secs > 0 ? s->bytes_written / secs : 0);
+	if (!p->total) {
+		fprintf(stderr, "\r%s written, %s/s\033[K", bytes, rate);
+		return;
+	}
+	format_eta(eta, sizeof(eta),
+		   secs >= 1 && s->stream_bytes && p->total > s->stream_bytes ?
+			   secs * (p->total - s->stream_bytes) /
+				   s->stream_bytes :
+			   0);
+	fprintf(stderr, "\r%s of %s read, %s written, %s/s, ETA %s\033[K",
+		pretty_size(read, s->stream_bytes),
+		pretty_size(total, p->total), bytes, rate, eta);
 }
 
-static void print_summary(struct receive_ctx *ctx, double seconds)
+static void print_summary_text(struct receive_ctx *ctx, double seconds)
 {
 	const struct receive_stats *s = receive_get_stats(ctx);
 	const struct encio_probe *p = receive_get_probe(ctx);
@@ -107,6 +135,69 @@ static void print_summary(struct receive_ctx *ctx, double seconds)
 	       (unsigned long long)s->extents_decoded,
 	       p ? encio_io_mode_name(p->write_mode) : "none", seconds,
 	       pretty_size(rate, seconds > 0 ? s->bytes_written / seconds : 0));
+}
+
+/*
+ * Every counter of the receive, under the names encio(8)'s other JSON
+ * uses for the same things (send's and copy's logical_bytes and
+ * encoded_bytes, io_write).
+ */
+static void print_summary_json(struct receive_ctx *ctx, double seconds)
+{
+	const struct receive_stats *s = receive_get_stats(ctx);
+	const struct encio_probe *p = receive_get_probe(ctx);
+
+	printf("{\"subvols\": %llu, \"commands\": %llu, \"logical_bytes\": %llu, "
+	       "\"encoded_bytes\": %llu, \"extents_encoded\": %llu, "
+	       "\"extents_decoded\": %llu, \"stream_bytes\": %llu, "
+	       "\"errors\": %llu, \"io_write\": \"%s\", \"seconds\": %.6f}\n",
+	       (unsigned long long)s->subvols, (unsigned long long)s->commands,
+	       (unsigned long long)s->bytes_written,
+	       (unsigned long long)s->encoded_bytes,
+	       (unsigned long long)s->extents_encoded,
+	       (unsigned long long)s->extents_decoded,
+	       (unsigned long long)s->stream_bytes,
+	       (unsigned long long)s->errors,
+	       p ? encio_io_mode_name(p->write_mode) : "none", seconds);
+}
+
+/*
+ * The text line after a receive that ended well, the JSON object after any
+ * (its errors say what failed). A summary nobody got is an error: a script
+ * would take the receive for done.
+ */
+static int print_summary(struct receive_ctx *ctx, bool json, int ret,
+			 double seconds)
+{
+	if (json)
+		print_summary_json(ctx, seconds);
+	else if (!ret && global_opts.verbose >= 0)
+		print_summary_text(ctx, seconds);
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		error("cannot write the summary to stdout: %s",
+		      strerror(errno));
+		return 1;
+	}
+	return ret;
+}
+
+/*
+ * Whether the stream comes through a pipe or socket, whose writer (encio
+ * send on the same terminal) may draw its own progress line there; @size
+ * gets what is left to read of a regular file, else 0.
+ */
+static bool stream_from_pipe(int fd, uint64_t *size)
+{
+	struct stat st;
+	off_t pos;
+
+	*size = 0;
+	if (fstat(fd, &st))
+		return false;
+	pos = lseek(fd, 0, SEEK_CUR);
+	if (S_ISREG(st.st_mode) && pos >= 0 && st.st_size > pos)
+		*size = st.st_size - pos;
+	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
 static void print_uuid(char *out, const uint8_t *u)
@@ -125,34 +216,35 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 {
 	char u[37], p[37];
 
-	(void)arg;
-	if (global_opts.verbose < 0)
-		return;
-	fprintf(stderr, "At %s %s\n", parent_uuid ? "snapshot" : "subvol",
-		name);
+	progress_end(&((struct progress *)arg)->shown);
+	verbose(0, "At %s %s", parent_uuid ? "snapshot" : "subvol", name);
 	if (global_opts.verbose < 1)
 		return;
 	print_uuid(u, uuid);
 	if (!parent_uuid) {
-		fprintf(stderr, "receiving subvol %s uuid=%s, stransid=%llu\n",
-			name, u, (unsigned long long)ctransid);
+		verbose(1, "receiving subvol %s uuid=%s, stransid=%llu", name,
+			u, (unsigned long long)ctransid);
 		return;
 	}
 	print_uuid(p, parent_uuid);
-	fprintf(stderr,
-		"receiving snapshot %s uuid=%s, ctransid=%llu parent_uuid=%s, parent_ctransid=%llu\n",
+	verbose(1,
+		"receiving snapshot %s uuid=%s, ctransid=%llu parent_uuid=%s, parent_ctransid=%llu",
 		name, u, (unsigned long long)ctransid, p,
 		(unsigned long long)parent_ctransid);
 }
 
 /*
  * One "ERROR: " line per failure: btrfs receive's words first (scripts
- * match them), then where in the stream and why.
+ * match them), then where in the stream and why; after the progress line
+ * @arg has drawn, if any.
  */
 static void show_error(const struct encio_error *e, const char *summary,
 		       void *arg)
 {
-	(void)arg;
+	struct progress *progress = arg;
+
+	if (progress)
+		progress_end(&progress->shown);
 	if (!summary) {
 		print_encio_error(e);
 		return;
@@ -169,7 +261,7 @@ static void show_chroot(const char *dest)
 {
 	char *full = realpath(dest, NULL);
 
-	fprintf(stderr, "Chroot to %s\n", full ? full : dest);
+	verbose(0, "Chroot to %s", full ? full : dest);
 	free(full);
 }
 
@@ -177,6 +269,8 @@ struct receive_args {
 	struct receive_options opts;
 	const char *file;
 	bool dump;
+	bool progress; /* --progress */
+	int json;      /* --format=json */
 };
 
 static int parse_receive_options(const struct cmd_struct *cmd, int argc,
@@ -189,6 +283,8 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "dump", no_argument, NULL, OPT_DUMP },
 		{ "force-decompress", no_argument, NULL, OPT_FORCE_DECOMPRESS },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
 	};
 	struct receive_options *opts = &args->opts;
@@ -229,14 +325,20 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_VERIFY:
 			opts->verify = true;
 			break;
+		case OPT_PROGRESS:
+			args->progress = true;
+			break;
 		default:
-			if (common_option(cmd, opt, NULL))
+			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
 			break;
 		}
 	}
 	if (args->dump && argc != optind)
 		return usage_error(cmd, "--dump takes no destination");
+	if (args->dump && (args->progress || args->json))
+		return usage_error(
+			cmd, "--dump prints commands, no progress nor summary");
 	if (!args->dump && argc - optind != 1)
 		return usage_error(cmd, "need exactly one destination");
 	return 0;
@@ -264,10 +366,11 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	struct receive_args args = {
 		.opts = { .io_mode = global_opts.io_mode, .max_errors = 1 },
 	};
-	const struct receive_events events = { .subvol = show_subvol,
-					       .error = show_error };
-	struct receive_options *opts = &args.opts;
 	struct progress progress = { 0 };
+	const struct receive_events events = { .subvol = show_subvol,
+					       .error = show_error,
+					       .arg = &progress };
+	struct receive_options *opts = &args.opts;
 	const struct encio_probe *p;
 	struct receive_ctx *ctx;
 	struct encio_error e;
@@ -301,13 +404,14 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	receive_set_events(ctx, &events);
 	if (opts->chroot && global_opts.verbose >= 0)
 		show_chroot(argv[optind]);
-	progress.start = progress.last = now();
-	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO))
+	progress.start = now(); /* the first call shows, as send's */
+	if (!stream_from_pipe(fd, &progress.total) && isatty(STDERR_FILENO))
+		args.progress = true;
+	if (args.progress && global_opts.verbose >= 0)
 		receive_set_progress(ctx, show_progress, &progress);
 	ret = receive_run(ctx, fd, args.file ? args.file : "stdin",
 			  argv[optind], &e);
-	if (progress.shown)
-		fprintf(stderr, "\r\033[K");
+	progress_end(&progress.shown);
 	p = receive_get_probe(ctx);
 	if (p && p->write_mode == ENCIO_IO_NONE && !opts->force_decompress)
 		warning("encoded writes impossible on the destination (%s): decoded in user space",
@@ -318,8 +422,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 			p->write_punted ? "yes" : "no");
 	if (ret < 0)
 		show_error(&e, receive_error_summary(ctx), NULL);
-	if (!ret && global_opts.verbose >= 0)
-		print_summary(ctx, now() - progress.start);
+	ret = print_summary(ctx, args.json, ret, now() - progress.start);
 	receive_ctx_free(ctx);
 out:
 	if (args.file)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@
 #include "../lib/send.h"
 
 static const char *const send_usage[] = {
-	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [-q|-v] PATH...",
+	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",
 	"Write a btrfs send stream of each PATH, full or incremental.",
 	"",
 	"Writes the subvolume or directory tree PATH as a btrfs send stream",
@@ -41,8 +42,13 @@ static const char *const send_usage[] = {
 	"must be read-only subvolumes of one file system, and the receiving side",
 	"must have PARENT and the clone sources (found by UUID).",
 	"",
-	"On a terminal, standard error shows bytes sent of the total (the tree is",
-	"walked first, full sends of version 2 only), the rate and the time left.",
+	"When standard error is a terminal, or with --progress, it shows bytes",
+	"sent of the total (the tree is walked first; full sends of version 2",
+	"only), the rate and the time left. Where 'encio send | encio receive'",
+	"share a terminal, send draws it: receive reading from a pipe draws only",
+	"with --progress. The summary at the end is a line on standard error, or",
+	"with --format=json one JSON object: on standard output with -f FILE, on",
+	"standard error (its last line) when the stream goes to standard output.",
 	"",
 	"-p|--parent PARENT  send the difference from the read-only snapshot",
 	"               PARENT (one -p at most); PARENT is a clone source too",
@@ -67,7 +73,10 @@ static const char *const send_usage[] = {
 	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
-	"-q|--quiet     no summary",
+	"--progress     show progress even when standard error is not a terminal",
+	"--format=text|json  the summary as a line (text) or one JSON object",
+	"               (standard output with -f FILE, else standard error)",
+	"-q|--quiet     no progress, no summary line (a JSON object still)",
 	"-v|--verbose   name each PATH first (At subvol PATH)",
 	"-h|--help      this help",
 	NULL
@@ -78,6 +87,15 @@ enum {
 	OPT_NO_DATA,
 	OPT_PROTO,
 	OPT_COMPRESSED_DATA,
+	OPT_PROGRESS,
+};
+
+/* What the command line asks of the command itself, beyond the send. */
+struct send_args {
+	const char *file; /* -f */
+	bool progress;	  /* --progress, or stderr a terminal */
+	int json;	  /* --format=json */
+	FILE *json_out;	  /* where it goes: not where the stream goes */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
@@ -193,7 +211,7 @@ static void show_progress(const struct send_stats *s, void *arg)
 		pretty_size(rate, (unsigned long long)bps), eta);
 }
 
-static void print_summary(const struct send_stats *s, double seconds)
+static void print_summary_text(const struct send_stats *s, double seconds)
 {
 	char logical[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
 		stream[PRETTY_SIZE_LEN];
@@ -207,6 +225,66 @@ static void print_summary(const struct send_stats *s, double seconds)
 		(unsigned long long)s->extents_encoded,
 		pretty_size(stream, s->stream_bytes),
 		encio_io_mode_name(s->read_mode), seconds);
+}
+
+/*
+ * Every counter of the send, under the names encio(8)'s other JSON uses
+ * for the same things (copy's logical_bytes, encoded_bytes, io_read).
+ */
+static void print_summary_json(FILE *out, const struct send_stats *s,
+			       double seconds)
+{
+	fprintf(out,
+		"{\"files\": %llu, \"dirs\": %llu, \"others\": %llu, "
+		"\"logical_bytes\": %llu, \"encoded_bytes\": %llu, "
+		"\"extents_encoded\": %llu, \"clones\": %llu, "
+		"\"clone_bytes\": %llu, \"stream_bytes\": %llu, "
+		"\"total_bytes\": %llu, \"done_bytes\": %llu, "
+		"\"io_read\": \"%s\", \"seconds\": %.6f}\n",
+		(unsigned long long)s->files, (unsigned long long)s->dirs,
+		(unsigned long long)s->others,
+		(unsigned long long)s->bytes_logical,
+		(unsigned long long)s->bytes_encoded,
+		(unsigned long long)s->extents_encoded,
+		(unsigned long long)s->clones,
+		(unsigned long long)s->clone_bytes,
+		(unsigned long long)s->stream_bytes,
+		(unsigned long long)s->bytes_total,
+		(unsigned long long)s->bytes_done,
+		encio_io_mode_name(s->read_mode), seconds);
+}
+
+/*
+ * The JSON summary goes to standard output unless the stream does: no -f,
+ * or a FILE that is standard output itself (/dev/stdout of a pipe). Asked
+ * while the stream is open: a FILE committed is closed.
+ */
+static FILE *json_output(const struct send_output *out, const char *file)
+{
+	struct stat a, b;
+
+	if (!file || fstat(out->fd, &a) || fstat(STDOUT_FILENO, &b) ||
+	    (a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+		return stderr;
+	return stdout;
+}
+
+/* A summary nobody got is an error: a script would take the send for done. */
+static int print_summary(const struct send_args *args,
+			 const struct send_stats *s, double seconds)
+{
+	FILE *f = args->json ? args->json_out : stderr;
+
+	if (args->json)
+		print_summary_json(f, s, seconds);
+	else if (global_opts.verbose >= 0)
+		print_summary_text(s, seconds);
+	if (fflush(f) == EOF || ferror(f)) {
+		error("cannot write the summary to %s: %s",
+		      f == stdout ? "stdout" : "stderr", strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 /* -p and -c name read-only subvolumes, as btrfs send checks. */
@@ -267,7 +345,7 @@ static int parse_proto(const struct cmd_struct *cmd, const char *arg,
 
 static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			      char **argv, struct send_options *opts,
-			      const char **file)
+			      struct send_args *args)
 {
 	static const struct option long_options[] = {
 		{ "file", required_argument, NULL, 'f' },
@@ -277,6 +355,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		{ "no-data", no_argument, NULL, OPT_NO_DATA },
 		{ "proto", required_argument, NULL, OPT_PROTO },
 		{ "compressed-data", no_argument, NULL, OPT_COMPRESSED_DATA },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
 	};
 	bool compressed = false, proto_given = false;
@@ -286,7 +366,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			*file = optarg;
+			args->file = optarg;
 			break;
 		case 'p':
 			if (opts->parent) {
@@ -319,8 +399,11 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		case OPT_COMPRESSED_DATA:
 			compressed = true;
 			break;
+		case OPT_PROGRESS:
+			args->progress = true;
+			break;
 		default:
-			if (common_option(cmd, opt, NULL))
+			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
 			break;
 		}
@@ -331,6 +414,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 1)
 		return usage_error(cmd, "need a path");
+	if (global_opts.verbose < 0)
+		args->progress = false;
 	return 0;
 }
 
@@ -339,16 +424,18 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	struct send_options opts = { .io_mode = global_opts.io_mode,
 				     .depth = global_opts.queue_depth };
 	struct send_output out = { .fd = STDOUT_FILENO, .dir_fd = -1 };
+	struct send_args args = { .progress = isatty(STDERR_FILENO) };
 	struct progress progress = { 0 };
 	struct send_stats stats;
-	const char *file = NULL;
 	struct encio_error e;
+	const char *file;
 	bool kernel;
 	int ret, i;
 
-	ret = parse_send_options(cmd, argc, argv, &opts, &file);
+	ret = parse_send_options(cmd, argc, argv, &opts, &args);
 	if (ret)
 		goto out;
+	file = args.file;
 	ret = 1;
 	if (!file && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
@@ -371,17 +458,17 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 			opts.replaces_ino = out.replaced.st_ino;
 		}
 	}
+	args.json_out = json_output(&out, file);
 	progress.start = now(); /* the first call shows */
 	for (i = optind; global_opts.verbose > 0 && i < argc; i++)
 		fprintf(stderr, "At subvol %s\n", argv[i]);
-	if (global_opts.verbose >= 0 && isatty(STDERR_FILENO)) {
+	if (args.progress) {
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
 	}
 	ret = send_run((const char *const *)argv + optind, argc - optind,
 		       out.fd, file ? file : "stdout", &opts, &stats, &e);
-	if (progress.shown)
-		fprintf(stderr, "\r\033[K");
+	progress_end(&progress.shown);
 	/* a signal after the last command still leaves no FILE */
 	if (!ret && stop_signal)
 		ret = encio_error_set(&e, EINTR, "finish (interrupted)",
@@ -392,8 +479,10 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		send_output_abort(&out);
 	if (ret)
 		print_encio_error(&e);
-	if (!ret && global_opts.verbose >= 0)
-		print_summary(&stats, now() - progress.start);
+	/* JSON also after a failure, with what was sent: the status says. */
+	if ((!ret || args.json) &&
+	    print_summary(&args, &stats, now() - progress.start))
+		ret = 1;
 	if (ret && stop_signal) {
 		signal(stop_signal, SIG_DFL);
 		raise(stop_signal);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "../lib/copy.h"
@@ -43,8 +44,15 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/*
+ * On a terminal a message starts by erasing the line: a progress line drawn
+ * there, ours or that of the other end of a pipe (encio send | encio
+ * receive), would otherwise run into it.
+ */
 static void message(const char *prefix, const char *fmt, va_list ap)
 {
+	if (isatty(STDERR_FILENO))
+		fputs("\r\033[K", stderr);
 	fputs(prefix, stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -189,6 +197,14 @@ int common_option(const struct cmd_struct *cmd, int opt, int *json)
 				   argv[optind - 1]);
 	}
 	return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+void progress_end(bool *shown)
+{
+	if (!*shown)
+		return;
+	fputs(isatty(STDERR_FILENO) ? "\r\033[K" : "\n", stderr);
+	*shown = false;
 }
 
 void format_eta(char *buf, size_t len, double secs)
