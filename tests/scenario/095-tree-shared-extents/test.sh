@@ -68,9 +68,9 @@ diff -r "$SRC/snap1" "$PLAIN/snap1" || _fail "tmpfs: content differs"
 echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(j["clones"] != 0)' || _fail "clones counted on tmpfs"
 
 _log "no sharing, no clone"
-random_bytes 500000 alone >"$V/alone"
+random_bytes 500000 alone >"$SRC/sv/alone"
 sync
-run_check btrfs -q subvolume snapshot -r "$V" "$SRC/snap3"
+run_check btrfs -q subvolume snapshot -r "$SRC/sv" "$SRC/snap3"
 out=$("$ENCIO" copy --format=json "$SRC/snap3/alone" "$DST/alone" 2>"$TEST_TMP/err") || _fail "copy alone: $(cat "$TEST_TMP/err")"
 echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(j["clones"] != 0)' || _fail "a clone without sharing"
 cmp "$SRC/snap3/alone" "$DST/alone" || _fail "alone differs"
