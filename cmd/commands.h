@@ -8,6 +8,7 @@
 
 #include "../lib/engine.h"
 #include "../lib/error.h"
+#include "../lib/inode_flags.h"
 
 /* Options given before the command name, shared by every command. */
 struct global_options {
@@ -34,6 +35,8 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 
 void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One warning a run for what DEST would not take, not one a file. */
+void warn_flags_refused(const struct inode_flags_refused *r);
 void verbose(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -732,18 +732,6 @@ static char *dest_dir_name(char *dst)
 	return dst;
 }
 
-/* One warning a run for what DEST would not take, not one a file. */
-static void warn_flags_refused(const struct copy_ctx *ctx)
-{
-	char letters[16];
-
-	if (ctx->flags_refused.flags)
-		warning("the destination refused inode flags '%s': not kept",
-			inode_flags_letters(ctx->flags_refused.flags, letters));
-	if (ctx->flags_refused.compression_prop)
-		warning("the destination refused the btrfs.compression property: not kept");
-}
-
 static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct copy_cmd c = { .opts.force_backing = -1 };
@@ -817,7 +805,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = -EINTR;
 	}
 summary:
-	warn_flags_refused(&c.ctx);
+	warn_flags_refused(&c.ctx.flags_refused);
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);

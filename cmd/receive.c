@@ -416,6 +416,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (p && p->write_mode == ENCIO_IO_NONE && !opts->force_decompress)
 		warning("encoded writes impossible on the destination (%s): decoded in user space",
 			strerror(p->write_none_err));
+	warn_flags_refused(&receive_get_stats(ctx)->flags_refused);
 	if (p)
 		verbose(1, "fixed buffers: %s; uring writes on io-wq: %s",
 			encio_fixed_state_desc(p->fixed),

@@ -225,6 +225,12 @@ static void print_summary_text(const struct send_stats *s, double seconds)
 		(unsigned long long)s->extents_encoded,
 		pretty_size(stream, s->stream_bytes),
 		encio_io_mode_name(s->read_mode), seconds);
+	if (s->clones)
+		fprintf(stderr,
+			"shared: %llu range%s sent as CLONE of data sent before, %s not sent again\n",
+			(unsigned long long)s->clones,
+			s->clones == 1 ? "" : "s",
+			pretty_size(logical, s->clone_bytes));
 }
 
 /*

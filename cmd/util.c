@@ -78,6 +78,17 @@ void warning(const char *fmt, ...)
 	va_end(ap);
 }
 
+void warn_flags_refused(const struct inode_flags_refused *r)
+{
+	char letters[16];
+
+	if (r->flags)
+		warning("the destination refused inode flags '%s': not kept",
+			inode_flags_letters(r->flags, letters));
+	if (r->compression_prop)
+		warning("the destination refused the btrfs.compression property: not kept");
+}
+
 void verbose(int level, const char *fmt, ...)
 {
 	va_list ap;
