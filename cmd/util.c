@@ -51,9 +51,12 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
  */
 static void message(const char *prefix, const char *fmt, va_list ap)
 {
+	int err = errno; /* for %m: isatty() sets it off a terminal */
+
 	if (isatty(STDERR_FILENO))
 		fputs("\r\033[K", stderr);
 	fputs(prefix, stderr);
+	errno = err;
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 }

@@ -26,20 +26,22 @@
 #include "copy.h"
 #include "kernel.h"
 
+/*
+ * A directory in the same subvolume as @path: itself, or the directory of
+ * a file (a regular file is never a subvolume's root), so that no source
+ * file is opened, nor a FIFO or device whose open has effects.
+ */
 static int open_source(const char *path)
 {
+	char dir[PATH_MAX];
 	struct stat st;
-	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int fd;
 
-	if (fd < 0)
+	if (lstat(path, &st))
 		return -errno;
-	/* a device or a FIFO is not opened for real: it has no extents */
-	if (fstat(fd, &st) || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
-		close(fd);
-		return -ENOENT;
-	}
-	close(fd);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = open(S_ISDIR(st.st_mode) ? path : dirname(dir),
+		  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 

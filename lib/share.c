@@ -391,7 +391,9 @@ static int ref_add(struct share_index *si, const struct share_ref *ref)
 	if (si->nr_refs >= UINT32_MAX - 1)
 		return -EOVERFLOW;
 	if (si->nr_refs == si->cap_refs) {
-		size_t cap = si->cap_refs ? si->cap_refs * 2 : 1024;
+		/* by half: the ranges are most of the index's memory */
+		size_t cap = si->cap_refs ? si->cap_refs + si->cap_refs / 2 :
+					    1024;
 
 		refs = realloc(si->refs, cap * sizeof(*refs));
 		if (!refs)
@@ -399,8 +401,8 @@ static int ref_add(struct share_index *si, const struct share_ref *ref)
 		si->refs = refs;
 		si->cap_refs = cap;
 	}
-	/* at most half full: probes stay short */
-	if ((si->nr_refs + 1) * 2 > si->nr_slots) {
+	/* at most three quarters full: probes stay short */
+	if ((si->nr_refs + 1) * 4 > si->nr_slots * 3) {
 		ret = slots_grow(si);
 		if (ret)
 			return ret;

@@ -67,6 +67,32 @@ out=$("$ENCIO" copy -r --format=json "$SRC/snap1" "$PLAIN/" 2>"$TEST_TMP/err") |
 diff -r "$SRC/snap1" "$PLAIN/snap1" || _fail "tmpfs: content differs"
 echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(j["clones"] != 0)' || _fail "clones counted on tmpfs"
 
+_log "an interrupted copy resumed: correct, sharing kept on each side of the stop"
+mkdir "$SRC/sv/many"
+random_bytes 4194304 many >"$SRC/sv/many/base"
+for i in $(seq 1 40); do
+	cp --reflink=always "$SRC/sv/many/base" "$SRC/sv/many/r$i"
+done
+sync
+run_check btrfs -q subvolume snapshot -r "$SRC/sv" "$SRC/snap-many"
+"$ENCIO" -q copy -r -j 1 "$SRC/snap-many/many" "$DST/resumed" 2>"$TEST_TMP/err" &
+pid=$!
+stop_when_open "$pid" "$SRC/snap-many/many/r20"
+kill -INT "$pid"
+kill -CONT "$pid"
+wait "$pid"
+rc=$?
+[ $rc -eq 130 ] || _fail "interrupted copy: exit $rc, $(cat "$TEST_TMP/err")"
+out=$("$ENCIO" copy -r --format=json "$SRC/snap-many/many" "$DST/resumed" 2>"$TEST_TMP/err") ||
+	_fail "resumed copy: $(cat "$TEST_TMP/err")"
+diff -r "$SRC/snap-many/many" "$DST/resumed" || _fail "resumed copy differs"
+echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(not (j["skipped"] > 0 and j["clones"] > 0))' ||
+	_fail "the rerun neither skipped what was complete nor cloned: $out"
+sync
+d=$(disk "$DST/resumed") s=$(disk "$SRC/snap-many/many")
+echo "disk usage: source $s, resumed copy $d"
+within "$d" $((2 * s)) || _fail "resumed copy: disk usage $d against the source's $s"
+
 _log "no sharing, no clone"
 random_bytes 500000 alone >"$SRC/sv/alone"
 sync
