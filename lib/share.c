@@ -20,6 +20,26 @@
 #define SHARE_SWEEP_BUF (1U << 20)
 #define SHARE_SECTOR 4096ULL
 
+/*
+ * Room for one more of @size bytes in *@arr of @nr, grown to *@cap (by
+ * half, from @first): 0 or -ENOMEM.
+ */
+static int room(void **arr, size_t nr, size_t *cap, size_t size, size_t first)
+{
+	size_t new_cap;
+	void *p;
+
+	if (nr < *cap)
+		return 0;
+	new_cap = *cap ? *cap + *cap / 2 : first;
+	p = realloc(*arr, new_cap * size);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = new_cap;
+	return 0;
+}
+
 void share_init(struct share_index *si)
 {
 	memset(si, 0, sizeof(*si));
@@ -155,15 +175,8 @@ static int extent_tree_bytes(int fd, uint64_t *bytes)
 
 static int multi_add(struct share_fs *f, size_t *cap, uint64_t bytenr)
 {
-	uint64_t *m;
-
-	if (f->nr_multi == *cap) {
-		*cap = *cap ? *cap * 2 : 256;
-		m = realloc(f->multi, *cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		f->multi = m;
-	}
+	if (room((void **)&f->multi, f->nr_multi, cap, sizeof(*f->multi), 256))
+		return -ENOMEM;
 	f->multi[f->nr_multi++] = bytenr;
 	return 0;
 }
@@ -290,15 +303,9 @@ int share_file_new(struct share_index *si, uint32_t *id)
 {
 	struct share_file *f;
 
-	if (si->nr_files == si->cap_files) {
-		size_t cap = si->cap_files ? si->cap_files * 2 : 256;
-
-		f = realloc(si->files, cap * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		si->files = f;
-		si->cap_files = cap;
-	}
+	if (room((void **)&si->files, si->nr_files, &si->cap_files,
+		 sizeof(*si->files), 256))
+		return -ENOMEM;
 	f = &si->files[si->nr_files];
 	memset(f, 0, sizeof(*f));
 	*id = si->nr_files++;
@@ -384,23 +391,14 @@ static int slots_grow(struct share_index *si)
 
 static int ref_add(struct share_index *si, const struct share_ref *ref)
 {
-	struct share_ref *refs;
 	uint32_t *s, idx;
 	int ret;
 
 	if (si->nr_refs >= UINT32_MAX - 1)
 		return -EOVERFLOW;
-	if (si->nr_refs == si->cap_refs) {
-		/* by half: the ranges are most of the index's memory */
-		size_t cap = si->cap_refs ? si->cap_refs + si->cap_refs / 2 :
-					    1024;
-
-		refs = realloc(si->refs, cap * sizeof(*refs));
-		if (!refs)
-			return -ENOMEM;
-		si->refs = refs;
-		si->cap_refs = cap;
-	}
+	if (room((void **)&si->refs, si->nr_refs, &si->cap_refs,
+		 sizeof(*si->refs), 1024))
+		return -ENOMEM;
 	/* at most three quarters full: probes stay short */
 	if ((si->nr_refs + 1) * 4 > si->nr_slots * 3) {
 		ret = slots_grow(si);
@@ -423,17 +421,8 @@ static int ref_add(struct share_index *si, const struct share_ref *ref)
 
 static int plan_push(struct share_plan *plan, const struct share_piece *p)
 {
-	struct share_piece *arr;
-
-	if (plan->nr == plan->cap) {
-		size_t cap = plan->cap ? plan->cap * 2 : 16;
-
-		arr = realloc(plan->p, cap * sizeof(*arr));
-		if (!arr)
-			return -ENOMEM;
-		plan->p = arr;
-		plan->cap = cap;
-	}
+	if (room((void **)&plan->p, plan->nr, &plan->cap, sizeof(*plan->p), 16))
+		return -ENOMEM;
 	plan->p[plan->nr++] = *p;
 	return 0;
 }
