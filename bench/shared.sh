@@ -1,6 +1,6 @@
 #!/bin/bash
-# Benchmark copies that must keep data shared (issue 18: shared extents
-# cloned, not copied again), between two btrfs filesystems on loopback
+# Benchmark copies that must keep data shared (shared extents cloned, not
+# copied again), between two btrfs filesystems on loopback
 # images in /dev/shm, both mounted compress-force=zstd (bench/corpus.sh).
 # Two corpora:
 #   vm:    a VM image store: the "big" tar of bench/corpus.sh and 4
@@ -47,10 +47,9 @@
 # The methods take turns for ROUNDS rounds, the order rotating each round
 # (as bench/copy.sh); the tables give medians, the time's ratio to encio
 # copy -r, the disk usage's ratio to SRC's, then each round's time ratios.
-# Targets (issue 18): DEST's disk usage at most 1.5% above SRC's, and encio
-# at least 2x faster than btrfs send | btrfs receive (btrfs-best) on both
-# corpora. Today's encio may not keep the sharing: its disk ratio is then
-# above 1, which is what this script is for measuring.
+# Targets: DEST's disk usage at most 1.5% above SRC's, and encio at least
+# 2x faster than btrfs send | btrfs receive (btrfs-best) on both corpora.
+# A build that does not keep the sharing shows a disk ratio above 1.
 #
 # usage: bench/shared.sh [ENCIO] [ROUNDS]   (needs root and compsize; ~12 GiB
 #                                            of free memory; ROUNDS 3)
@@ -300,7 +299,7 @@ for c in $CORPORA; do
 	done
 done
 echo
-echo "Targets (issue 18): DEST disk usage at most 1.5% above SRC's; encio at least 2x"
+echo "Targets: DEST disk usage at most 1.5% above SRC's; encio at least 2x"
 echo "faster than btrfs-best (btrfs send --compressed-data [-p] | btrfs receive):"
 for c in $CORPORA; do
 	for m in encio-copy encio-pipe; do

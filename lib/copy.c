@@ -195,8 +195,8 @@ static void job_align_range(struct copy_job *job, uint64_t *start,
 }
 
 /* [start, end) less the ranges the job clones, as pending ranges. */
-static int job_push_uncloned(struct copy_job *job, uint64_t start,
-			     uint64_t end, bool whole)
+static int job_push_uncloned(struct copy_job *job, uint64_t start, uint64_t end,
+			     bool whole)
 {
 	const struct share_piece *c;
 	int ret;
@@ -212,6 +212,9 @@ static int job_push_uncloned(struct copy_job *job, uint64_t start,
 		}
 		if (c->off + c->len > start)
 			start = c->off + c->len;
+		/* a clone merged across extents goes on into the next range */
+		if (c->off + c->len > end)
+			break;
 		job->next_clone++;
 	}
 	return start < end ? copy_job_push_range(job, start, end, whole) : 0;

@@ -146,7 +146,8 @@ struct copy_job {
 	uint32_t share_file;
 	struct share_plan clones; /* ranges to clone, in file order */
 	size_t next_clone;	  /* where job_refill() is in clones */
-	bool share_wait; /* a clone waits for the writes of its source */
+	bool share_wait;    /* a clone waits for the writes of its source */
+	uint64_t share_gen; /* ctx->share.state_gen when it last looked */
 };
 
 /*

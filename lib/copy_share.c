@@ -147,13 +147,14 @@ static void job_offer(struct copy_job *job)
 		return;
 	h.fh.handle_bytes = sizeof(h.bytes);
 	if (name_to_handle_at(job->dst_fd, "", &h.fh, &mnt, AT_EMPTY_PATH)) {
-		sf->state = SHARE_FAILED;
+		share_file_set_state(&job->ctx->share, job->share_file,
+				     SHARE_FAILED);
 		return;
 	}
 	memcpy(sf->u.handle, h.fh.f_handle, h.fh.handle_bytes);
 	sf->handle_len = h.fh.handle_bytes;
 	sf->handle_type = h.fh.handle_type;
-	sf->state = SHARE_READY;
+	share_file_set_state(&job->ctx->share, job->share_file, SHARE_READY);
 }
 
 /*
@@ -210,6 +211,10 @@ bool copy_share_clone(struct copy_job *job)
 	size_t i;
 
 	job_offer(job);
+	/* waiting, and no file's state changed since it looked: still waiting */
+	if (job->share_wait && job->share_gen == si->state_gen)
+		return false;
+	job->share_gen = si->state_gen;
 	job->share_wait = false;
 	for (i = 0; i < job->clones.nr && !job->err; i++) {
 		struct share_piece *c = &job->clones.p[i];
@@ -246,7 +251,8 @@ void copy_share_end(struct copy_job *job)
 	if (job->share) {
 		sf = share_file_get(&job->ctx->share, job->share_file);
 		if (sf->state == SHARE_PENDING)
-			sf->state = SHARE_FAILED;
+			share_file_set_state(&job->ctx->share, job->share_file,
+					     SHARE_FAILED);
 		job->share = false;
 	}
 	share_plan_release(&job->clones);

@@ -131,8 +131,7 @@ int send_btrfsutil_errno(int err);
  * @fd (@st) sent as @path, whose ranges sent before become CLONE pieces;
  * send_clone() the CLONE command of such a piece.
  */
-int send_share_begin(struct send_ctx *ctx, const char *const *paths,
-		     size_t nr);
+int send_share_begin(struct send_ctx *ctx, const char *const *paths, size_t nr);
 void send_share_end(struct send_ctx *ctx);
 int send_share_subvol(struct send_ctx *ctx, const uint8_t *uuid,
 		      uint64_t ctransid);

@@ -148,11 +148,11 @@ static int new_file(struct send_ctx *ctx, const char *path, uint32_t *id)
 	sf = share_file_get(&ctx->share, *id);
 	sf->u.path = strdup(path);
 	if (!sf->u.path) {
-		sf->state = SHARE_FAILED;
+		share_file_set_state(&ctx->share, *id, SHARE_FAILED);
 		return -ENOMEM;
 	}
 	/* what it writes is in the stream before anything that clones it */
-	sf->state = SHARE_READY;
+	share_file_set_state(&ctx->share, *id, SHARE_READY);
 	sf->subvol = ctx->nr_subvols - 1;
 	return 0;
 }

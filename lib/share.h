@@ -77,6 +77,8 @@ struct share_index {
 	struct share_dev *devs;
 	size_t nr_devs;
 	uint64_t sweep_items; /* extent tree items read to prepare them */
+	/* bumped when a file's state changes: a waiting clone may go on */
+	uint64_t state_gen;
 };
 
 /* A piece of a file range: cloned from (@file, @src_off), or written. */
@@ -119,6 +121,13 @@ static inline struct share_file *share_file_get(struct share_index *si,
 						uint32_t id)
 {
 	return &si->files[id];
+}
+
+static inline void share_file_set_state(struct share_index *si, uint32_t id,
+					enum share_state state)
+{
+	si->files[id].state = state;
+	si->state_gen++;
 }
 
 /* Whether @fe is an extent that may be shared (may enter the index). */
