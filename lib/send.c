@@ -759,9 +759,20 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	uint8_t uuid[BTRFS_UUID_SIZE];
 	uint64_t ctransid = 0;
 
+	static const uint8_t none[BTRFS_UUID_SIZE];
+
 	if (btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK &&
 	    btrfs_util_subvolume_info_fd(fd, 0, &info) == BTRFS_UTIL_OK) {
-		memcpy(uuid, info.uuid, sizeof(uuid));
+		/*
+		 * A received subvolume goes by the UUID it was received as,
+		 * as the kernel's send names it (and any later incremental
+		 * stream names it as its parent)
+		 */
+		memcpy(uuid,
+		       memcmp(info.received_uuid, none, sizeof(none)) ?
+			       info.received_uuid :
+			       info.uuid,
+		       sizeof(uuid));
 		ctransid = info.ctransid;
 	} else {
 		if (getrandom(uuid, sizeof(uuid), 0) != sizeof(uuid))
@@ -975,90 +986,6 @@ static bool kernel_computes(const struct send_options *opts)
 	       opts->proto == 1;
 }
 
-/* A subvolume sent, a parent or a clone source: its id and its path. */
-struct send_root {
-	uint64_t id;
-	const char *path;
-};
-
-struct send_roots {
-	struct send_root *root;
-	size_t nr;
-	uint64_t *ids; /* for BTRFS_IOC_SEND */
-};
-
-static int roots_add(struct send_roots *r, const char *path,
-		     struct encio_error *e)
-{
-	enum btrfs_util_error err;
-	uint64_t id;
-
-	if (btrfs_util_is_subvolume(path) != BTRFS_UTIL_OK)
-		return encio_error_set(e, errno == ENOENT ? ENOENT : EINVAL,
-				       "send from (not a subvolume)", path,
-				       false, 0);
-	err = btrfs_util_subvolume_id(path, &id);
-	if (err)
-		return encio_error_set(e, send_btrfsutil_errno(err),
-				       "find the subvolume id of", path, false,
-				       0);
-	r->root[r->nr] = (struct send_root){ id, path };
-	r->ids[r->nr++] = id;
-	return 0;
-}
-
-/*
- * The parent btrfs send picks among the clone sources for @root when -p
- * is not given: the subvolume @root was snapshotted from if it is one of
- * them, else the one snapshotted from the same subvolume whose ctransid is
- * closest to that subvolume's. -ENOENT when there is none.
- */
-static int find_good_parent(const char *root, const struct send_roots *r,
-			    const struct send_root **found)
-{
-	struct btrfs_util_subvolume_info info, origin, c;
-	struct btrfs_util_subvolume_iterator *it;
-	uint64_t best_diff = UINT64_MAX, diff;
-	bool have_origin = false;
-	size_t i;
-	char *p;
-
-	*found = NULL;
-	if (btrfs_util_subvolume_info(root, 0, &info))
-		return errno ? -errno : -EIO;
-	if (btrfs_util_create_subvolume_iterator(root, BTRFS_FS_TREE_OBJECTID,
-						 0, &it))
-		return errno ? -errno : -EIO;
-	while (!have_origin &&
-	       !btrfs_util_subvolume_iterator_next_info(it, &p, &origin)) {
-		have_origin = !memcmp(origin.uuid, info.parent_uuid,
-				      sizeof(origin.uuid));
-		free(p);
-	}
-	btrfs_util_destroy_subvolume_iterator(it);
-	if (!have_origin)
-		return -ENOENT;
-	for (i = 0; i < r->nr; i++)
-		if (r->root[i].id == origin.id) {
-			*found = &r->root[i];
-			return 0;
-		}
-	for (i = 0; i < r->nr; i++) {
-		if (btrfs_util_subvolume_info(r->root[i].path, 0, &c) ||
-		    memcmp(c.parent_uuid, origin.uuid, sizeof(c.parent_uuid)))
-			continue;
-		diff = c.ctransid > origin.ctransid ?
-			       c.ctransid - origin.ctransid :
-			       origin.ctransid - c.ctransid;
-		if (diff < best_diff) {
-			best_diff = diff;
-			*found = &r->root[i];
-		}
-	}
-	return *found ? 0 : -ENOENT;
-}
-
-/* The kernel's stream of @root (read-only), against @r's parent. */
 static int send_kernel_one(struct send_ctx *ctx, const char *root,
 			   const char *name, struct send_roots *r,
 			   const struct send_root *parent, bool end)
@@ -1077,7 +1004,7 @@ static int send_kernel_one(struct send_ctx *ctx, const char *root,
 				       "send (not a read-only subvolume)", root,
 				       false, 0);
 	if (!p && r->nr) {
-		ret = find_good_parent(root, r, &p);
+		ret = send_find_parent(root, r, &p);
 		if (ret) {
 			if (btrfs_util_subvolume_info(root, 0, &info))
 				info.id = 0;
@@ -1122,41 +1049,31 @@ static int send_one(struct send_ctx *ctx, const char *path,
 }
 
 /*
- * The parent and the clone sources as btrfs send passes them: the parent
- * is a clone source too; without -p each subvolume sent becomes one for
- * those after it (room is made for them).
+ * A PATH after the first of a walked stream: a read-only snapshot of a
+ * subvolume sent before it in the stream (or a sibling of one) goes as
+ * the kernel's difference from it, as btrfs send -c with those before it
+ * would send it: the receiver snapshots it and applies the changes, and
+ * what is unchanged is neither read nor written again.
  */
-static int roots_init(struct send_roots *r, const struct send_options *opts,
-		      size_t nr_paths, const struct send_root **parent,
-		      struct encio_error *e)
+static int send_walked(struct send_ctx *ctx, const char *path,
+		       struct send_roots *sent, bool end)
 {
-	size_t cap = opts->nr_clones + 1 + nr_paths, i;
+	const struct send_root *parent = NULL;
+	enum send_source kind;
 	int ret;
 
-	*parent = NULL;
-	r->nr = 0;
-	r->root = calloc(cap, sizeof(*r->root));
-	r->ids = calloc(cap, sizeof(*r->ids));
-	if (!r->root || !r->ids)
-		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
-	for (i = 0; i < opts->nr_clones; i++) {
-		ret = roots_add(r, opts->clones[i], e);
-		if (ret)
-			return ret;
-	}
-	if (!opts->parent)
-		return 0;
-	ret = roots_add(r, opts->parent, e);
-	if (ret)
+	if (sent->nr && !ctx->opts.snapshot &&
+	    !send_source_kind(path, &kind, ctx->e) &&
+	    kind == SEND_SOURCE_FROZEN &&
+	    btrfs_util_is_subvolume(path) == BTRFS_UTIL_OK &&
+	    !send_find_parent(path, sent, &parent))
+		ret = send_kernel_one(ctx, path, NULL, sent, parent, end);
+	else
+		ret = send_one(ctx, path, NULL, NULL, end);
+	if (ret || ctx->opts.snapshot ||
+	    btrfs_util_is_subvolume(path) != BTRFS_UTIL_OK)
 		return ret;
-	*parent = &r->root[r->nr - 1];
-	return 0;
-}
-
-static void roots_release(struct send_roots *r)
-{
-	free(r->root);
-	free(r->ids);
+	return send_roots_add(sent, path, ctx->e);
 }
 
 static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
@@ -1165,20 +1082,24 @@ static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 	struct send_roots roots = { 0 };
 	bool kernel = kernel_computes(&ctx->opts);
 	size_t i;
-	int ret = 0;
+	int ret;
 
-	if (kernel)
-		ret = roots_init(&roots, &ctx->opts, nr, &parent, ctx->e);
+	ret = send_roots_init(&roots, &ctx->opts, nr, &parent, ctx->e);
 	for (i = 0; !ret && i < nr; i++) {
+		bool end = i + 1 == nr || !ctx->opts.one_stream;
+
 		if (i && !ctx->opts.one_stream)
 			stream_put_header(&ctx->w);
-		ret = send_one(ctx, paths[i], kernel ? &roots : NULL, parent,
-			       i + 1 == nr || !ctx->opts.one_stream);
-		if (!ret && kernel && ctx->opts.nr_clones && !parent &&
+		if (!kernel) {
+			ret = send_walked(ctx, paths[i], &roots, end);
+			continue;
+		}
+		ret = send_one(ctx, paths[i], &roots, parent, end);
+		if (!ret && ctx->opts.nr_clones && !parent &&
 		    !ctx->opts.snapshot)
-			ret = roots_add(&roots, paths[i], ctx->e);
+			ret = send_roots_add(&roots, paths[i], ctx->e);
 	}
-	roots_release(&roots);
+	send_roots_release(&roots);
 	return ret;
 }
 

@@ -122,6 +122,33 @@ int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 		    const struct extent_map *map);
 int send_btrfsutil_errno(int err);
 
+/* A subvolume sent, a parent or a clone source: its id and its path. */
+struct send_root {
+	uint64_t id;
+	const char *path;
+};
+
+struct send_roots {
+	struct send_root *root;
+	size_t nr;
+	uint64_t *ids; /* for BTRFS_IOC_SEND */
+};
+
+/*
+ * lib/send_roots.c: send_roots_init() makes room for the parent, the
+ * clone sources and the PATHs (parent: the parent's entry or NULL);
+ * send_roots_add() adds the subvolume @path; send_find_parent() picks the
+ * parent of @root among @r as btrfs send does (-ENOENT: none).
+ */
+int send_roots_init(struct send_roots *r, const struct send_options *opts,
+		    size_t nr_paths, const struct send_root **parent,
+		    struct encio_error *e);
+int send_roots_add(struct send_roots *r, const char *path,
+		   struct encio_error *e);
+int send_find_parent(const char *root, const struct send_roots *r,
+		     const struct send_root **found);
+void send_roots_release(struct send_roots *r);
+
 /*
  * Sharing in the walk (lib/send_share.c): send_share_begin() before the
  * first PATH, with all of them; send_share_subvol() for each SUBVOL
