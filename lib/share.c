@@ -151,8 +151,7 @@ static int cmp_u64(const void *a, const void *b)
 static int extent_tree_bytes(int fd, uint64_t *bytes)
 {
 	struct btrfs_ioctl_search_args a;
-	struct btrfs_ioctl_search_header *sh;
-	struct btrfs_root_item *ri;
+	struct btrfs_ioctl_search_header sh;
 
 	memset(&a, 0, sizeof(a));
 	a.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
@@ -165,11 +164,14 @@ static int extent_tree_bytes(int fd, uint64_t *bytes)
 		return -errno;
 	if (!a.key.nr_items)
 		return -ENOENT;
-	sh = (struct btrfs_ioctl_search_header *)a.buf;
-	if (sh->len < offsetof(struct btrfs_root_item, bytes_used) + 8)
+	memcpy(&sh, a.buf, sizeof(sh));
+	if (sh.len < offsetof(struct btrfs_root_item, bytes_used) + 8)
 		return -EUCLEAN;
-	ri = (struct btrfs_root_item *)(sh + 1);
-	*bytes = le64toh(ri->bytes_used);
+	memcpy(bytes,
+	       a.buf + sizeof(sh) +
+		       offsetof(struct btrfs_root_item, bytes_used),
+	       sizeof(*bytes));
+	*bytes = le64toh(*bytes);
 	return 0;
 }
 
@@ -182,35 +184,41 @@ static int multi_add(struct share_fs *f, size_t *cap, uint64_t bytenr)
 }
 
 /* Collect the data extents of more than one reference, in one sweep. */
+/*
+ * Collect the data extents of more than one reference, in one sweep. Items
+ * are packed one after the other: headers are copied out, not pointed at.
+ */
 static int sweep_buf(struct share_index *si, struct share_fs *f, size_t *cap,
 		     struct btrfs_ioctl_search_args_v2 *a)
 {
 	const char *p = (const char *)a->buf;
-	const struct btrfs_ioctl_search_header *sh = NULL;
-	const struct btrfs_extent_item *ei;
+	struct btrfs_ioctl_search_header sh;
+	struct btrfs_extent_item ei;
 	uint32_t i;
 	int ret;
 
+	if (!a->key.nr_items)
+		return 1;
 	for (i = 0; i < a->key.nr_items; i++) {
-		sh = (const struct btrfs_ioctl_search_header *)p;
-		ei = (const struct btrfs_extent_item *)(sh + 1);
+		memcpy(&sh, p, sizeof(sh));
 		si->sweep_items++;
-		if (sh->type == BTRFS_EXTENT_ITEM_KEY &&
-		    sh->len >= sizeof(*ei) &&
-		    (le64toh(ei->flags) & BTRFS_EXTENT_FLAG_DATA) &&
-		    le64toh(ei->refs) > 1) {
-			ret = multi_add(f, cap, sh->objectid);
-			if (ret)
-				return ret;
+		if (sh.type == BTRFS_EXTENT_ITEM_KEY && sh.len >= sizeof(ei)) {
+			memcpy(&ei, p + sizeof(sh), sizeof(ei));
+			if ((le64toh(ei.flags) & BTRFS_EXTENT_FLAG_DATA) &&
+			    le64toh(ei.refs) > 1) {
+				ret = multi_add(f, cap, sh.objectid);
+				if (ret)
+					return ret;
+			}
 		}
-		p += sizeof(*sh) + sh->len;
+		p += sizeof(sh) + sh.len;
 	}
-	if (!sh || sh->offset == (uint64_t)-1)
+	if (sh.offset == (uint64_t)-1)
 		return 1;
 	/* the key range holds METADATA_ITEMs too: go on after the last */
-	a->key.min_objectid = sh->objectid;
-	a->key.min_type = sh->type;
-	a->key.min_offset = sh->offset + 1;
+	a->key.min_objectid = sh.objectid;
+	a->key.min_type = sh.type;
+	a->key.min_offset = sh.offset + 1;
 	return 0;
 }
 
@@ -235,7 +243,7 @@ static int sweep(struct share_index *si, struct share_fs *f, int fd)
 			ret = -errno;
 			break;
 		}
-		ret = a->key.nr_items ? sweep_buf(si, f, &cap, a) : 1;
+		ret = sweep_buf(si, f, &cap, a);
 	} while (!ret);
 	free(a);
 	if (ret < 0)
