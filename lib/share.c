@@ -248,7 +248,8 @@ static int sweep(struct share_index *si, struct share_fs *f, int fd)
 	free(a);
 	if (ret < 0)
 		return ret;
-	qsort(f->multi, f->nr_multi, sizeof(*f->multi), cmp_u64);
+	if (f->nr_multi)
+		qsort(f->multi, f->nr_multi, sizeof(*f->multi), cmp_u64);
 	return 0;
 }
 
