@@ -7,7 +7,8 @@
 # file (a tar of /usr/share and /usr/lib/x86_64-linux-gnu, cut to 1 GiB)
 # in a read-only snapshot, as a backup reads it (auto reads a writable
 # source through the ioctl: see SIGKILL AND IO_URING in encio(8)),
-# runs `encio bench --write` on it, times both copies into a second image
+# runs `encio bench --write` on its original (the scratch file of
+# --write needs a writable directory), times both copies into a second image
 # (each on a fresh destination filesystem with caches dropped, median of
 # ROUNDS, and the ratio within each round), prints the ratios against
 # the targets (reads >= 3x ioctl, copy >= 2x --io=ioctl copy), cleans up.
@@ -36,7 +37,10 @@ SRC=$work/src/snap/data.tar
 
 echo
 echo "== encio bench --write -r $rounds"
-out=$(timeout 1800 "$ENCIO" bench -r "$rounds" --write "$SRC") || { echo "$out"; echo "encio bench failed" >&2; exit 1; }
+# --write needs a scratch file beside the file: the writable original,
+# whose extents are the snapshot's
+out=$(timeout 1800 "$ENCIO" bench -r "$rounds" --write "$work/src/data.tar") ||
+	{ echo "$out"; echo "encio bench failed" >&2; exit 1; }
 echo "$out"
 # The read table's "x ioctl" column, by its position under the header.
 ratios=$(echo "$out" | awk '/^encoded reads/ {t = 1; next} /^$/ {t = 0}
