@@ -161,7 +161,7 @@ int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
 }
 
 /* Count [start, end) clipped at EOF as done, for progress. */
-static void job_progress(struct copy_job *job, uint64_t start, uint64_t end)
+void copy_job_progress(struct copy_job *job, uint64_t start, uint64_t end)
 {
 	if (end > job->size)
 		end = job->size;
@@ -353,7 +353,7 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 		return;
 	}
 	job->ctx->stats.logical_bytes += len;
-	job_progress(job, offset, offset + len);
+	copy_job_progress(job, offset, offset + len);
 }
 
 /*
@@ -387,7 +387,7 @@ static void job_write_encoded_chunk(struct copy_job *job,
 	ctx->stats.encoded_bytes += t->res;
 	ctx->stats.encoded_logical += t->len;
 	ctx->stats.logical_bytes += t->len;
-	job_progress(job, t->offset, t->offset + t->len);
+	copy_job_progress(job, t->offset, t->offset + t->len);
 }
 
 /* Write what the workers encoded; with @wait, at least one if any is busy. */
@@ -575,7 +575,8 @@ static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 		job->ctx->stats.encoded_bytes += req->len;
 		job->ctx->stats.encoded_logical += req->args.len;
 		job->ctx->stats.logical_bytes += req->args.len;
-		job_progress(job, req->offset, req->offset + req->args.len);
+		copy_job_progress(job, req->offset,
+				  req->offset + req->args.len);
 		return;
 	}
 	if (write_refusal(-req->res)) {
@@ -915,7 +916,7 @@ static int job_prealloc(struct copy_job *job)
 		if (fe->kind != EXTENT_PREALLOC)
 			continue;
 		job->ctx->stats.prealloc++;
-		job_progress(job, fe->offset, fe->offset + fe->len);
+		copy_job_progress(job, fe->offset, fe->offset + fe->len);
 		if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
 			      fe->len) &&
 		    errno != EOPNOTSUPP)

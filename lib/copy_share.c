@@ -230,8 +230,7 @@ bool copy_share_clone(struct copy_job *job)
 		if (sf->state == SHARE_READY && !clone_piece(job, c)) {
 			stats->clones++;
 			stats->clone_bytes += c->len;
-			stats->bytes_done += c->len;
-			job->done += c->len;
+			copy_job_progress(job, c->off, c->off + c->len);
 		} else if (copy_job_push_range(job, c->off, c->off + c->len,
 					       c->whole)) {
 			job->err = encio_error_set(job->e, ENOMEM, "copy",

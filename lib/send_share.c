@@ -70,20 +70,28 @@ int send_share_subvol(struct send_ctx *ctx, const uint8_t *uuid,
 	return 0;
 }
 
-bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
-			  const struct extent_map *map)
+/* Whether @map has an extent that may be shared; its filesystem in @fs. */
+static bool may_share(struct send_ctx *ctx, int fd, const struct stat *st,
+		      const struct extent_map *map, uint32_t *fs)
 {
-	uint32_t fs;
 	size_t i;
 
 	if (!ctx->share_on || !ctx->nr_subvols ||
 	    map->source != EXTENT_SOURCE_TREE_SEARCH ||
-	    share_fs_of(&ctx->share, fd, st, &fs))
-		return true;
+	    share_fs_of(&ctx->share, fd, st, fs))
+		return false;
 	for (i = 0; i < map->nr; i++)
-		if (share_extent_may_share(&ctx->share, fs, &map->ext[i]))
-			return false;
-	return true;
+		if (share_extent_may_share(&ctx->share, *fs, &map->ext[i]))
+			return true;
+	return false;
+}
+
+bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
+			  const struct extent_map *map)
+{
+	uint32_t fs;
+
+	return !may_share(ctx, fd, st, map, &fs);
 }
 
 /* A clone piece, merged into the last where it goes on in both files. */

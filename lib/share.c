@@ -516,7 +516,7 @@ static int plan_whole(struct share_index *si, uint32_t fs,
 	const struct share_ref *r;
 	uint64_t next;
 
-	r = first ? covering(si, first, eo, eo + len, eof, &next) : NULL;
+	r = covering(si, first, eo, eo + len, eof, &next);
 	if (r && ref_end(r, eo + len, eof) >= eo + len) {
 		struct share_piece p = {
 			.off = start,
@@ -556,10 +556,8 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 	while (eo < eo_end) {
 		uint64_t off = fe->offset + (eo - fe->extent_offset), n;
 
-		r = first ? covering(si, first, eo, eo_end, eof, &next) : NULL;
+		r = covering(si, first, eo, eo_end, eof, &next);
 		if (!r) {
-			if (!first)
-				next = eo_end;
 			n = next - eo;
 			ret = write_piece(si, plan, fs, fe->disk_bytenr, eo,
 					  off, n, file, true);
