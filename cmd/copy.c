@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "../lib/copy.h"
+#include "../lib/copy_subvols.h"
 #include "../lib/tree.h"
 #include "../lib/verify.h"
 
@@ -41,6 +42,10 @@ static const char *const copy_usage[] = {
 	"Compressed source extents are kept as they are unless --recompress.",
 	"",
 	"-r|--recursive       copy directories and their contents",
+	"--subvolumes         with -r: each subvolume below SRC made a subvolume,",
+	"                     snapshots as snapshots, read-only flags and",
+	"                     received UUIDs kept, in the order of their",
+	"                     generations (see encio-copy(8))",
 	"--compress=ALG[:LEVEL]  compress plain data: zstd (1..15), zlib (1..9),",
 	"                     lzo; level 3 by default (needs encoded writes)",
 	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
@@ -72,8 +77,10 @@ struct copy_cmd {
 	bool no_target_dir;
 	bool progress;
 	bool verify_only;
+	bool subvolumes;
 	unsigned int jobs;
 	struct tree_stats tree;
+	struct subvols_stats subvols;
 	double start;
 	double last_progress;
 	bool progress_shown;
@@ -90,6 +97,7 @@ enum {
 	OPT_VERIFY,
 	OPT_VERIFY_ONLY,
 	OPT_THREADS,
+	OPT_SUBVOLUMES,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -306,6 +314,19 @@ static void print_summary_json(const struct copy_cmd *c)
 		       c->tree.peak_files,
 		       (unsigned long long)c->tree.ring_waits,
 		       (unsigned long long)c->tree.walker_waits);
+	if (c->subvolumes)
+		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
+		       "\"subvolumes_incremental\": %llu, \"subvolumes_skipped\": %llu, "
+		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
+		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu",
+		       (unsigned long long)c->subvols.total,
+		       (unsigned long long)c->subvols.copied,
+		       (unsigned long long)c->subvols.incremental,
+		       (unsigned long long)c->subvols.skipped,
+		       (unsigned long long)c->subvols.bytes_written,
+		       (unsigned long long)c->subvols.encoded_bytes,
+		       (unsigned long long)c->subvols.clones,
+		       (unsigned long long)c->subvols.stream_bytes);
 	if (c->opts.verify) {
 		printf(", \"verify\": {");
 		print_verify_json_fields(&c->ctx.verify.stats);
@@ -402,6 +423,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
 		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
@@ -444,6 +466,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_VERIFY_ONLY:
 			c->verify_only = true;
 			break;
+		case OPT_SUBVOLUMES:
+			c->subvolumes = true;
+			break;
 		case OPT_THREADS:
 			c->opts.threads = strtoul(optarg, &end, 10);
 			if (*end || c->opts.threads < 1 ||
@@ -467,6 +492,13 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 2)
 		return usage_error(cmd, "need a source and a destination");
+	if (c->subvolumes && (!c->recursive || argc - optind != 2))
+		return usage_error(cmd, "--subvolumes needs -r and one SRC");
+	if (c->subvolumes && (c->opts.compress.alg || c->opts.recompress.alg ||
+			      c->opts.verify || c->verify_only))
+		return usage_error(
+			cmd,
+			"--subvolumes copies extents as they are: no --compress, --recompress or --verify");
 	if (global_opts.verbose < 0)
 		c->progress = false;
 	return 0;
@@ -668,6 +700,96 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	return ret;
 }
 
+static void subvol_progress(void *arg, const struct subvols_stats *s)
+{
+	struct copy_cmd *c = arg;
+	char done[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN];
+	double tnow = now(), secs = tnow - c->start;
+
+	if (!c->progress || tnow - c->last_progress < 0.25)
+		return;
+	c->last_progress = tnow;
+	fprintf(stderr, "\r\033[Ksubvolume %llu of %llu, %s written, %s/s",
+		(unsigned long long)(s->copied + s->skipped + 1),
+		(unsigned long long)s->total,
+		pretty_size(done, s->bytes_written + s->current_bytes),
+		pretty_size(rate, secs > 0 ? (s->bytes_written +
+					      s->current_bytes) / secs :
+					     0));
+	c->progress_shown = true;
+}
+
+static void subvol_begin(void *arg, const char *dst, enum subvols_how how,
+			 const char *parent, const struct subvols_stats *s)
+{
+	struct copy_cmd *c = arg;
+
+	c->last_progress = 0;
+	subvol_progress(c, s);
+	if (global_opts.verbose < 1)
+		return;
+	clear_progress(c);
+	if (how == SUBVOLS_SKIPPED)
+		verbose(1, "subvolume '%s': complete already, skipped", dst);
+	else if (how == SUBVOLS_INCREMENTAL)
+		verbose(1, "subvolume '%s': a snapshot of the copy of '%s'",
+			dst, parent);
+	else
+		verbose(1, "subvolume '%s': copied whole", dst);
+}
+
+static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
+{
+	struct tree_options topts = {
+		.max_files = c->jobs,
+		.stop = &stop_signal,
+		.report = tree_report,
+		.probed = tree_probed,
+		.kept = tree_kept,
+		.arg = c,
+	};
+	struct subvols_options sopts = {
+		.io_mode = global_opts.io_mode,
+		.depth = global_opts.queue_depth,
+		.no_target_dir = c->no_target_dir,
+		.stop = &stop_signal,
+		.begin = subvol_begin,
+		.progress = subvol_progress,
+		.arg = c,
+	};
+	struct encio_error e;
+	int ret;
+
+	install_signals();
+	ret = subvols_copy(&c->ctx, &topts, &sopts, src, dst, &c->subvols,
+			   &c->tree, &e);
+	clear_progress(c);
+	c->failed = c->tree.failed;
+	c->ctx.stats.files = c->tree.files;
+	if (ret == -EINTR && stop_signal)
+		error("interrupted: the subvolume in flight removed, those complete kept (a rerun resumes)");
+	else if (ret)
+		print_copy_error(&e);
+	print_kept(c);
+	return ret;
+}
+
+static void print_subvols_summary_text(const struct copy_cmd *c)
+{
+	const struct subvols_stats *s = &c->subvols;
+	char bytes[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
+		stream[PRETTY_SIZE_LEN];
+
+	printf("subvolumes: %llu of %llu copied (%llu as snapshots of copies), %llu complete already; %s written, %s of it encoded, %llu ranges cloned; %s of stream; %.3fs\n",
+	       (unsigned long long)s->copied, (unsigned long long)s->total,
+	       (unsigned long long)s->incremental,
+	       (unsigned long long)s->skipped,
+	       pretty_size(bytes, s->bytes_written),
+	       pretty_size(encoded, s->encoded_bytes),
+	       (unsigned long long)s->clones,
+	       pretty_size(stream, s->stream_bytes), c->seconds);
+}
+
 static void verify_report(void *arg, const struct encio_error *e)
 {
 	(void)arg;
@@ -770,6 +892,10 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	start = now();
 	c.start = start;
+	if (c.subvolumes) {
+		ret = copy_subvolumes(&c, argv[optind], dst);
+		goto summary;
+	}
 	if (c.recursive) {
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
@@ -814,6 +940,9 @@ summary:
 		if (c.recursive)
 			print_tree_summary_text(&c);
 	}
+	if (!c.json && global_opts.verbose >= 0 && c.subvolumes &&
+	    c.subvols.total)
+		print_subvols_summary_text(&c);
 	copy_ctx_release(&c.ctx);
 stopped:
 	if (ret == -EINTR && stop_signal) {

@@ -96,6 +96,12 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e);
 
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
+/*
+ * Whether the subvolumes finished from now on are made read-only (the
+ * default, as btrfs receive does) or, with @read_only false, synced and
+ * marked received but left writable for the caller to finish.
+ */
+void receive_set_read_only(struct receive_ctx *ctx, bool read_only);
 
 /*
  * The error last returned or passed to the error event in the words

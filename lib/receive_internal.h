@@ -74,6 +74,7 @@ struct late_flags {
 
 struct receive_ctx {
 	struct receive_options opts;
+	bool leave_writable; /* receive_set_read_only() */
 	struct engine engine;
 	bool engine_ready;
 	struct codec *codec;

@@ -82,6 +82,11 @@ void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
 	ctx->progress_arg = arg;
 }
 
+void receive_set_read_only(struct receive_ctx *ctx, bool read_only)
+{
+	ctx->leave_writable = !read_only;
+}
+
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx)
 {
 	return &ctx->stats;

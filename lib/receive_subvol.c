@@ -110,7 +110,9 @@ static int finish_subvol(struct receive_ctx *ctx)
 	rs.stransid = ctx->ctransid;
 	if (ioctl(ctx->subvol_fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
 		return fail(ctx, errno, "set the received UUID");
-	err = btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
+	err = ctx->leave_writable ?
+		      BTRFS_UTIL_OK :
+		      btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "make it read-only");
 	subvol_close(ctx);

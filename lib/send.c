@@ -1033,9 +1033,11 @@ static int send_one(struct send_ctx *ctx, const char *path,
 	ret = subvol_name(path, base, &name, ctx->e);
 	if (ret)
 		return ret;
+	if (ctx->opts.name)
+		name = (char *)ctx->opts.name;
 	if (!ctx->opts.snapshot)
-		return roots ? send_kernel_one(ctx, path, NULL, roots, parent,
-					       end) :
+		return roots ? send_kernel_one(ctx, path, ctx->opts.name, roots,
+					       parent, end) :
 			       send_tree(ctx, path, name, end);
 	ret = snapshot_create(path, snap, ctx->e);
 	if (ret)
@@ -1115,6 +1117,9 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	memset(stats, 0, sizeof(*stats));
 	stats->read_mode = ENCIO_IO_NONE;
 	stream_fd_tune(out_fd);
+	if (opts->name && nr != 1)
+		return encio_error_set(e, EINVAL, "name the subvolumes of",
+				       "send", false, 0);
 	for (i = 0; i < nr; i++) {
 		ret = subvol_name(paths[i], base, &name, e);
 		if (ret)

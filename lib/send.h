@@ -37,6 +37,8 @@ struct send_options {
 	uint32_t proto;	 /* stream version: 1, 2; 0 is 2 */
 	bool no_data;	 /* the kernel's stream without file data */
 	bool one_stream; /* -e: one header, END after the last PATH only */
+	/* one PATH only: its subvolume's name in the stream, NULL for its own */
+	const char *name;
 	/* set (by a signal handler): stop, -EINTR, snapshot deleted */
 	const volatile sig_atomic_t *stop;
 	/* a file the stream replaces when done: left out of it too */

@@ -42,6 +42,8 @@ struct tree_options {
 	unsigned int max_files; /* files in flight, 0 for the default */
 	bool count_first;	/* walk once first, for totals */
 	bool no_target_dir;	/* DEST is the copy even if it exists (cp -T) */
+	/* subvolumes below a source root are left out, for their own copy */
+	bool skip_subvolumes;
 	/* set by the caller (a signal handler): stop cleanly at once */
 	volatile sig_atomic_t *stop;
 	/* an entry failed; the copy goes on */

@@ -79,6 +79,20 @@ static int root_target_check(struct tree *t)
 }
 
 /*
+ * A subvolume's root below the source root, left out with
+ * skip_subvolumes: a directory on another device numbered as btrfs numbers
+ * the root directory of every subvolume.
+ */
+static bool nested_subvolume(const struct tree *t)
+{
+	const struct stat *st = &t->walk.st;
+
+	return t->opts->skip_subvolumes && S_ISDIR(st->st_mode) &&
+	       st->st_dev != t->src_dev &&
+	       st->st_ino == BTRFS_FIRST_FREE_OBJECTID;
+}
+
+/*
  * Walker: handle the walk's current entry, made in DEST through @at (its
  * name in its directory's copy; @dst for messages).
  */
@@ -94,6 +108,8 @@ static void tree_entry(struct tree *t)
 		return;
 	}
 	if (!t->walk.rel[0] && root_target_check(t))
+		return;
+	if (t->walk.rel[0] && nested_subvolume(t))
 		return;
 	at = entry_dst_at(t);
 	switch (type) {

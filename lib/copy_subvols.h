@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * copy -r --subvolumes: every subvolume below a source root recreated as a
+ * subvolume in DEST, snapshots as snapshots of the copies made before them,
+ * so that what SRC's subvolumes share stays shared.
+ */
+#ifndef ENCIO_COPY_SUBVOLS_H
+#define ENCIO_COPY_SUBVOLS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "copy.h"
+#include "engine.h"
+#include "error.h"
+#include "tree.h"
+
+struct subvols_stats {
+	uint64_t total;	      /* subvolumes below SRC, SRC's own included */
+	uint64_t copied;      /* copied by this run */
+	uint64_t incremental; /* of those, made as snapshots of copies */
+	uint64_t skipped;     /* complete in DEST already */
+	uint64_t bytes_written; /* file data written (logical) */
+	uint64_t encoded_bytes; /* of it, written without decoding */
+	uint64_t clones;	/* ranges cloned from data written before */
+	uint64_t stream_bytes;	/* commands passed from send to receive */
+	/* the subvolume being copied: its path in DEST, data written so far */
+	const char *current;
+	uint64_t current_bytes;
+};
+
+/* How a subvolume is brought into DEST. */
+enum subvols_how {
+	SUBVOLS_FULL,	     /* copied whole */
+	SUBVOLS_INCREMENTAL, /* a snapshot of @parent's copy, then changed */
+	SUBVOLS_SKIPPED,     /* complete in DEST already */
+};
+
+struct subvols_options {
+	enum encio_io_mode io_mode;
+	unsigned int depth;
+	bool no_target_dir; /* DEST is SRC's copy even if it exists (cp -T) */
+	/* set by a signal handler: stop, the subvolume in flight removed */
+	volatile sig_atomic_t *stop;
+	/*
+	 * Each subvolume as it is begun: @dst its path in DEST, @parent the
+	 * source of the snapshot it is made from (SUBVOLS_INCREMENTAL).
+	 */
+	void (*begin)(void *arg, const char *dst, enum subvols_how how,
+		      const char *parent, const struct subvols_stats *stats);
+	/* called often while data is written: throttle in the callee */
+	void (*progress)(void *arg, const struct subvols_stats *stats);
+	void *arg;
+};
+
+/*
+ * Copy the tree @src to @dest as copy -r does (into @dest/basename(SRC)
+ * when @dest is an existing directory, but with opts->no_target_dir), its
+ * subvolumes as subvolumes: in the order of their generations, each read-
+ * only one from the subvolume itself, each writable one from a temporary
+ * read-only snapshot of it, through send and receive in process; a
+ * snapshot whose relative was copied before is made as a snapshot of that
+ * copy and brought to its content by the kernel's difference. What is not
+ * in a subvolume below SRC is copied by tree_copy() with @ctx and @topts.
+ * Read-only flags, received UUIDs and the default subvolume are kept (see
+ * encio-copy(8)). Subvolumes complete in DEST are skipped, so a rerun
+ * resumes. Returns 0 or -errno with @e filled (-EINTR: opts->stop).
+ */
+int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
+		 const struct subvols_options *opts, const char *src,
+		 const char *dest, struct subvols_stats *stats,
+		 struct tree_stats *tstats, struct encio_error *e);
+
+#endif
