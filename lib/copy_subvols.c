@@ -505,6 +505,64 @@ static int dest_state(struct subvol_entry *en, struct placement *p)
 }
 
 /*
+ * The directory a snapshot is made in or deleted from, its times saved:
+ * that directory is SRC's, and may be in a subvolume copied (or to be).
+ */
+static int snapshot_dir_open(const char *snap, struct timespec times[2])
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", snap);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -errno;
+	}
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	return fd;
+}
+
+/* Its times put back: making the snapshot changed nothing else in it. */
+static void snapshot_dir_close(int fd, const struct timespec times[2])
+{
+	if (fd >= 0) {
+		futimens(fd, times);
+		close(fd);
+	}
+}
+
+static int snapshot_make(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd = snapshot_dir_open(en->snap, times), ret = 0;
+
+	if (btrfs_util_create_snapshot(en->src, en->snap,
+				       BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
+				       NULL, NULL))
+		ret = encio_error_set(s->e, errno ?: EIO, "snapshot", en->snap,
+				      false, 0);
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd = snapshot_dir_open(en->snap, times), ret = 0;
+
+	if (btrfs_util_delete_subvolume(en->snap, 0))
+		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
+				      en->snap, false, 0);
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/*
  * The read-only snapshot a writable subvolume is copied from, left by a
  * run that stopped (its copy may be complete), or made now with @make.
  */
@@ -521,10 +579,9 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en,
 					       en->snap, false, 0);
 		if (!make)
 			return 0;
-		if (btrfs_util_create_snapshot(
-			    en->src, en->snap,
-			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL) ||
-		    btrfs_util_subvolume_info(en->snap, 0, &info))
+		if (snapshot_make(s, en))
+			return -s->e->err;
+		if (btrfs_util_subvolume_info(en->snap, 0, &info))
 			return encio_error_set(s->e, errno ?: EIO, "snapshot",
 					       en->snap, false, 0);
 	}
@@ -656,7 +713,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
  * copied from for the snapshots made of it: SRC's received UUID, or none;
  * the snapshot deleted.
  */
-static int finish_writable(struct subvols *s, const struct subvol_entry *en,
+static int finish_writable(struct subvols *s, struct subvol_entry *en,
 			   int top_fd)
 {
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
@@ -676,10 +733,7 @@ static int finish_writable(struct subvols *s, const struct subvol_entry *en,
 		ret = encio_error_set(s->e, errno, "set the received UUID of",
 				      en->src, false, 0);
 	close(fd);
-	if (!ret && btrfs_util_delete_subvolume(en->snap, 0))
-		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
-				      en->snap, false, 0);
-	return ret;
+	return ret ?: snapshot_delete(s, en);
 }
 
 static int finish_writables(struct subvols *s, int top_fd)

@@ -1,0 +1,207 @@
+#!/bin/bash
+# encio copy -r --subvolumes moves a filesystem with its history: two
+# writable subvolumes (one nested in the other), ten read-only snapshots of
+# each with churn between them (renames, reflinks, deletes, appends,
+# xattrs), snapshots received from another filesystem by btrbk, a plain
+# file, and a default subvolume. In DEST: every subvolume a subvolume at
+# its path, content and metadata equal, read-only flags kept, received
+# UUIDs as encio-copy(8) says, snapshots made as snapshots (a parent UUID),
+# the default subvolume kept, disk usage within 2% of SRC's. btrbk, pointed
+# at the moved backups, goes on incrementally. A copy interrupted (SIGINT,
+# SIGKILL) and run again completes, skipping what was complete and leaving
+# nothing behind.
+source "$(dirname "$0")/../../common.sh"
+require_root
+for p in compsize getfattr btrbk; do
+	command -v $p >/dev/null || _not_run "needs $p"
+done
+command -v python3 >/dev/null || _not_run "needs python3"
+export TZ=UTC
+RANDOM=96
+
+make_btrfs origin 512M compress-force=zstd,noatime
+ORIGIN=$MNT
+make_btrfs src 1G compress-force=zstd,noatime
+SRC=$MNT
+make_btrfs dst 1G noatime
+DST=$MNT
+make_btrfs dst2 1G noatime
+DST2=$MNT
+
+# churn DIR N: rename, reflink, delete, append, xattrs, new files
+churn()
+{
+	local d=$1 n=$2 f
+	mkdir -p "$d/dir"
+	random_bytes $((200000 + RANDOM * 10)) "r$n$d" >"$d/dir/new$n"
+	compressible $((300000 + RANDOM * 5)) >"$d/text$n"
+	f=$(ls "$d" | grep '^text' | head -1)
+	[ -n "$f" ] && compressible 50000 >>"$d/$f"
+	[ -e "$d/dir/new$((n - 1))" ] && cp --reflink=always "$d/dir/new$((n - 1))" "$d/reflink$n"
+	[ -e "$d/text$((n - 2))" ] && mv "$d/text$((n - 2))" "$d/dir/moved$n"
+	[ -e "$d/reflink$((n - 3))" ] && rm "$d/reflink$((n - 3))"
+	setfattr -n user.n -v "$n" "$d/dir"
+	[ -e "$d/dir/moved$((n - 1))" ] && setfattr -n user.m -v "$RANDOM" "$d/dir/moved$((n - 1))"
+	touch -d "@$((1600000000 + n * 1000))" "$d/dir/new$n"
+	sync
+}
+
+_log "a filesystem with its history"
+run_check btrfs -q subvolume create "$SRC/@data"
+run_check btrfs -q subvolume create "$SRC/@data/inner"
+mkdir "$SRC/snaps" "$SRC/backups"
+echo "not in a subvolume" >"$SRC/plain"
+for n in $(seq 1 10); do
+	churn "$SRC/@data" "$n"
+	churn "$SRC/@data/inner" "$n"
+	btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/snaps/data.$n" || _fail snapshot
+	btrfs -q subvolume snapshot -r "$SRC/@data/inner" "$SRC/snaps/inner.$n" || _fail snapshot
+done
+churn "$SRC/@data" 11
+run_check btrfs subvolume set-default "$SRC/@data"
+
+_log "snapshots received from another filesystem, by btrbk"
+run_check btrfs -q subvolume create "$ORIGIN/home"
+mkdir "$ORIGIN/snapshots"
+cat >"$TEST_TMP/btrbk.conf" <<END
+timestamp_format long-iso
+snapshot_preserve_min all
+target_preserve_min all
+lockfile $TEST_TMP/btrbk.lock
+volume $ORIGIN
+  snapshot_dir snapshots
+  subvolume home
+    target $SRC/backups
+END
+btrbk_run()
+{
+	btrbk -c "$TEST_TMP/btrbk.conf" -l debug run >"$TEST_TMP/btrbk$1.log" 2>&1 || {
+		cat "$TEST_TMP/btrbk$1.log"
+		_fail "btrbk run $1"
+	}
+}
+for n in 1 2 3; do
+	churn "$ORIGIN/home" "$n"
+	btrbk_run "$n"
+	sleep 1 # btrbk names snapshots to the second
+done
+sync
+
+# stat_of DIR SNAPSHOT: tree_stat of DIR but for the empty directories
+# SNAPSHOT shows for the subvolumes below its source, whose times are made
+# up when they are looked at (a copy has real directories there)
+stat_of()
+{
+	local empty
+	empty=$(cd "$2" && find . -xdev -mindepth 1 -type d -inum 2 -printf '%P\n')
+	tree_stat "$1" | awk -v skip="$empty" 'BEGIN { n = split(skip, a, "\n"); for (i = 1; i <= n; i++) s[a[i]] = 1 } !($1 in s)'
+}
+
+# check_copy DEST: every subvolume of SRC as a subvolume in DEST, equal
+check_copy()
+{
+	local dest=$1 p s d ss ds sro dro srcv dstv n=0
+	[ "$(cat "$dest/plain")" = "not in a subvolume" ] || _fail "plain file not copied"
+	while read -r p; do
+		n=$((n + 1))
+		s=$SRC/$p d=$dest/$p
+		[ "$(stat -c %i "$d")" = 256 ] || _fail "$p: not a subvolume in DEST"
+		diff <(stat_of "$s" "$s") <(stat_of "$d" "$s") || _fail "$p: metadata differs"
+		diff <(tree_xattrs "$s") <(tree_xattrs "$d") || _fail "$p: xattrs differ"
+		diff -r --no-dereference "$s" "$d" || _fail "$p: content differs"
+		ss=$(btrfs subvolume show "$s") ds=$(btrfs subvolume show "$d")
+		sro=$(echo "$ss" | grep -c 'Flags:.*readonly')
+		dro=$(echo "$ds" | grep -c 'Flags:.*readonly')
+		[ "$sro" = "$dro" ] || _fail "$p: read-only $sro in SRC, $dro in DEST"
+		srcv=$(echo "$ss" | sed -n 's/^[[:space:]]*Received UUID:[[:space:]]*//p')
+		dstv=$(echo "$ds" | sed -n 's/^[[:space:]]*Received UUID:[[:space:]]*//p')
+		# read-only: SRC's received UUID, or SRC's UUID; writable: SRC's
+		if [ "$sro" = 1 ] && [ "$srcv" = - ]; then
+			srcv=$(echo "$ss" | sed -n 's/^[[:space:]]*UUID:[[:space:]]*//p')
+		fi
+		[ "$srcv" = "$dstv" ] || _fail "$p: received UUID $dstv, expected $srcv"
+		case $p in
+		snaps/*.1 | backups/*) ;;
+		snaps/* | @data)
+			echo "$ds" | grep -qE 'Parent UUID:[[:space:]]+[0-9a-f-]{36}' ||
+				_fail "$p: not made as a snapshot"
+			;;
+		esac
+	done < <(btrfs subvolume list "$SRC" | awk '{print $NF}')
+	[ $n = 25 ] || _fail "$n subvolumes compared, not 25"
+	[ "$(btrfs subvolume get-default "$dest" | awk '{print $NF}')" = "${dest#"$(findmnt -no TARGET -T "$dest")/"}/@data" ] ||
+		_fail "default subvolume: $(btrfs subvolume get-default "$dest")"
+	s=$(disk "$SRC") d=$(disk "$dest")
+	echo "disk usage: SRC $s, DEST $d"
+	awk -v a="$d" -v b="$s" 'BEGIN { exit !(a <= b * 1.02) }' || _fail "DEST uses $d bytes on disk, SRC $s"
+	! ls -a "$SRC" "$SRC"/@data "$SRC/snaps" | grep -q '\.encio-' || _fail "a temporary left in SRC"
+	! find "$dest" -name '*.encio-partial' | grep -q . || _fail "a partial copy left in DEST"
+}
+
+_log "copy -r --subvolumes"
+run_check "$ENCIO" -v copy -rT --subvolumes "$SRC" "$DST/all" >"$TEST_TMP/copy.out"
+cat "$TEST_TMP/copy.out"
+grep -q "subvolumes: 25 of 25 copied (22 as snapshots of copies)" "$TEST_TMP/copy.out" ||
+	_fail "summary: $(grep subvolumes: "$TEST_TMP/copy.out")"
+check_copy "$DST/all"
+
+_log "btrbk, pointed at the moved backups, goes on incrementally"
+sed -i "s|target $SRC/backups|target $DST/all/backups|" "$TEST_TMP/btrbk.conf"
+churn "$ORIGIN/home" 4
+btrbk_run 4
+grep -E "btrfs send .*-p " "$TEST_TMP/btrbk4.log" >/dev/null || _fail "btrbk did not send incrementally"
+latest=$(ls "$ORIGIN/snapshots" | tail -1)
+diff -r "$ORIGIN/snapshots/$latest" "$DST/all/backups/$latest" || _fail "btrbk's backup differs"
+
+_log "a copy run again changes nothing"
+run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST/all" >"$TEST_TMP/again.out"
+grep -q "subvolumes: 0 of 25 copied (0 as snapshots of copies), 25 complete already" "$TEST_TMP/again.out" ||
+	_fail "rerun: $(cat "$TEST_TMP/again.out")"
+
+# interrupt SIGNAL: a copy into DST2, stopped (SIGSTOP) once it holds a
+# file of a middle snapshot open, then sent SIGNAL (python starts slowly:
+# it runs the copy itself, so as not to miss it)
+interrupt()
+{
+	python3 - "$1" "$ENCIO" "$SRC" "$DST2/all" <<'PY'
+import os, re, signal, subprocess, sys
+sig = getattr(signal, "SIG" + sys.argv[1])
+p = subprocess.Popen([sys.argv[2], "-q", "copy", "-rT", "--subvolumes", sys.argv[3], sys.argv[4]])
+want = re.compile(r"snaps/\.data\.[3-9]\.encio-partial")
+stopped = False
+while not stopped and p.poll() is None:
+    try:
+        fds = os.listdir("/proc/%d/fd" % p.pid)
+    except OSError:
+        break
+    for fd in fds:
+        try:
+            if want.search(os.readlink("/proc/%d/fd/%s" % (p.pid, fd))):
+                p.send_signal(signal.SIGSTOP)
+                stopped = True
+                break
+        except OSError:
+            pass
+if not stopped:
+    sys.exit(77)
+p.send_signal(sig)
+p.send_signal(signal.SIGCONT)
+print("copy stopped by SIG%s: exit %d" % (sys.argv[1], p.wait()))
+PY
+	case $? in
+	0) ;;
+	77) _not_run "the copy ended before it could be stopped" ;;
+	*) _fail "interrupt $1" ;;
+	esac
+}
+
+_log "interrupted by SIGINT, then by SIGKILL, then run again"
+interrupt INT
+! btrfs subvolume list "$DST2" | grep -q 'encio-partial' || _fail "SIGINT left a partial copy"
+interrupt KILL
+run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST2/all" >"$TEST_TMP/resume.out"
+cat "$TEST_TMP/resume.out"
+grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TEST_TMP/resume.out" ||
+	_fail "resume: $(cat "$TEST_TMP/resume.out")"
+check_copy "$DST2/all"
+echo "PASS: $TEST_NAME"
