@@ -192,6 +192,7 @@ static int plan_list(struct subvols *s, int src_fd)
 	struct btrfs_util_subvolume_info info;
 	enum btrfs_util_error err;
 	char prefix[PATH_MAX], *path;
+	uint64_t top;
 	size_t plen;
 	int ret;
 
@@ -207,7 +208,11 @@ static int plan_list(struct subvols *s, int src_fd)
 					       "read the subvolume", s->src,
 					       false, 0);
 	}
-	err = btrfs_util_create_subvolume_iterator_fd(src_fd, 0, 0, &it);
+	/* by the id of the subvolume SRC is in: SRC need not be its root */
+	err = btrfs_util_subvolume_id_fd(src_fd, &top);
+	if (!err)
+		err = btrfs_util_create_subvolume_iterator_fd(src_fd, top, 0,
+							      &it);
 	if (err)
 		return encio_error_set(s->e, util_errno(err),
 				       "list the subvolumes below", s->src,

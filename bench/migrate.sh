@@ -1,0 +1,260 @@
+#!/bin/bash
+# Benchmark moving a snapshot history to another btrfs filesystem, between
+# two loopback images in /dev/shm mounted compress-force=zstd
+# (bench/corpus.sh). The history: the "many" corpus as a writable
+# subvolume hist/@data, and 20 read-only snapshots of it, hist/snaps/
+# data.YYYYMMDD, with churn of about 2% of the files before each one after
+# the first (each time 0.5% rewritten in the middle, 0.5% appended, 0.4%
+# renamed, 0.4% removed, 0.2% new), and as much churn again after the last.
+# Methods, on a fresh destination filesystem each run:
+#   encio        encio copy -rT --subvolumes SRC/hist DEST/hist
+#   btrfs-chain  what btrfs-clone's chronological strategy runs: btrfs send
+#                --compressed-data of the first snapshot, then -p each
+#                previous one for each next, each piped to btrfs receive;
+#                @data from a temporary read-only snapshot sent -p the last,
+#                then made writable (btrfs property set -f ro false)
+#   btrbk        btrbk archive SRC/hist/snaps DEST/hist/snaps (btrbk's own
+#                chain of send -p | receive; it archives the snapshots only,
+#                not the writable @data, so it has less to do)
+# For each run: the time (caches dropped first, the final sync included),
+# the busy CPU time of the machine, and DEST's disk usage (compsize Disk
+# Usage TOTAL of the copied subvolumes, each extent counted once, at its
+# size on disk) against the same subvolumes' in SRC. The last snapshot and
+# @data are checked against SRC by a manifest (as bench/shared.sh: type,
+# mode, owner, links, size, symlink target, CRC-32 of each file) after each
+# run; every subvolume's read-only flag and a parent UUID on every snapshot
+# but the first are checked too.
+# The methods take turns for ROUNDS rounds, the order rotating each round;
+# the table gives medians and the time's ratio to encio's.
+# Target: encio at least 2x faster than btrfs-chain, with DEST's disk usage
+# within 2% of SRC's.
+#
+# usage: bench/migrate.sh [ENCIO] [ROUNDS]   (needs root, compsize and
+#                                             btrbk; ~12 GiB of free memory;
+#                                             ROUNDS 2)
+# Environment: CORPUS_MB=N builds "many" from an N MiB sample (see
+# bench/corpus.sh), SNAPSHOTS=N takes N snapshots instead of 20.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+ENCIO=${1:-$top/build/encio}
+ROUNDS=${2:-2}
+SNAPSHOTS=${SNAPSHOTS:-20}
+
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive number" >&2; exit 2; }
+[[ $SNAPSHOTS =~ ^[1-9][0-9]*$ ]] && ((SNAPSHOTS <= 28)) || { echo "SNAPSHOTS must be 1..28" >&2; exit 2; }
+for p in compsize btrbk; do
+	command -v $p >/dev/null || { echo "needs $p (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+
+source "$top/bench/corpus.sh"
+set -o pipefail
+
+declare -A DISK FAILED
+METHODS="encio btrfs-chain btrbk"
+HIST=$SRC/hist
+
+snap_name() { printf 'data.202601%02d' "$1"; }
+
+# churn DIR STEP: about 2% of the files, a fixed pseudo-random choice per
+# step (awk's generator seeded with STEP)
+churn()
+{
+	local dir=$1 list=$work/churn.files n k i=0 f size
+
+	(cd "$dir" && find usr -type f -size +0) |
+		awk -v seed="$2" 'BEGIN { srand(seed) } { printf "%.9f\t%s\n", rand(), $0 }' |
+		LC_ALL=C sort | cut -f2- >"$list"
+	n=$(wc -l <"$list")
+	k=$((n / 1000))
+	((k > 0)) || k=1
+	while read -r f; do
+		if ((i < 5 * k)); then
+			size=$(stat -c %s "$dir/$f")
+			dd if=/dev/urandom of="$dir/$f" bs=4096 count=1 seek=$((size / 8192)) conv=notrunc status=none
+		elif ((i < 10 * k)); then
+			yes "appended line $i, step $2" | head -c 20000 >>"$dir/$f"
+		elif ((i < 14 * k)); then
+			mv "$dir/$f" "$dir/$f.r$2"
+		elif ((i < 18 * k)); then
+			rm "$dir/$f"
+		elif ((i < 20 * k)); then
+			yes "new file $i, step $2" | head -c $((i % 50000 + 100)) >"$dir/$f.n$2"
+		else
+			break
+		fi
+		i=$((i + 1))
+	done <"$list"
+	sync
+}
+
+build_history()
+{
+	local i
+
+	mkdir -p "$HIST/snaps"
+	btrfs -q subvolume snapshot "$SRC/many" "$HIST/@data" >/dev/null || exit 1
+	for ((i = 1; i <= SNAPSHOTS; i++)); do
+		((i > 1)) && churn "$HIST/@data" "$i"
+		btrfs -q subvolume snapshot -r "$HIST/@data" "$HIST/snaps/$(snap_name "$i")" >/dev/null || exit 1
+	done
+	churn "$HIST/@data" $((SNAPSHOTS + 1))
+	echo "  history: @data and $SNAPSHOTS snapshots, about 2% of $(find "$HIST/@data" -type f | wc -l) files changed between each"
+}
+
+manifest()
+{
+	(
+		cd "$1" || exit 1
+		find . ! -type d -printf '%y %m %U:%G %n %s %P -> %l\n'
+		find . -type d -printf 'd %m %U:%G %P\n'
+		find . -type f -print0 | xargs -0r -n 256 -P 2 cksum
+	) | LC_ALL=C sort
+}
+
+disk_usage() { compsize -b "$@" 2>/dev/null | awk '$1 == "TOTAL" { print $3 }'; }
+
+# the subvolumes a method copies, relative to hist/
+subvols_of()
+{
+	local i
+	for ((i = 1; i <= SNAPSHOTS; i++)); do echo "snaps/$(snap_name "$i")"; done
+	[ "$1" = btrbk ] || echo @data
+}
+
+label()
+{
+	case $1 in
+	encio) echo "encio copy -r --subvolumes" ;;
+	btrfs-chain) echo "btrfs send --compressed-data -p chain \\| btrfs receive" ;;
+	btrbk) echo "btrbk archive (snapshots only)" ;;
+	esac
+}
+
+btrfs_chain()
+{
+	local i prev= s tmp=$HIST/.data.migrate
+
+	mkdir -p "$DST/hist/snaps" || return 1
+	for ((i = 1; i <= SNAPSHOTS; i++)); do
+		s=$HIST/snaps/$(snap_name "$i")
+		btrfs -q send --compressed-data ${prev:+-p "$prev"} "$s" | btrfs -q receive "$DST/hist/snaps" || return 1
+		prev=$s
+	done
+	btrfs -q subvolume snapshot -r "$HIST/@data" "$tmp" >/dev/null || return 1
+	btrfs -q send --compressed-data -p "$prev" "$tmp" | btrfs -q receive "$DST/hist" || return 1
+	btrfs -q subvolume delete "$tmp" >/dev/null || return 1
+	mv "$DST/hist/.data.migrate" "$DST/hist/@data" &&
+		btrfs property set -f "$DST/hist/@data" ro false
+}
+
+# btrbk archive needs a configuration; it schedules nothing with this one
+btrbk_archive()
+{
+	cat >"$work/btrbk.conf" <<END
+timestamp_format short
+archive_preserve_min all
+lockfile $work/btrbk.lock
+END
+	mkdir -p "$DST/hist/snaps" &&
+		btrbk -q -c "$work/btrbk.conf" archive "$HIST/snaps" "$DST/hist/snaps" >"$work/btrbk.log" 2>&1
+}
+
+check_result()
+{
+	local method=$1 p show ok=1 first=1
+
+	for p in "snaps/$(snap_name "$SNAPSHOTS")" @data; do
+		[ "$method" = btrbk ] && [ "$p" = @data ] && continue
+		if ! manifest "$DST/hist/$p" >"$work/dst.manifest" 2>/dev/null ||
+			! cmp -s "$work/dst.manifest" "$work/$(basename "$p").manifest"; then
+			echo "  WARNING: $method: $p differs from SRC, first differences:" >&2
+			diff "$work/$(basename "$p").manifest" "$work/dst.manifest" 2>&1 | head -6 | sed 's/^/    /' >&2
+			ok=0
+		fi
+	done
+	for p in $(subvols_of "$method"); do
+		show=$(btrfs subvolume show "$DST/hist/$p" 2>/dev/null) || { echo "  WARNING: $method: no subvolume $p" >&2; ok=0; continue; }
+		case $p in
+		@data) echo "$show" | grep -qE 'Flags:.*readonly' && { echo "  WARNING: $method: @data read-only" >&2; ok=0; } ;;
+		*) echo "$show" | grep -qE 'Flags:.*readonly' || { echo "  WARNING: $method: $p writable" >&2; ok=0; } ;;
+		esac
+		if ((first)); then
+			first=0
+		elif ! echo "$show" | grep -qE 'Parent UUID:[[:space:]]+[0-9a-f-]{36}'; then
+			echo "  WARNING: $method: $p not a snapshot" >&2
+			ok=0
+		fi
+	done
+	return $((1 - ok))
+}
+
+run_one()
+{
+	local method=$1 ok=1 du
+
+	loopback_reformat dst
+	: >"$work/err"
+	run_start
+	case $method in
+	encio) "$ENCIO" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
+	btrfs-chain) btrfs_chain 2>>"$work/err" || ok=0 ;;
+	btrbk) btrbk_archive 2>>"$work/err" || ok=0 ;;
+	esac
+	run_end "$method"
+	check_result "$method" || ok=0
+	du=$(disk_usage $(subvols_of "$method" | sed "s|^|$DST/hist/|"))
+	if ((ok == 0)); then
+		FAILED[$method]=$((${FAILED[$method]:-0} + 1))
+		[ -s "$work/err" ] && sed 's/^/    /' "$work/err" | head -10 >&2
+		[ "$method" = btrbk ] && sed 's/^/    /' "$work/btrbk.log" | head -10 >&2
+		echo "  WARNING: $method failed" >&2
+	fi
+	DISK[$method]+="${du:-0} "
+	awk -v m="$method" -v t="$RUN_T" -v cpu="$RUN_C" -v d="${du:-0}" -v s="${SRC_DISK[$method]}" \
+		'BEGIN { printf "  %-12s %8.3f s   cpu %7.2f s   disk %9.1f MiB  %.3fx SRC\n", m, t, cpu, d / 1048576, d / s }'
+}
+
+echo "== the history"
+build_history
+declare -A SRC_DISK
+for m in $METHODS; do
+	SRC_DISK[$m]=$(disk_usage $(subvols_of "$m" | sed "s|^|$HIST/|"))
+	[ -n "${SRC_DISK[$m]}" ] || { echo "compsize failed on SRC" >&2; exit 1; }
+done
+awk -v d="${SRC_DISK[encio]}" 'BEGIN { printf "  on disk in SRC: %.1f MiB (compsize)\n", d / 1048576 }'
+manifest "$HIST/snaps/$(snap_name "$SNAPSHOTS")" >"$work/$(snap_name "$SNAPSHOTS").manifest" || exit 1
+manifest "$HIST/@data" >"$work/@data.manifest" || exit 1
+
+echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included, order rotating)"
+read -ra method_list <<<"$METHODS"
+for ((r = 0; r < ROUNDS; r++)); do
+	for ((i = 0; i < ${#method_list[@]}; i++)); do
+		run_one "${method_list[(r + i) % ${#method_list[@]}]}"
+	done
+done
+
+echo
+echo "Median of $ROUNDS rounds; ratio: time over encio's; cpu: busy CPU time of the machine"
+echo "during the run; disk: compsize Disk Usage of the copied subvolumes, / SRC: over the"
+echo "same subvolumes' in SRC."
+echo
+echo "| method | time | ratio | cpu | disk | / SRC |"
+echo "|---|---:|---:|---:|---:|---:|"
+for m in $METHODS; do
+	awk -v l="$(label "$m")" -v a="$(med "${TIMES[$m]}")" -v e="$(med "${TIMES[encio]}")" \
+		-v cpu="$(med "${CPUS[$m]}")" -v d="$(med "${DISK[$m]}")" -v s="${SRC_DISK[$m]}" \
+		-v f="${FAILED[$m]:-0}" -v r="$ROUNDS" \
+		'BEGIN { printf "| %s%s | %.2f s | %.2fx | %.2f s | %.1f MiB | %.3f |\n",
+			l, f ? (" (FAILED in " f " of " r " runs)") : "", a, a / e, cpu, d / 1048576, d / s }'
+done
+echo
+echo "Time over encio's within each round, round by round:"
+for m in btrfs-chain btrbk; do
+	printf '  %-12s %s\n' "$m" "$(round_ratios "${TIMES[encio]}" "${TIMES[$m]}")"
+done
+echo
+awk -v a="$(med "${TIMES[encio]}")" -v b="$(med "${TIMES[btrfs-chain]}")" \
+	-v d="$(med "${DISK[encio]}")" -v s="${SRC_DISK[encio]}" -v f="${FAILED[encio]:-0}" \
+	'BEGIN { if (f) { print "Target: encio FAILED: not measured"; exit }
+		printf "Target: at least 2x faster than btrfs-chain: %.2fx (%s); disk within 2%% of SRC: %.3fx (%s)\n",
+			b / a, (b / a >= 2) ? "met" : "missed", d / s, (d / s <= 1.02) ? "met" : "missed" }'
