@@ -935,14 +935,14 @@ summary:
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);
+	else if (global_opts.verbose >= 0 && c.subvolumes && c.subvols.total)
+		print_subvols_summary_text(&c);
 	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);
 		if (c.recursive)
 			print_tree_summary_text(&c);
 	}
-	if (!c.json && global_opts.verbose >= 0 && c.subvolumes &&
-	    c.subvols.total)
-		print_subvols_summary_text(&c);
+
 	copy_ctx_release(&c.ctx);
 stopped:
 	if (ret == -EINTR && stop_signal) {

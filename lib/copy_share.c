@@ -51,7 +51,13 @@ int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
 	struct statfs sfs;
 	int i, fd, ret;
 
+	if (ctx->clone_fd >= 0)
+		close(ctx->clone_fd);
 	ctx->clone_fd = -1;
+	/* what an earlier copy with @ctx indexed names other files */
+	if (ctx->share_on)
+		share_release(&ctx->share);
+	ctx->share_on = false;
 	if (fstatfs(dest_fd, &sfs))
 		return -errno;
 	if (sfs.f_type != BTRFS_SUPER_MAGIC)

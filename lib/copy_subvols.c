@@ -50,6 +50,7 @@ struct subvol_entry {
 	/* writable: copied from this read-only snapshot of it (UUID) */
 	char *snap;
 	uint8_t snap_uuid[BTRFS_UUID_SIZE];
+	uint64_t snap_ctransid;
 	bool snap_made;
 	bool contains;	/* a subvolume below it is copied after it */
 	bool in_dest;	/* complete in DEST */
@@ -60,6 +61,10 @@ struct subvol_entry {
 };
 
 struct subvols {
+	struct copy_ctx *ctx;
+	const struct tree_options *caller; /* its callbacks, relayed */
+	struct tree_options topts;	   /* for tree_copy(), arg: this */
+	uint64_t logical_before; /* ctx's logical_bytes before a tree copy */
 	const struct subvols_options *opts;
 	struct subvols_stats *stats;
 	struct encio_error *e;
@@ -595,6 +600,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en,
 				       "snapshot (not a read-only snapshot)",
 				       en->snap, false, 0);
 	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
+	en->snap_ctransid = info.ctransid;
 	en->snap_made = true;
 	return 0;
 }
@@ -667,6 +673,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	char dest[64];
 	pthread_t thread;
 	size_t i, nr = 0;
+	uint64_t encoded;
 	int fds[2], ret;
 
 	for (i = 0; parent && i < s->nr; i++)
@@ -693,7 +700,9 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 				       en->src, false, 0);
 	}
 	receive_set_read_only(s->rcv, en->read_only && !en->contains);
-	s->bytes_before = receive_get_stats(s->rcv)->bytes_written;
+	rs = receive_get_stats(s->rcv);
+	s->bytes_before = rs->bytes_written;
+	encoded = rs->encoded_bytes;
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d", p->dir_fd);
 	ret = receive_run(s->rcv, fds[0], "the copy's stream", dest, s->e);
 	close(fds[0]);
@@ -705,9 +714,9 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	} else if (ret > 0) {
 		ret = encio_error_set(s->e, EIO, "receive", p->dst, false, 0);
 	}
-	rs = receive_get_stats(s->rcv);
-	s->stats->bytes_written = rs->bytes_written;
-	s->stats->encoded_bytes = rs->encoded_bytes;
+	s->stats->bytes_written += rs->bytes_written - s->bytes_before;
+	s->stats->encoded_bytes += rs->encoded_bytes - encoded;
+	s->stats->current_bytes = 0;
 	s->stats->clones += t.stats.clones;
 	s->stats->stream_bytes += t.stats.stream_bytes;
 	return ret;
@@ -783,6 +792,119 @@ static int place(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+static void relay_report(void *arg, const struct encio_error *e)
+{
+	struct subvols *s = arg;
+
+	if (s->caller->report)
+		s->caller->report(s->caller->arg, e);
+}
+
+static void relay_probed(void *arg)
+{
+	struct subvols *s = arg;
+
+	if (s->caller->probed)
+		s->caller->probed(s->caller->arg);
+}
+
+static void relay_kept(void *arg, const char *staging, const char *final)
+{
+	struct subvols *s = arg;
+
+	if (s->caller->kept)
+		s->caller->kept(s->caller->arg, staging, final);
+}
+
+static void relay_progress(void *arg, const struct tree_stats *t,
+			   const struct copy_stats *c)
+{
+	struct subvols *s = arg;
+
+	(void)t;
+	s->stats->current_bytes = c->logical_bytes - s->logical_before;
+	if (s->opts->progress)
+		s->opts->progress(s->opts->arg, s->stats);
+}
+
+/* tree_copy() of @src (SRC's plain part, or a subvolume) to @dest. */
+static int copy_tree(struct subvols *s, const char *src, const char *dest,
+		     bool no_target_dir, struct tree_stats *ts)
+{
+	char *srcs[1] = { (char *)src };
+	const struct copy_stats *c = &s->ctx->stats;
+	uint64_t encoded = c->encoded_bytes, clones = c->clones;
+	int ret;
+
+	s->topts.no_target_dir = no_target_dir;
+	s->logical_before = c->logical_bytes;
+	ret = tree_copy(s->ctx, &s->topts, srcs, 1, dest, ts, s->e);
+	if (!ret && ts->failed)
+		ret = encio_error_set(s->e, EIO, "copy", src, false, 0);
+	s->stats->bytes_written += c->logical_bytes - s->logical_before;
+	s->stats->encoded_bytes += c->encoded_bytes - encoded;
+	s->stats->clones += c->clones - clones;
+	s->stats->current_bytes = 0;
+	return ret;
+}
+
+/*
+ * Marked received as a full stream of @en would have it received (btrfs
+ * send's UUID and transid), so that the snapshots sent from it find it.
+ */
+static int mark_received(struct subvols *s, const struct subvol_entry *en,
+			 int fd)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+
+	/* btrfs send names a subvolume by its ctransid, received or not */
+	if (en->snap) {
+		memcpy(rs.uuid, en->snap_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = en->snap_ctransid;
+	} else {
+		memcpy(rs.uuid, expected_received(en), BTRFS_UUID_SIZE);
+		rs.stransid = en->info.ctransid;
+	}
+	if (ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
+		return encio_error_set(s->e, errno, "set the received UUID of",
+				       en->src, false, 0);
+	return 0;
+}
+
+/*
+ * A subvolume copied whole, by copy -r's engine into a new subvolume
+ * (faster than a stream): synced, marked received, made read-only.
+ */
+static int copy_whole(struct subvols *s, const struct subvol_entry *en,
+		      struct placement *p)
+{
+	char dest[64 + NAME_MAX];
+	struct tree_stats ts;
+	int fd, ret;
+
+	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
+					   NULL))
+		return encio_error_set(s->e, errno ?: EIO,
+				       "create the subvolume", p->dst, false,
+				       0);
+	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
+		 p->partial);
+	ret = copy_tree(s, en->snap ?: en->src, dest, true, &ts);
+	if (ret)
+		return ret;
+	fd = openat(p->dir_fd, p->partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
+	ret = mark_received(s, en, fd);
+	if (!ret && en->read_only && !en->contains &&
+	    btrfs_util_set_subvolume_read_only_fd(fd, true))
+		ret = encio_error_set(s->e, errno ?: EIO, "make read-only",
+				      p->dst, false, 0);
+	close(fd);
+	return ret;
+}
+
 static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 {
 	const struct subvol_entry *parent;
@@ -820,7 +942,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent ? SUBVOLS_INCREMENTAL : SUBVOLS_FULL,
 			       parent ? parent->src : NULL, s->stats);
-	ret = transfer(s, en, parent, &p);
+	ret = parent ? transfer(s, en, parent, &p) : copy_whole(s, en, &p);
 	if (!ret)
 		ret = place(s, en, &p);
 	if (ret) {
@@ -995,23 +1117,26 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 		 const char *dest, struct subvols_stats *stats,
 		 struct tree_stats *tstats, struct encio_error *e)
 {
-	struct tree_options plain = *topts;
-	struct subvols s = { .opts = opts, .stats = stats, .e = e };
-	char *srcs[1] = { (char *)src };
+	struct subvols s = {
+		.ctx = ctx, .caller = topts, .opts = opts, .stats = stats,
+		.e = e,
+	};
 	int ret;
 
+	s.topts = *topts;
+	s.topts.skip_subvolumes = true;
+	s.topts.count_first = false;
+	s.topts.report = relay_report;
+	s.topts.probed = relay_probed;
+	s.topts.kept = relay_kept;
+	s.topts.progress = relay_progress;
+	s.topts.arg = &s;
 	memset(stats, 0, sizeof(*stats));
 	memset(tstats, 0, sizeof(*tstats));
 	ret = subvols_begin(&s, src, dest);
-	if (!ret && !s.src_is_subvol) {
-		plain.skip_subvolumes = true;
-		plain.no_target_dir = opts->no_target_dir;
-		ret = tree_copy(ctx, &plain, srcs, 1, dest, tstats, e);
-		if (!ret && tstats->failed)
-			ret = encio_error_set(e, EIO,
-					      "copy what is not in a subvolume of",
-					      s.src, false, 0);
-	}
+	/* SRC's part in no subvolume below it, with the directories they go in */
+	if (!ret && !s.src_is_subvol)
+		ret = copy_tree(&s, s.src, dest, opts->no_target_dir, tstats);
 	if (!ret)
 		ret = copy_all(&s);
 	subvols_release(&s);
