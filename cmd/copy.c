@@ -935,7 +935,8 @@ summary:
 	c.seconds = now() - start;
 	if (c.json)
 		print_summary_json(&c);
-	else if (global_opts.verbose >= 0 && c.subvolumes && c.subvols.total)
+	else if (global_opts.verbose >= 0 && c.subvolumes &&
+		 (c.subvols.copied || c.subvols.skipped))
 		print_subvols_summary_text(&c);
 	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);

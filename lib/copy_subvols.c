@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -1039,6 +1040,33 @@ static int copy_root_name(struct subvols *s, const char *dest)
 		       0;
 }
 
+static bool on_btrfs(int fd)
+{
+	struct statfs sfs;
+
+	return !fstatfs(fd, &sfs) && sfs.f_type == BTRFS_SUPER_MAGIC;
+}
+
+/* The directory SRC's copy goes in: subvolumes need btrfs there. */
+static int dest_check(struct subvols *s)
+{
+	char dir[PATH_MAX];
+	int fd;
+	bool ok;
+
+	snprintf(dir, sizeof(dir), "%s", s->dst);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open the directory of",
+				       s->dst, false, 0);
+	ok = on_btrfs(fd);
+	close(fd);
+	return ok ? 0 :
+		    encio_error_set(s->e, EOPNOTSUPP,
+				    "make subvolumes in (not btrfs)", dir,
+				    false, 0);
+}
+
 static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 {
 	uint64_t id = 0;
@@ -1049,10 +1077,17 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 	fd = open(s->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return encio_error_set(s->e, errno, "open", s->src, false, 0);
+	if (!on_btrfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, EOPNOTSUPP,
+				       "copy the subvolumes of (not btrfs)",
+				       s->src, false, 0);
+	}
 	s->src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
 			   !btrfs_util_subvolume_id_fd(fd, &id) &&
 			   id != BTRFS_FS_TREE_OBJECTID;
-	ret = copy_root_name(s, dest) ?: plan_list(s, fd) ?: plan_order(s);
+	ret = copy_root_name(s, dest) ?: dest_check(s) ?: plan_list(s, fd) ?:
+							  plan_order(s);
 	close(fd);
 	s->stats->total = s->nr;
 	return ret;
