@@ -7,7 +7,8 @@
 # its path, content and metadata equal, read-only flags kept, received
 # UUIDs as encio-copy(8) says, snapshots made as snapshots (a parent UUID),
 # the default subvolume kept, disk usage within 2% of SRC's. btrbk, pointed
-# at the moved backups, goes on incrementally. A copy interrupted (SIGINT,
+# at the moved backups, goes on incrementally. One branch (a writable
+# subvolume and the one in it) copies alone. A copy interrupted (SIGINT,
 # SIGKILL) and run again completes, skipping what was complete and leaving
 # nothing behind.
 source "$(dirname "$0")/../../common.sh"
@@ -171,6 +172,16 @@ _log "a copy run again changes nothing"
 run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST/all" >"$TEST_TMP/again.out"
 grep -q "subvolumes: 0 of 25 copied (0 as snapshots of copies), 25 complete already" "$TEST_TMP/again.out" ||
 	_fail "rerun: $(cat "$TEST_TMP/again.out")"
+
+_log "one branch: @data and the subvolume in it"
+mkdir "$DST/branch"
+run_check "$ENCIO" copy -r --subvolumes "$SRC/@data" "$DST/branch/" >"$TEST_TMP/branch.out"
+grep -q "subvolumes: 2 of 2 copied" "$TEST_TMP/branch.out" || _fail "branch: $(cat "$TEST_TMP/branch.out")"
+for p in @data @data/inner; do
+	[ "$(stat -c %i "$DST/branch/$p")" = 256 ] || _fail "branch: $p not a subvolume"
+	diff <(meta_of "$SRC/$p" "$SRC/$p") <(meta_of "$DST/branch/$p" "$SRC/$p") || _fail "branch: $p differs"
+	btrfs property get "$DST/branch/$p" ro | grep -q 'ro=false' || _fail "branch: $p read-only"
+done
 
 # interrupt SIGNAL: a copy into DST2, stopped (SIGSTOP) once it holds a
 # file of a middle snapshot open, then sent SIGNAL (python starts slowly:
