@@ -898,6 +898,11 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 	case BTRFS_SEND_C_RMDIR:
 		ret = track_names(d, cmd, path);
 		break;
+	case BTRFS_SEND_C_CLONE:
+		ctx->stats->clones++;
+		ctx->stats->clone_bytes += attr_u64(cmd, BTRFS_SEND_A_CLONE_LEN);
+		ret = 0;
+		break;
 	default:
 		ret = 0;
 		break;
