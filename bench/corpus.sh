@@ -4,6 +4,7 @@
 # snapshots SRC/many-snap and SRC/big-snap:
 #   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
 #   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
+# Also manifest() and disk_usage(), which the scripts check results with.
 # Expects $ENCIO and $top; drop and now come from scripts/loopback.sh.
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
@@ -31,6 +32,22 @@ corpus_sample()
 			{ seen += s; if (kept + s <= want * seen / total) { kept += s; print } }' >"$work/corpus.list"
 	(cd / && tar -cf - --no-recursion --verbatim-files-from -T "$work/corpus.list") | tar -xf - -C "$to"
 }
+
+# DIR: its entries (type, mode, owner, link count, size, symlink target,
+# path; directories without size and link count) and the CRC-32 and size
+# of each regular file, sorted.
+manifest()
+{
+	(
+		cd "$1" || exit 1
+		find . ! -type d -printf '%y %m %U:%G %n %s %P -> %l\n'
+		find . -type d -printf 'd %m %U:%G %P\n'
+		find . -type f -print0 | xargs -0r -n 256 -P 2 cksum
+	) | LC_ALL=C sort
+}
+
+# compsize's Disk Usage TOTAL of the paths, in bytes (empty if none)
+disk_usage() { compsize -b "$@" 2>/dev/null | awk '$1 == "TOTAL" { print $3 }'; }
 
 RSS=()
 loopback_init encio-bench

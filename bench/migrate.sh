@@ -101,18 +101,6 @@ build_history()
 	echo "  history: @data and $SNAPSHOTS snapshots, about 2% of $(find "$HIST/@data" -type f | wc -l) files changed between each"
 }
 
-manifest()
-{
-	(
-		cd "$1" || exit 1
-		find . ! -type d -printf '%y %m %U:%G %n %s %P -> %l\n'
-		find . -type d -printf 'd %m %U:%G %P\n'
-		find . -type f -print0 | xargs -0r -n 256 -P 2 cksum
-	) | LC_ALL=C sort
-}
-
-disk_usage() { compsize -b "$@" 2>/dev/null | awk '$1 == "TOTAL" { print $3 }'; }
-
 # the subvolumes a method copies, relative to hist/
 subvols_of()
 {

@@ -144,21 +144,6 @@ build_snaps()
 	btrfs -q subvolume snapshot -r "$dir" "$SRC/snap2" >/dev/null || exit 1
 }
 
-# DIR: its entries (type, mode, owner, link count, size, symlink target,
-# path; directories without size and link count) and the CRC-32 and size
-# of each regular file, sorted.
-manifest()
-{
-	(
-		cd "$1" || exit 1
-		find . ! -type d -printf '%y %m %U:%G %n %s %P -> %l\n'
-		find . -type d -printf 'd %m %U:%G %P\n'
-		find . -type f -print0 | xargs -0r -n 256 -P 2 cksum
-	) | LC_ALL=C sort
-}
-
-# compsize's Disk Usage TOTAL of the paths, in bytes (empty if none)
-disk_usage() { compsize -b "$@" 2>/dev/null | awk '$1 == "TOTAL" { print $3 }'; }
 # the data used of the filesystem holding PATH, in bytes
 data_used()
 {
