@@ -713,9 +713,10 @@ static void subvol_progress(void *arg, const struct subvols_stats *s)
 		(unsigned long long)(s->copied + s->skipped + 1),
 		(unsigned long long)s->total,
 		pretty_size(done, s->bytes_written + s->current_bytes),
-		pretty_size(rate, secs > 0 ? (s->bytes_written +
-					      s->current_bytes) / secs :
-					     0));
+		pretty_size(rate,
+			    secs > 0 ? (s->bytes_written + s->current_bytes) /
+					       secs :
+				       0));
 	c->progress_shown = true;
 }
 

@@ -36,30 +36,7 @@
 #include "kernel.h"
 #include "receive.h"
 #include "send.h"
-
-#define PARTIAL_SUFFIX ".encio-partial"
-/* a writable subvolume's read-only snapshot, beside it while it is copied */
-#define SNAPSHOT_SUFFIX ".encio-snapshot"
-/* what encio send --snapshot names its temporary snapshots */
-#define SEND_SNAPSHOT_MARK ".encio-send-"
-
-struct subvol_entry {
-	char *rel; /* its path below SRC, "" for SRC itself */
-	char *src; /* its path in SRC */
-	struct btrfs_util_subvolume_info info;
-	bool read_only;
-	/* writable: copied from this read-only snapshot of it (UUID) */
-	char *snap;
-	uint8_t snap_uuid[BTRFS_UUID_SIZE];
-	uint64_t snap_ctransid;
-	bool snap_made;
-	bool contains;	/* a subvolume below it is copied after it */
-	bool in_dest;	/* complete in DEST */
-	/* its copy is marked received as a stream from it expects */
-	bool parent_ok;
-	bool emitted;	/* placed in the copy order */
-	size_t family;	/* union-find parent, an index in the plan */
-};
+#include "subvol_plan.h"
 
 struct subvols {
 	struct copy_ctx *ctx;
@@ -69,320 +46,12 @@ struct subvols {
 	const struct subvols_options *opts;
 	struct subvols_stats *stats;
 	struct encio_error *e;
-	char src[PATH_MAX]; /* SRC without trailing slashes */
-	char dst[PATH_MAX]; /* SRC's copy */
-	bool src_is_subvol;
-	struct subvol_entry *v;
-	size_t nr, cap;
-	size_t *order; /* the copy order, indexes in v */
-	size_t nr_order;
+	struct subvol_plan plan;
+	char dst[PATH_MAX];  /* SRC's copy */
 	const char **clones; /* read-only subvolumes in DEST, by SRC path */
 	struct receive_ctx *rcv;
 	uint64_t bytes_before; /* bytes_written before the subvolume at hand */
 };
-
-static bool uuid_set(const uint8_t *u)
-{
-	static const uint8_t zero[BTRFS_UUID_SIZE];
-
-	return memcmp(u, zero, BTRFS_UUID_SIZE) != 0;
-}
-
-static int util_errno(enum btrfs_util_error err)
-{
-	if (err == BTRFS_UTIL_OK)
-		return 0;
-	return errno ? -errno : -EIO;
-}
-
-static int open_beneath(int dirfd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = flags | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how,
-			  sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
-}
-
-/* The path of directory @fd below the root of its subvolume, "a/b/". */
-static int path_in_subvolume(int fd, char *out, size_t len)
-{
-	struct btrfs_ioctl_ino_lookup_args args = { 0 };
-	struct stat st;
-
-	if (fstat(fd, &st))
-		return -errno;
-	if (st.st_ino == BTRFS_FIRST_FREE_OBJECTID) {
-		out[0] = 0;
-		return 0;
-	}
-	args.objectid = st.st_ino;
-	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args))
-		return -errno;
-	if (snprintf(out, len, "%s", args.name) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-static bool ends_with(const char *name, const char *suffix)
-{
-	size_t len = strlen(name), slen = strlen(suffix);
-
-	return len > slen && !strcmp(name + len - slen, suffix);
-}
-
-/* A temporary of encio's own, or a copy in flight: never copied. */
-static bool leftover(const char *rel)
-{
-	const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
-
-	return name[0] == '.' &&
-	       (strstr(name, SEND_SNAPSHOT_MARK) ||
-		ends_with(name, PARTIAL_SUFFIX) ||
-		ends_with(name, SNAPSHOT_SUFFIX));
-}
-
-/* Beside the subvolume @src: .NAME.encio-snapshot */
-static char *snapshot_name(const char *src)
-{
-	char dir[PATH_MAX], base[PATH_MAX], *snap;
-
-	snprintf(dir, sizeof(dir), "%s", src);
-	snprintf(base, sizeof(base), "%s", src);
-	if (asprintf(&snap, "%s/.%s" SNAPSHOT_SUFFIX, dirname(dir),
-		     basename(base)) < 0)
-		return NULL;
-	return snap;
-}
-
-static int plan_add(struct subvols *s, const char *rel,
-		    const struct btrfs_util_subvolume_info *info)
-{
-	struct subvol_entry *en;
-	void *grown;
-
-	if (s->nr == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 16;
-		grown = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!grown)
-			return -ENOMEM;
-		s->v = grown;
-	}
-	en = &s->v[s->nr];
-	memset(en, 0, sizeof(*en));
-	en->rel = strdup(rel);
-	if (!en->rel || asprintf(&en->src, "%s%s%s", s->src, rel[0] ? "/" : "",
-				 rel) < 0) {
-		free(en->rel);
-		return -ENOMEM;
-	}
-	en->info = *info;
-	en->read_only = info->flags & BTRFS_ROOT_SUBVOL_RDONLY;
-	if (!en->read_only && !(en->snap = snapshot_name(en->src))) {
-		free(en->rel);
-		free(en->src);
-		return -ENOMEM;
-	}
-	en->family = s->nr++;
-	return 0;
-}
-
-/* SRC itself when it is a subvolume, then every subvolume below it. */
-static int plan_list(struct subvols *s, int src_fd)
-{
-	struct btrfs_util_subvolume_iterator *it;
-	struct btrfs_util_subvolume_info info;
-	enum btrfs_util_error err;
-	char prefix[PATH_MAX], *path;
-	uint64_t top;
-	size_t plen;
-	int ret;
-
-	ret = path_in_subvolume(src_fd, prefix, sizeof(prefix));
-	if (ret)
-		return encio_error_set(s->e, ret, "find the subvolume path of",
-				       s->src, false, 0);
-	plen = strlen(prefix);
-	if (s->src_is_subvol) {
-		err = btrfs_util_subvolume_info_fd(src_fd, 0, &info);
-		if (err || (ret = plan_add(s, "", &info)))
-			return encio_error_set(s->e, ret ?: util_errno(err),
-					       "read the subvolume", s->src,
-					       false, 0);
-	}
-	/* by the id of the subvolume SRC is in: SRC need not be its root */
-	err = btrfs_util_subvolume_id_fd(src_fd, &top);
-	if (!err)
-		err = btrfs_util_create_subvolume_iterator_fd(src_fd, top, 0,
-							      &it);
-	if (err)
-		return encio_error_set(s->e, util_errno(err),
-				       "list the subvolumes below", s->src,
-				       false, 0);
-	while (!ret &&
-	       !(err = btrfs_util_subvolume_iterator_next_info(it, &path,
-							       &info))) {
-		if (!strncmp(path, prefix, plen) && path[plen] &&
-		    !leftover(path + plen))
-			ret = plan_add(s, path + plen, &info);
-		free(path);
-	}
-	btrfs_util_destroy_subvolume_iterator(it);
-	if (ret)
-		return encio_error_set(s->e, ret, "list the subvolumes below",
-				       s->src, false, 0);
-	if (err != BTRFS_UTIL_ERROR_STOP_ITERATION)
-		return encio_error_set(s->e, util_errno(err),
-				       "list the subvolumes below", s->src,
-				       false, 0);
-	return 0;
-}
-
-static size_t family_of(struct subvols *s, size_t i)
-{
-	while (s->v[i].family != i) {
-		s->v[i].family = s->v[s->v[i].family].family;
-		i = s->v[i].family;
-	}
-	return i;
-}
-
-/*
- * Families: a snapshot joins the subvolume it was taken of, and the
- * snapshots of one subvolume join each other, even where that subvolume
- * is gone (or outside SRC).
- */
-static void plan_families(struct subvols *s)
-{
-	struct subvol_entry *a, *b;
-	size_t i, j;
-
-	for (i = 0; i < s->nr; i++)
-		for (j = i + 1; j < s->nr; j++) {
-			a = &s->v[i];
-			b = &s->v[j];
-			if ((uuid_set(a->info.parent_uuid) &&
-			     (!memcmp(a->info.parent_uuid, b->info.uuid,
-				      BTRFS_UUID_SIZE) ||
-			      !memcmp(a->info.parent_uuid, b->info.parent_uuid,
-				      BTRFS_UUID_SIZE))) ||
-			    (uuid_set(b->info.parent_uuid) &&
-			     !memcmp(b->info.parent_uuid, a->info.uuid,
-				     BTRFS_UUID_SIZE)))
-				s->v[family_of(s, j)].family = family_of(s, i);
-		}
-}
-
-/* The entry @i sits in: the one whose path is the longest prefix of its. */
-static ssize_t container_of(const struct subvols *s, size_t i)
-{
-	const char *rel = s->v[i].rel;
-	size_t len, best_len = 0, j;
-	ssize_t best = -1;
-
-	for (j = 0; j < s->nr; j++) {
-		len = strlen(s->v[j].rel);
-		if (j == i || len >= strlen(rel) || (best >= 0 && len < best_len))
-			continue;
-		if (!len || (!strncmp(rel, s->v[j].rel, len) && rel[len] == '/')) {
-			best = j;
-			best_len = len;
-		}
-	}
-	return best;
-}
-
-/*
- * The generation of a subvolume's content: a snapshot's when it was taken,
- * a writable subvolume's (copied as it is now) its last change.
- */
-static uint64_t content_generation(const struct subvol_entry *en)
-{
-	return en->info.ctransid > en->info.otransid ? en->info.ctransid :
-						       en->info.otransid;
-}
-
-static int by_generation(const void *a, const void *b)
-{
-	const struct subvol_entry *x = a, *y = b;
-	uint64_t gx = content_generation(x), gy = content_generation(y);
-
-	if (gx != gy)
-		return gx < gy ? -1 : 1;
-	return x->info.id < y->info.id ? -1 : x->info.id > y->info.id;
-}
-
-/* Into the order after the subvolume it sits in, which goes first. */
-static void plan_emit(struct subvols *s, size_t i)
-{
-	ssize_t c;
-
-	if (s->v[i].emitted)
-		return;
-	s->v[i].emitted = true;
-	c = container_of(s, i);
-	if (c >= 0) {
-		s->v[c].contains = true;
-		plan_emit(s, c);
-	}
-	s->order[s->nr_order++] = i;
-}
-
-static int plan_order(struct subvols *s)
-{
-	size_t i;
-
-	qsort(s->v, s->nr, sizeof(*s->v), by_generation);
-	for (i = 0; i < s->nr; i++)
-		s->v[i].family = i;
-	plan_families(s);
-	s->order = calloc(s->nr ?: 1, sizeof(*s->order));
-	s->clones = calloc(s->nr ?: 1, sizeof(*s->clones));
-	if (!s->order || !s->clones)
-		return encio_error_set(s->e, ENOMEM, "plan the copy of", s->src,
-				       false, 0);
-	for (i = 0; i < s->nr; i++)
-		plan_emit(s, i);
-	return 0;
-}
-
-/*
- * The read-only subvolume of @en's family in DEST already whose
- * generation is closest to @en's: the parent of its difference.
- */
-static const struct subvol_entry *nearest_relative(struct subvols *s,
-						   const struct subvol_entry *en)
-{
-	const struct subvol_entry *best = NULL, *c;
-	uint64_t diff, best_diff = UINT64_MAX;
-	size_t i, f = family_of(s, en - s->v);
-
-	for (i = 0; i < s->nr; i++) {
-		c = &s->v[i];
-		if (c == en || !c->in_dest || !c->parent_ok ||
-		    family_of(s, i) != f)
-			continue;
-		diff = c->info.ctransid > en->info.ctransid ?
-			       c->info.ctransid - en->info.ctransid :
-			       en->info.ctransid - c->info.ctransid;
-		if (diff < best_diff) {
-			best_diff = diff;
-			best = c;
-		}
-	}
-	return best;
-}
-
-/* The UUID a copy of @en is marked received with: btrfs send's choice. */
-static const uint8_t *expected_received(const struct subvol_entry *en)
-{
-	return uuid_set(en->info.received_uuid) ? en->info.received_uuid :
-						  en->info.uuid;
-}
 
 struct placement {
 	int dir_fd; /* the directory the copy goes in */
@@ -408,9 +77,9 @@ static int placement_open(struct subvols *s, const struct subvol_entry *en,
 	char dir[PATH_MAX], *slash;
 	int n;
 
-	n = en->rel[0] ? snprintf(p->dst, sizeof(p->dst), "%s/%s", s->dst,
-				  en->rel) :
-			 snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
+	n = en->rel[0] ?
+		    snprintf(p->dst, sizeof(p->dst), "%s/%s", s->dst, en->rel) :
+		    snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
 	if (n < 0 || n >= (int)sizeof(p->dst))
 		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
 				       false, 0);
@@ -424,22 +93,22 @@ static int placement_open(struct subvols *s, const struct subvol_entry *en,
 			*slash = 0;
 		else
 			dir[0] = 0;
-		p->dir_fd = open_beneath(top_fd, dir, O_RDONLY | O_DIRECTORY);
+		p->dir_fd = subvol_open_beneath(top_fd, dir,
+						O_RDONLY | O_DIRECTORY);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", p->dst);
 		if (set_name(p, basename(dir)))
 			return encio_error_set(s->e, ENAMETOOLONG, "copy",
 					       en->src, false, 0);
 		snprintf(dir, sizeof(dir), "%s", p->dst);
-		p->dir_fd = open(dirname(dir),
-				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		p->dir_fd =
+			open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (p->dir_fd < 0)
 			p->dir_fd = -errno;
 	}
 	if (p->dir_fd < 0)
-		return encio_error_set(s->e, p->dir_fd,
-				       "open the directory of", p->dst, false,
-				       0);
+		return encio_error_set(s->e, p->dir_fd, "open the directory of",
+				       p->dst, false, 0);
 	if (snprintf(p->partial, sizeof(p->partial), ".%s" PARTIAL_SUFFIX,
 		     p->name) >= (int)sizeof(p->partial)) {
 		close(p->dir_fd);
@@ -492,21 +161,22 @@ static int dest_state(struct subvol_entry *en, struct placement *p)
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
 	close(fd);
 	if (ret)
 		return ret;
 	if (en->read_only) {
 		en->parent_ok = !memcmp(info.received_uuid,
-					expected_received(en), BTRFS_UUID_SIZE);
+					subvol_expected_received(en),
+					BTRFS_UUID_SIZE);
 		return en->parent_ok ? 1 : -EEXIST;
 	}
 	if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY)
 		return -EEXIST;
 	/* copied from the snapshot beside it, not finished yet */
-	en->parent_ok = en->snap_made && !memcmp(info.received_uuid,
-						 en->snap_uuid,
-						 BTRFS_UUID_SIZE);
+	en->parent_ok =
+		en->snap_made &&
+		!memcmp(info.received_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
 	/* or finished: SRC's received UUID, or none */
 	return en->parent_ok || !memcmp(info.received_uuid,
 					en->info.received_uuid,
@@ -577,8 +247,7 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
  * The read-only snapshot a writable subvolume is copied from, left by a
  * run that stopped (its copy may be complete), or made now with @make.
  */
-static int snapshot_find(struct subvols *s, struct subvol_entry *en,
-			 bool make)
+static int snapshot_find(struct subvols *s, struct subvol_entry *en, bool make)
 {
 	struct btrfs_util_subvolume_info info;
 
@@ -677,9 +346,9 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	uint64_t encoded;
 	int fds[2], ret;
 
-	for (i = 0; parent && i < s->nr; i++)
-		if (s->v[i].in_dest && s->v[i].parent_ok)
-			s->clones[nr++] = s->v[i].snap ?: s->v[i].src;
+	for (i = 0; parent && i < s->plan.nr; i++)
+		if (s->plan.v[i].in_dest && s->plan.v[i].parent_ok)
+			s->clones[nr++] = s->plan.v[i].snap ?: s->plan.v[i].src;
 	t.opts = (struct send_options){
 		.io_mode = s->opts->io_mode,
 		.depth = s->opts->depth,
@@ -734,12 +403,13 @@ static int finish_writable(struct subvols *s, struct subvol_entry *en,
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
 	int fd, ret = 0;
 
-	fd = en->rel[0] ? open_beneath(top_fd, en->rel, O_RDONLY | O_DIRECTORY) :
+	fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
+					      O_RDONLY | O_DIRECTORY) :
 			  dup(top_fd);
 	if (fd < 0)
 		return encio_error_set(s->e, fd < -1 ? fd : errno, "open",
 				       en->rel, false, 0);
-	if (uuid_set(en->info.received_uuid)) {
+	if (subvol_uuid_set(en->info.received_uuid)) {
 		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
 		rs.stransid = en->info.stransid;
 		rs.rtransid = en->info.rtransid;
@@ -756,9 +426,9 @@ static int finish_writables(struct subvols *s, int top_fd)
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; !ret && i < s->nr; i++)
-		if (s->v[i].snap_made && s->v[i].in_dest)
-			ret = finish_writable(s, &s->v[i], top_fd);
+	for (i = 0; !ret && i < s->plan.nr; i++)
+		if (s->plan.v[i].snap_made && s->plan.v[i].in_dest)
+			ret = finish_writable(s, &s->plan.v[i], top_fd);
 	return ret;
 }
 
@@ -863,7 +533,7 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 		memcpy(rs.uuid, en->snap_uuid, BTRFS_UUID_SIZE);
 		rs.stransid = en->snap_ctransid;
 	} else {
-		memcpy(rs.uuid, expected_received(en), BTRFS_UUID_SIZE);
+		memcpy(rs.uuid, subvol_expected_received(en), BTRFS_UUID_SIZE);
 		rs.stransid = en->info.ctransid;
 	}
 	if (ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
@@ -938,7 +608,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	ret = partial_remove(s, &p) ?: snapshot_find(s, en, true);
 	if (ret)
 		goto out;
-	parent = nearest_relative(s, en);
+	parent = subvol_plan_nearest(&s->plan, en);
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent ? SUBVOLS_INCREMENTAL : SUBVOLS_FULL,
@@ -971,16 +641,16 @@ static int finish_containers(struct subvols *s, int top_fd)
 	size_t i;
 	int fd;
 
-	for (i = s->nr_order; i-- > 0;) {
-		en = &s->v[s->order[i]];
+	for (i = s->plan.nr_order; i-- > 0;) {
+		en = &s->plan.v[s->plan.order[i]];
 		if (!en->contains || !en->read_only || !en->in_dest)
 			continue;
-		fd = en->rel[0] ? open_beneath(top_fd, en->rel,
-					       O_RDONLY | O_DIRECTORY) :
+		fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
+						      O_RDONLY | O_DIRECTORY) :
 				  dup(top_fd);
 		if (fd < 0)
-			return encio_error_set(s->e, fd, "open", en->rel,
-					       false, 0);
+			return encio_error_set(s->e, fd, "open", en->rel, false,
+					       0);
 		if (btrfs_util_set_subvolume_read_only_fd(fd, true)) {
 			close(fd);
 			return encio_error_set(s->e, errno ?: EIO,
@@ -999,18 +669,18 @@ static int keep_default(struct subvols *s, int top_fd)
 	size_t i;
 	int fd, ret = 0;
 
-	if (btrfs_util_get_default_subvolume(s->src, &id))
+	if (btrfs_util_get_default_subvolume(s->plan.src, &id))
 		return 0;
-	for (i = 0; i < s->nr && s->v[i].info.id != id; i++)
+	for (i = 0; i < s->plan.nr && s->plan.v[i].info.id != id; i++)
 		;
-	if (i == s->nr || !s->v[i].in_dest)
+	if (i == s->plan.nr || !s->plan.v[i].in_dest)
 		return 0;
-	fd = s->v[i].rel[0] ? open_beneath(top_fd, s->v[i].rel,
-					   O_RDONLY | O_DIRECTORY) :
-			      dup(top_fd);
+	fd = s->plan.v[i].rel[0] ? subvol_open_beneath(top_fd, s->plan.v[i].rel,
+						       O_RDONLY | O_DIRECTORY) :
+				   dup(top_fd);
 	if (fd < 0)
-		return encio_error_set(s->e, fd, "open", s->v[i].rel, false,
-				       0);
+		return encio_error_set(s->e, fd, "open", s->plan.v[i].rel,
+				       false, 0);
 	if (btrfs_util_set_default_subvolume_fd(fd, 0))
 		ret = encio_error_set(s->e, errno ?: EIO,
 				      "make the default subvolume", s->dst,
@@ -1027,7 +697,7 @@ static int copy_root_name(struct subvols *s, const char *dest)
 	size_t len = tree_dest_len(dest);
 	int n;
 
-	snprintf(base, sizeof(base), "%s", s->src);
+	snprintf(base, sizeof(base), "%s", s->plan.src);
 	if (!s->opts->no_target_dir && !stat(dest, &st) && S_ISDIR(st.st_mode))
 		n = snprintf(s->dst, sizeof(s->dst), "%.*s/%s", (int)len, dest,
 			     basename(base));
@@ -1072,31 +742,40 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 	uint64_t id = 0;
 	int fd, ret;
 
-	snprintf(s->src, sizeof(s->src), "%.*s", (int)(tree_dest_len(src) ?: 1),
-		 src);
-	fd = open(s->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
+		 (int)(tree_dest_len(src) ?: 1), src);
+	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return encio_error_set(s->e, errno, "open", s->src, false, 0);
+		return encio_error_set(s->e, errno, "open", s->plan.src, false,
+				       0);
 	if (!on_btrfs(fd)) {
 		close(fd);
 		return encio_error_set(s->e, EOPNOTSUPP,
 				       "copy the subvolumes of (not btrfs)",
-				       s->src, false, 0);
+				       s->plan.src, false, 0);
 	}
-	s->src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
-			   !btrfs_util_subvolume_id_fd(fd, &id) &&
-			   id != BTRFS_FS_TREE_OBJECTID;
-	ret = copy_root_name(s, dest) ?: dest_check(s) ?: plan_list(s, fd) ?:
-							  plan_order(s);
+	s->plan.src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
+				!btrfs_util_subvolume_id_fd(fd, &id) &&
+				id != BTRFS_FS_TREE_OBJECTID;
+	s->plan.e = s->e;
+	ret = copy_root_name(s, dest) ?:
+		      dest_check(s)   ?:
+					subvol_plan_build(&s->plan, fd);
+	if (!ret) {
+		s->clones = calloc(s->plan.nr ?: 1, sizeof(*s->clones));
+		if (!s->clones)
+			ret = encio_error_set(s->e, ENOMEM, "plan the copy of",
+					      s->plan.src, false, 0);
+	}
 	close(fd);
-	s->stats->total = s->nr;
+	s->stats->total = s->plan.nr;
 	return ret;
 }
 
 static int copy_all(struct subvols *s)
 {
 	struct receive_options ro = { .io_mode = s->opts->io_mode,
-				       .max_errors = 1 };
+				      .max_errors = 1 };
 	struct subvol_entry *en;
 	int top_fd = -1, ret;
 	size_t i;
@@ -1105,13 +784,13 @@ static int copy_all(struct subvols *s)
 	if (ret)
 		return ret;
 	receive_set_progress(s->rcv, received_progress, s);
-	for (i = 0; !ret && i <= s->nr_order; i++) {
+	for (i = 0; !ret && i <= s->plan.nr_order; i++) {
 		if (s->opts->stop && *s->opts->stop) {
-			ret = encio_error_set(s->e, EINTR, "copy", s->src,
+			ret = encio_error_set(s->e, EINTR, "copy", s->plan.src,
 					      false, 0);
 			break;
 		}
-		en = i < s->nr_order ? &s->v[s->order[i]] : NULL;
+		en = i < s->plan.nr_order ? &s->plan.v[s->plan.order[i]] : NULL;
 		/* SRC's copy first: the directories the others go in */
 		if (top_fd < 0 && (!en || en->rel[0])) {
 			top_fd = open(s->dst, O_RDONLY | O_DIRECTORY |
@@ -1124,7 +803,7 @@ static int copy_all(struct subvols *s)
 			ret = copy_entry(s, en, top_fd);
 	}
 	if (!ret)
-		ret = finish_containers(s, top_fd) ?:
+		ret = finish_containers(s, top_fd)	  ?:
 			      finish_writables(s, top_fd) ?:
 			      keep_default(s, top_fd);
 	if (top_fd >= 0)
@@ -1135,15 +814,7 @@ static int copy_all(struct subvols *s)
 
 static void subvols_release(struct subvols *s)
 {
-	size_t i;
-
-	for (i = 0; i < s->nr; i++) {
-		free(s->v[i].rel);
-		free(s->v[i].src);
-		free(s->v[i].snap);
-	}
-	free(s->v);
-	free(s->order);
+	subvol_plan_release(&s->plan);
 	free(s->clones);
 }
 
@@ -1153,7 +824,10 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 		 struct tree_stats *tstats, struct encio_error *e)
 {
 	struct subvols s = {
-		.ctx = ctx, .caller = topts, .opts = opts, .stats = stats,
+		.ctx = ctx,
+		.caller = topts,
+		.opts = opts,
+		.stats = stats,
 		.e = e,
 	};
 	int ret;
@@ -1170,8 +844,9 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 	memset(tstats, 0, sizeof(*tstats));
 	ret = subvols_begin(&s, src, dest);
 	/* SRC's part in no subvolume below it, with the directories they go in */
-	if (!ret && !s.src_is_subvol)
-		ret = copy_tree(&s, s.src, dest, opts->no_target_dir, tstats);
+	if (!ret && !s.plan.src_is_subvol)
+		ret = copy_tree(&s, s.plan.src, dest, opts->no_target_dir,
+				tstats);
 	if (!ret)
 		ret = copy_all(&s);
 	subvols_release(&s);

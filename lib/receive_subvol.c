@@ -112,7 +112,8 @@ static int finish_subvol(struct receive_ctx *ctx)
 		return fail(ctx, errno, "set the received UUID");
 	err = ctx->leave_writable ?
 		      BTRFS_UTIL_OK :
-		      btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
+		      btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd,
+							    true);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "make it read-only");
 	subvol_close(ctx);

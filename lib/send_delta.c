@@ -900,7 +900,8 @@ static int relay_cmd(struct delta *d, const struct stream_cmd *cmd)
 		break;
 	case BTRFS_SEND_C_CLONE:
 		ctx->stats->clones++;
-		ctx->stats->clone_bytes += attr_u64(cmd, BTRFS_SEND_A_CLONE_LEN);
+		ctx->stats->clone_bytes +=
+			attr_u64(cmd, BTRFS_SEND_A_CLONE_LEN);
 		ret = 0;
 		break;
 	default:

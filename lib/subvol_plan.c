@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * copy -r --subvolumes: the plan. The subvolumes below SRC from
+ * libbtrfsutil's iterator, encio's own temporaries left out; sorted by
+ * the generation of their content, each after the one it sits in; joined
+ * in families by their snapshot relations.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kernel.h"
+#include "subvol_plan.h"
+
+bool subvol_uuid_set(const uint8_t *u)
+{
+	static const uint8_t zero[BTRFS_UUID_SIZE];
+
+	return memcmp(u, zero, BTRFS_UUID_SIZE) != 0;
+}
+
+int subvol_util_errno(enum btrfs_util_error err)
+{
+	if (err == BTRFS_UTIL_OK)
+		return 0;
+	return errno ? -errno : -EIO;
+}
+
+int subvol_open_beneath(int dirfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = flags | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how,
+			  sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The path of directory @fd below the root of its subvolume, "a/b/". */
+static int path_in_subvolume(int fd, char *out, size_t len)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { 0 };
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_ino == BTRFS_FIRST_FREE_OBJECTID) {
+		out[0] = 0;
+		return 0;
+	}
+	args.objectid = st.st_ino;
+	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &args))
+		return -errno;
+	if (snprintf(out, len, "%s", args.name) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t len = strlen(name), slen = strlen(suffix);
+
+	return len > slen && !strcmp(name + len - slen, suffix);
+}
+
+/* A temporary of encio's own, or a copy in flight: never copied. */
+static bool leftover(const char *rel)
+{
+	const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+
+	return name[0] == '.' && (strstr(name, SEND_SNAPSHOT_MARK) ||
+				  ends_with(name, PARTIAL_SUFFIX) ||
+				  ends_with(name, SNAPSHOT_SUFFIX));
+}
+
+/* Beside the subvolume @src: .NAME.encio-snapshot */
+static char *snapshot_name(const char *src)
+{
+	char dir[PATH_MAX], base[PATH_MAX], *snap;
+
+	snprintf(dir, sizeof(dir), "%s", src);
+	snprintf(base, sizeof(base), "%s", src);
+	if (asprintf(&snap, "%s/.%s" SNAPSHOT_SUFFIX, dirname(dir),
+		     basename(base)) < 0)
+		return NULL;
+	return snap;
+}
+
+static int plan_add(struct subvol_plan *s, const char *rel,
+		    const struct btrfs_util_subvolume_info *info)
+{
+	struct subvol_entry *en;
+	void *grown;
+
+	if (s->nr == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		grown = realloc(s->v, s->cap * sizeof(*s->v));
+		if (!grown)
+			return -ENOMEM;
+		s->v = grown;
+	}
+	en = &s->v[s->nr];
+	memset(en, 0, sizeof(*en));
+	en->rel = strdup(rel);
+	if (!en->rel ||
+	    asprintf(&en->src, "%s%s%s", s->src, rel[0] ? "/" : "", rel) < 0) {
+		free(en->rel);
+		return -ENOMEM;
+	}
+	en->info = *info;
+	en->read_only = info->flags & BTRFS_ROOT_SUBVOL_RDONLY;
+	if (!en->read_only && !(en->snap = snapshot_name(en->src))) {
+		free(en->rel);
+		free(en->src);
+		return -ENOMEM;
+	}
+	en->family = s->nr++;
+	return 0;
+}
+
+/* SRC itself when it is a subvolume, then every subvolume below it. */
+static int plan_list(struct subvol_plan *s, int src_fd)
+{
+	struct btrfs_util_subvolume_iterator *it;
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	char prefix[PATH_MAX], *path;
+	uint64_t top;
+	size_t plen;
+	int ret;
+
+	ret = path_in_subvolume(src_fd, prefix, sizeof(prefix));
+	if (ret)
+		return encio_error_set(s->e, ret, "find the subvolume path of",
+				       s->src, false, 0);
+	plen = strlen(prefix);
+	if (s->src_is_subvol) {
+		err = btrfs_util_subvolume_info_fd(src_fd, 0, &info);
+		if (err || (ret = plan_add(s, "", &info)))
+			return encio_error_set(s->e,
+					       ret ?: subvol_util_errno(err),
+					       "read the subvolume", s->src,
+					       false, 0);
+	}
+	/* by the id of the subvolume SRC is in: SRC need not be its root */
+	err = btrfs_util_subvolume_id_fd(src_fd, &top);
+	if (!err)
+		err = btrfs_util_create_subvolume_iterator_fd(src_fd, top, 0,
+							      &it);
+	if (err)
+		return encio_error_set(s->e, subvol_util_errno(err),
+				       "list the subvolumes below", s->src,
+				       false, 0);
+	while (!ret && !(err = btrfs_util_subvolume_iterator_next_info(
+				 it, &path, &info))) {
+		if (!strncmp(path, prefix, plen) && path[plen] &&
+		    !leftover(path + plen))
+			ret = plan_add(s, path + plen, &info);
+		free(path);
+	}
+	btrfs_util_destroy_subvolume_iterator(it);
+	if (ret)
+		return encio_error_set(s->e, ret, "list the subvolumes below",
+				       s->src, false, 0);
+	if (err != BTRFS_UTIL_ERROR_STOP_ITERATION)
+		return encio_error_set(s->e, subvol_util_errno(err),
+				       "list the subvolumes below", s->src,
+				       false, 0);
+	return 0;
+}
+
+static size_t family_of(struct subvol_plan *s, size_t i)
+{
+	while (s->v[i].family != i) {
+		s->v[i].family = s->v[s->v[i].family].family;
+		i = s->v[i].family;
+	}
+	return i;
+}
+
+/*
+ * Families: a snapshot joins the subvolume it was taken of, and the
+ * snapshots of one subvolume join each other, even where that subvolume
+ * is gone (or outside SRC).
+ */
+static void plan_families(struct subvol_plan *s)
+{
+	struct subvol_entry *a, *b;
+	size_t i, j;
+
+	for (i = 0; i < s->nr; i++)
+		for (j = i + 1; j < s->nr; j++) {
+			a = &s->v[i];
+			b = &s->v[j];
+			if ((subvol_uuid_set(a->info.parent_uuid) &&
+			     (!memcmp(a->info.parent_uuid, b->info.uuid,
+				      BTRFS_UUID_SIZE) ||
+			      !memcmp(a->info.parent_uuid, b->info.parent_uuid,
+				      BTRFS_UUID_SIZE))) ||
+			    (subvol_uuid_set(b->info.parent_uuid) &&
+			     !memcmp(b->info.parent_uuid, a->info.uuid,
+				     BTRFS_UUID_SIZE)))
+				s->v[family_of(s, j)].family = family_of(s, i);
+		}
+}
+
+/* The entry @i sits in: the one whose path is the longest prefix of its. */
+static ssize_t container_of(const struct subvol_plan *s, size_t i)
+{
+	const char *rel = s->v[i].rel;
+	size_t len, best_len = 0, j;
+	ssize_t best = -1;
+
+	for (j = 0; j < s->nr; j++) {
+		len = strlen(s->v[j].rel);
+		if (j == i || len >= strlen(rel) ||
+		    (best >= 0 && len < best_len))
+			continue;
+		if (!len ||
+		    (!strncmp(rel, s->v[j].rel, len) && rel[len] == '/')) {
+			best = j;
+			best_len = len;
+		}
+	}
+	return best;
+}
+
+/*
+ * The generation of a subvolume's content: a snapshot's when it was taken,
+ * a writable subvolume's (copied as it is now) its last change.
+ */
+static uint64_t content_generation(const struct subvol_entry *en)
+{
+	return en->info.ctransid > en->info.otransid ? en->info.ctransid :
+						       en->info.otransid;
+}
+
+static int by_generation(const void *a, const void *b)
+{
+	const struct subvol_entry *x = a, *y = b;
+	uint64_t gx = content_generation(x), gy = content_generation(y);
+
+	if (gx != gy)
+		return gx < gy ? -1 : 1;
+	return x->info.id < y->info.id ? -1 : x->info.id > y->info.id;
+}
+
+/* Into the order after the subvolume it sits in, which goes first. */
+static void plan_emit(struct subvol_plan *s, size_t i)
+{
+	ssize_t c;
+
+	if (s->v[i].emitted)
+		return;
+	s->v[i].emitted = true;
+	c = container_of(s, i);
+	if (c >= 0) {
+		s->v[c].contains = true;
+		plan_emit(s, c);
+	}
+	s->order[s->nr_order++] = i;
+}
+
+static int plan_order(struct subvol_plan *s)
+{
+	size_t i;
+
+	qsort(s->v, s->nr, sizeof(*s->v), by_generation);
+	for (i = 0; i < s->nr; i++)
+		s->v[i].family = i;
+	plan_families(s);
+	s->order = calloc(s->nr ?: 1, sizeof(*s->order));
+	if (!s->order)
+		return encio_error_set(s->e, ENOMEM, "plan the copy of", s->src,
+				       false, 0);
+	for (i = 0; i < s->nr; i++)
+		plan_emit(s, i);
+	return 0;
+}
+
+/*
+ * The read-only subvolume of @en's family in DEST already whose
+ * generation is closest to @en's: the parent of its difference.
+ */
+const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
+					       const struct subvol_entry *en)
+{
+	const struct subvol_entry *best = NULL, *c;
+	uint64_t diff, best_diff = UINT64_MAX;
+	size_t i, f = family_of(s, en - s->v);
+
+	for (i = 0; i < s->nr; i++) {
+		c = &s->v[i];
+		if (c == en || !c->in_dest || !c->parent_ok ||
+		    family_of(s, i) != f)
+			continue;
+		diff = c->info.ctransid > en->info.ctransid ?
+			       c->info.ctransid - en->info.ctransid :
+			       en->info.ctransid - c->info.ctransid;
+		if (diff < best_diff) {
+			best_diff = diff;
+			best = c;
+		}
+	}
+	return best;
+}
+
+/* The UUID a copy of @en is marked received with: btrfs send's choice. */
+const uint8_t *subvol_expected_received(const struct subvol_entry *en)
+{
+	return subvol_uuid_set(en->info.received_uuid) ?
+		       en->info.received_uuid :
+		       en->info.uuid;
+}
+
+int subvol_plan_build(struct subvol_plan *s, int src_fd)
+{
+	return plan_list(s, src_fd) ?: plan_order(s);
+}
+
+void subvol_plan_release(struct subvol_plan *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++) {
+		free(s->v[i].rel);
+		free(s->v[i].src);
+		free(s->v[i].snap);
+	}
+	free(s->v);
+	free(s->order);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * copy -r --subvolumes, inside: the plan of the copy (lib/subvol_plan.c),
+ * which subvolumes SRC holds, their families and the order they are
+ * copied in, for lib/copy_subvols.c, which makes them in DEST.
+ */
+#ifndef ENCIO_SUBVOL_PLAN_H
+#define ENCIO_SUBVOL_PLAN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <btrfsutil.h>
+
+#include "error.h"
+
+/* encio's names for what it makes beside a subvolume */
+#define PARTIAL_SUFFIX ".encio-partial"
+/* a writable subvolume's read-only snapshot, beside it while it is copied */
+#define SNAPSHOT_SUFFIX ".encio-snapshot"
+/* what encio send --snapshot names its temporary snapshots */
+#define SEND_SNAPSHOT_MARK ".encio-send-"
+
+struct subvol_entry {
+	char *rel; /* its path below SRC, "" for SRC itself */
+	char *src; /* its path in SRC */
+	struct btrfs_util_subvolume_info info;
+	bool read_only;
+	/* writable: copied from this read-only snapshot of it (UUID) */
+	char *snap;
+	uint8_t snap_uuid[BTRFS_UUID_SIZE];
+	uint64_t snap_ctransid;
+	bool snap_made;
+	bool contains; /* a subvolume below it is copied after it */
+	bool in_dest;  /* complete in DEST */
+	/* its copy is marked received as a stream from it expects */
+	bool parent_ok;
+	bool emitted;  /* placed in the copy order */
+	size_t family; /* union-find parent, an index in the plan */
+};
+
+struct subvol_plan {
+	char src[PATH_MAX]; /* SRC without trailing slashes */
+	bool src_is_subvol; /* SRC is a subvolume's root (not the top one) */
+	struct encio_error *e;
+	struct subvol_entry *v;
+	size_t nr, cap;
+	size_t *order; /* the copy order, indexes in v */
+	size_t nr_order;
+};
+
+/*
+ * The subvolumes of s->src (its own first when s->src_is_subvol), sorted
+ * by the generation of their content, each after the one it sits in, in
+ * families. @src_fd: SRC open. Returns 0 or -errno with s->e filled.
+ */
+int subvol_plan_build(struct subvol_plan *s, int src_fd);
+void subvol_plan_release(struct subvol_plan *s);
+/*
+ * The subvolume of @en's family in DEST already, found by the received
+ * UUID a stream from it names, whose ctransid is the closest to @en's:
+ * the parent of its difference. NULL: copy @en whole.
+ */
+const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
+					       const struct subvol_entry *en);
+/* The UUID a copy of read-only @en is marked received with. */
+const uint8_t *subvol_expected_received(const struct subvol_entry *en);
+
+bool subvol_uuid_set(const uint8_t *u);
+/* -errno of a libbtrfsutil error */
+int subvol_util_errno(enum btrfs_util_error err);
+/* openat2() of @path beneath @dirfd, no symlinks followed */
+int subvol_open_beneath(int dirfd, const char *path, int flags);
+
+#endif
