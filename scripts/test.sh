@@ -17,7 +17,7 @@ else
 	bash scripts/build.sh "$dir" || exit 1
 fi
 rm -f "$dir"/test-suite.log
-make -C "$dir" -s -j1 check
+make -C "$dir" -s -j2 check
 rc=$?
 log=$dir/test-suite.log
 count() { awk -v k="# $1:" '$1" "$2 == k {print $3}' "$log" 2>/dev/null | head -1; }

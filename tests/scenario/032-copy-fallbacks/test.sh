@@ -2,6 +2,7 @@
 # Where encoded I/O is impossible encio decodes or copies plain, and says so:
 # btrfs -> tmpfs (decoded), tmpfs -> btrfs (plain), no CAP_SYS_ADMIN (plain
 # with one warning), hugetlb-backed buffers when the pool has pages.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

@@ -7,6 +7,7 @@
 # source, the process is gone within seconds every time, never stuck in D
 # state, and both filesystems unmount afterwards. auto reads a writable
 # source through the ioctl and a read-only snapshot through the ring.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

@@ -2,6 +2,7 @@
 # A single-file copy stopped by SIGINT or SIGTERM removes its temporary,
 # says so and dies of the signal; a later copy to the same name removes the
 # temporaries that copies killed outright left behind, and only those.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

@@ -2,6 +2,7 @@
 # A source truncated, extended or rewritten (its mtime set back or not)
 # while copy or copy -r reads it fails with "file changed as we read it"
 # and exit 1, and leaves no copy of it; a rerun copies it.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

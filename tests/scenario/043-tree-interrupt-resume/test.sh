@@ -4,6 +4,7 @@
 # name; after SIGINT and SIGTERM that staging directory holds only complete
 # files. A rerun onto the same DEST resumes: complete entries are skipped,
 # the rest is copied, the tree is renamed into place and equals SRC.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

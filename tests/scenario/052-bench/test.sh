@@ -3,6 +3,7 @@
 # others (the cross-mode check), --write copies read back identical, the
 # fixed-flag verdict and the fixed/plain pair are printed, JSON is valid,
 # --hugepages restores vm.nr_hugepages. Not a speed test.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 

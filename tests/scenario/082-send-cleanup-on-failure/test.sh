@@ -6,6 +6,7 @@
 # failing midway leaves neither FILE (an older FILE stays as it was) nor a
 # temporary. A FILE that is not a regular file is written itself. An
 # incremental send (the kernel's stream relayed) stops alike.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 [ "$(cat /proc/sys/fs/leases-enable 2>/dev/null)" = 1 ] || _not_run "needs file leases"

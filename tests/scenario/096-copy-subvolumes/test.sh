@@ -11,6 +11,7 @@
 # subvolume and the one in it) copies alone. A copy interrupted (SIGINT,
 # SIGKILL) and run again completes, skipping what was complete and leaving
 # nothing behind.
+# encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
 for p in compsize getfattr btrbk; do
