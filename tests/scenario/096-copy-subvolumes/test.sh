@@ -29,6 +29,8 @@ make_btrfs dst 1G noatime
 DST=$MNT
 make_btrfs dst2 1G noatime
 DST2=$MNT
+make_btrfs dst3 512M noatime
+DST3=$MNT
 
 # churn DIR N: rename, reflink, delete, append, xattrs, new files
 churn()
@@ -230,4 +232,42 @@ cat "$TEST_TMP/resume.out"
 grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TEST_TMP/resume.out" ||
 	_fail "resume: $(cat "$TEST_TMP/resume.out")"
 check_copy "$DST2/all"
+
+# no_half_made DEST: every subvolume not yet in place (a partial copy) is
+# writable and marked received from nothing
+no_half_made()
+{
+	local p show n=0
+	while read -r p; do
+		show=$(btrfs subvolume show "$1/${p#*all/}" 2>/dev/null) || continue
+		case $p in
+		*.encio-partial | *.encio-snapshot)
+			echo "$show" | grep -q 'Flags:.*readonly' && _fail "$p: half made and read-only"
+			echo "$show" | grep -qE 'Received UUID:[[:space:]]+-$' || _fail "$p: half made and marked received"
+			n=$((n + 1))
+			;;
+		esac
+	done < <(btrfs subvolume list "$DST3" | awk '{print $NF}')
+	echo "$n half-made subvolumes left, writable and not marked received"
+}
+
+_log "out of space midway (ENOSPC), then run again with space"
+# all but 4 MiB of DEST's data space taken by a filler, the copy needs 9
+dd if=/dev/urandom of="$DST3/filler" bs=1M status=none 2>/dev/null
+sync
+truncate -s -4M "$DST3/filler"
+sync
+"$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST3/all" 2>"$TEST_TMP/enospc.err"
+rc=$?
+cat "$TEST_TMP/enospc.err"
+[ $rc = 1 ] || _fail "out of space: exit $rc, not 1"
+grep -q "No space left on device" "$TEST_TMP/enospc.err" || _fail "out of space: no message says so"
+no_half_made "$DST3/all"
+rm "$DST3/filler"
+sync
+run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST3/all" >"$TEST_TMP/enospc.out"
+cat "$TEST_TMP/enospc.out"
+grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TEST_TMP/enospc.out" ||
+	_fail "resume after ENOSPC: $(cat "$TEST_TMP/enospc.out")"
+check_copy "$DST3/all"
 echo "PASS: $TEST_NAME"
