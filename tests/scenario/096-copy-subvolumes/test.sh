@@ -9,8 +9,8 @@
 # the default subvolume kept, disk usage within 2% of SRC's. btrbk, pointed
 # at the moved backups, goes on incrementally. One branch (a writable
 # subvolume and the one in it) copies alone. A copy interrupted (SIGINT,
-# SIGKILL) and run again completes, skipping what was complete and leaving
-# nothing behind.
+# SIGKILL, out of space) and run again completes, skipping what was
+# complete and leaving nothing half made read-only or marked received.
 # encio-test: alone
 source "$(dirname "$0")/../../common.sh"
 require_root
