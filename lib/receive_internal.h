@@ -169,7 +169,6 @@ struct receive_ctx {
 	const char *why; /* the cause of a callback's failure */
 	char why_buf[RECEIVE_WHY_LEN];
 	bool finishing; /* the failure came from finishing a subvolume */
-	char what[RECEIVE_WHAT_LEN]; /* the error's operation, outlives run */
 };
 
 /* What every file of receive does: a callback's cause, the command begun. */

@@ -8,8 +8,16 @@
 #include "receive_internal.h"
 
 /*
- * The reader's message lives in the reader: copy it into the context, with
- * the cause a callback gave ("apply mkfile of 'x' (absolute path) from").
+ * The error's operation, the cause a callback gave added: it outlives the
+ * reader and the context, since copy -r --subvolumes frees its receiver
+ * before the error is printed. One per thread: an error is reported on the
+ * thread that received.
+ */
+static __thread char error_op[RECEIVE_WHAT_LEN];
+
+/*
+ * The reader's message lives in the reader: copy it out, with the cause a
+ * callback gave ("apply mkfile of 'x' (absolute path) from").
  */
 void summary_describe_error(struct receive_ctx *ctx, struct encio_error *e)
 {
@@ -19,18 +27,18 @@ void summary_describe_error(struct receive_ctx *ctx, struct encio_error *e)
 	size_t from_len = sizeof(from) - 1;
 
 	if (ctx->finishing)
-		snprintf(ctx->what, sizeof(ctx->what),
+		snprintf(error_op, sizeof(error_op),
 			 "finish subvolume '%s' (%s) from", ctx->subvol_name,
 			 ctx->why ? ctx->why : "end");
 	else if (ctx->why && len > from_len &&
 		 strcmp(op + len - from_len, from) == 0)
-		snprintf(ctx->what, sizeof(ctx->what), "%.*s (%s)%s",
+		snprintf(error_op, sizeof(error_op), "%.*s (%s)%s",
 			 (int)(len - from_len), op, ctx->why, from);
 	else if (ctx->why)
-		snprintf(ctx->what, sizeof(ctx->what), "%s (%s)", op, ctx->why);
+		snprintf(error_op, sizeof(error_op), "%s (%s)", op, ctx->why);
 	else
-		snprintf(ctx->what, sizeof(ctx->what), "%s", op);
-	e->op = ctx->what;
+		snprintf(error_op, sizeof(error_op), "%s", op);
+	e->op = error_op;
 }
 
 /* The words btrfs receive uses for a command that failed. */
