@@ -233,26 +233,28 @@ grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TE
 	_fail "resume: $(cat "$TEST_TMP/resume.out")"
 check_copy "$DST2/all"
 
-# no_half_made DEST: every subvolume not yet in place (a partial copy) is
-# writable and marked received from nothing
+# no_half_made MNT: every copy not yet in place on the filesystem at MNT (a
+# .NAME.encio-partial subvolume) is writable and marked received from
+# nothing
 no_half_made()
 {
 	local p show n=0
 	while read -r p; do
-		show=$(btrfs subvolume show "$1/${p#*all/}" 2>/dev/null) || continue
 		case $p in
-		*.encio-partial | *.encio-snapshot)
+		*.encio-partial)
+			show=$(btrfs subvolume show "$1/$p") || _fail "$p: no subvolume show"
 			echo "$show" | grep -q 'Flags:.*readonly' && _fail "$p: half made and read-only"
 			echo "$show" | grep -qE 'Received UUID:[[:space:]]+-$' || _fail "$p: half made and marked received"
 			n=$((n + 1))
 			;;
 		esac
-	done < <(btrfs subvolume list "$DST3" | awk '{print $NF}')
+	done < <(btrfs subvolume list "$1" | awk '{print $NF}')
 	echo "$n half-made subvolumes left, writable and not marked received"
 }
 
 _log "out of space midway (ENOSPC), then run again with space"
-# all but 4 MiB of DEST's data space taken by a filler, the copy needs 9
+# all but 4 MiB of DEST's data space taken by a filler; the copy needs
+# about 9 MiB
 dd if=/dev/urandom of="$DST3/filler" bs=1M status=none 2>/dev/null
 sync
 truncate -s -4M "$DST3/filler"
@@ -262,7 +264,7 @@ rc=$?
 cat "$TEST_TMP/enospc.err"
 [ $rc = 1 ] || _fail "out of space: exit $rc, not 1"
 grep -q "No space left on device" "$TEST_TMP/enospc.err" || _fail "out of space: no message says so"
-no_half_made "$DST3/all"
+no_half_made "$DST3"
 rm "$DST3/filler"
 sync
 run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST3/all" >"$TEST_TMP/enospc.out"
