@@ -316,12 +316,14 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->tree.walker_waits);
 	if (c->subvolumes)
 		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
-		       "\"subvolumes_incremental\": %llu, \"subvolumes_skipped\": %llu, "
+		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
+		       "\"subvolumes_skipped\": %llu, "
 		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
 		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu",
 		       (unsigned long long)c->subvols.total,
 		       (unsigned long long)c->subvols.copied,
 		       (unsigned long long)c->subvols.incremental,
+		       (unsigned long long)c->subvols.ahead,
 		       (unsigned long long)c->subvols.skipped,
 		       (unsigned long long)c->subvols.bytes_written,
 		       (unsigned long long)c->subvols.encoded_bytes,
@@ -781,9 +783,9 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	char bytes[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
 		stream[PRETTY_SIZE_LEN];
 
-	printf("subvolumes: %llu of %llu copied (%llu as snapshots of copies), %llu complete already; %s written, %s of it encoded, %llu ranges cloned; %s of stream; %.3fs\n",
+	printf("subvolumes: %llu of %llu copied (%llu as snapshots of copies, %llu differences made ahead), %llu complete already; %s written, %s of it encoded, %llu ranges cloned; %s of stream; %.3fs\n",
 	       (unsigned long long)s->copied, (unsigned long long)s->total,
-	       (unsigned long long)s->incremental,
+	       (unsigned long long)s->incremental, (unsigned long long)s->ahead,
 	       (unsigned long long)s->skipped,
 	       pretty_size(bytes, s->bytes_written),
 	       pretty_size(encoded, s->encoded_bytes),

@@ -36,6 +36,7 @@
 #include "kernel.h"
 #include "receive.h"
 #include "send.h"
+#include "subvol_ahead.h"
 #include "subvol_plan.h"
 
 struct subvols {
@@ -50,6 +51,7 @@ struct subvols {
 	char dst[PATH_MAX];  /* SRC's copy */
 	const char **clones; /* read-only subvolumes in DEST, by SRC path */
 	struct receive_ctx *rcv;
+	struct subvol_ahead *ahead; /* NULL: each pass made at its turn */
 	uint64_t bytes_before; /* bytes_written before the subvolume at hand */
 };
 
@@ -297,6 +299,7 @@ static int partial_remove(struct subvols *s, struct placement *p)
 
 struct sender {
 	const char *path;
+	const char *stream; /* the stream's name in messages: its source */
 	struct send_options opts;
 	int fd;
 	struct send_stats stats;
@@ -319,8 +322,8 @@ static void *sender_run(void *arg)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	t->ret = send_run(&t->path, 1, t->fd, "the copy's stream", &t->opts,
-			  &t->stats, &t->e);
+	t->ret = send_run(&t->path, 1, t->fd, t->stream, &t->opts, &t->stats,
+			  &t->e);
 	close(t->fd);
 	return NULL;
 }
@@ -358,14 +361,21 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		.name = p->partial,
 		.stop = s->opts->stop,
 	};
-	if (pipe2(fds, O_CLOEXEC))
+	t.stream = en->src;
+	if (parent)
+		t.opts.pass = subvol_ahead_take(s->ahead, en, t.opts.parent,
+						s->clones, nr);
+	if (pipe2(fds, O_CLOEXEC)) {
+		subvol_ahead_done(s->ahead, t.opts.pass);
 		return encio_error_set(s->e, errno, "make a pipe for", en->src,
 				       false, 0);
+	}
 	t.fd = fds[1];
 	ret = pthread_create(&thread, NULL, sender_run, &t);
 	if (ret) {
 		close(fds[0]);
 		close(fds[1]);
+		subvol_ahead_done(s->ahead, t.opts.pass);
 		return encio_error_set(s->e, ret, "start the sender of",
 				       en->src, false, 0);
 	}
@@ -374,9 +384,10 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	s->bytes_before = rs->bytes_written;
 	encoded = rs->encoded_bytes;
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d", p->dir_fd);
-	ret = receive_run(s->rcv, fds[0], "the copy's stream", dest, s->e);
+	ret = receive_run(s->rcv, fds[0], en->src, dest, s->e);
 	close(fds[0]);
 	pthread_join(thread, NULL);
+	subvol_ahead_done(s->ahead, t.opts.pass);
 	/* the sender's error is the cause: the receiver saw a stream cut */
 	if (t.ret) {
 		*s->e = t.e;
@@ -389,6 +400,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	s->stats->current_bytes = 0;
 	s->stats->clones += t.stats.clones;
 	s->stats->stream_bytes += t.stats.stream_bytes;
+	s->stats->ahead += t.stats.passes_reused;
 	return ret;
 }
 
@@ -608,7 +620,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	ret = partial_remove(s, &p) ?: snapshot_find(s, en, true);
 	if (ret)
 		goto out;
-	parent = subvol_plan_nearest(&s->plan, en);
+	parent = subvol_plan_nearest(&s->plan, en, NULL);
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent ? SUBVOLS_INCREMENTAL : SUBVOLS_FULL,
@@ -784,7 +796,10 @@ static int copy_all(struct subvols *s)
 	if (ret)
 		return ret;
 	receive_set_progress(s->rcv, received_progress, s);
+	/* without it, each pass is made at its turn: no error */
+	subvol_ahead_start(&s->ahead, &s->plan, s->opts->stop);
 	for (i = 0; !ret && i <= s->plan.nr_order; i++) {
+		subvol_ahead_reach(s->ahead, i);
 		if (s->opts->stop && *s->opts->stop) {
 			ret = encio_error_set(s->e, EINTR, "copy", s->plan.src,
 					      false, 0);
@@ -808,6 +823,7 @@ static int copy_all(struct subvols *s)
 			      keep_default(s, top_fd);
 	if (top_fd >= 0)
 		close(top_fd);
+	subvol_ahead_end(s->ahead);
 	receive_ctx_free(s->rcv);
 	return ret;
 }

@@ -20,6 +20,7 @@ struct subvols_stats {
 	uint64_t total;		/* subvolumes below SRC, SRC's own included */
 	uint64_t copied;	/* copied by this run */
 	uint64_t incremental;	/* of those, made as snapshots of copies */
+	uint64_t ahead;		/* of those, from a difference made ahead */
 	uint64_t skipped;	/* complete in DEST already */
 	uint64_t bytes_written; /* file data written (logical) */
 	uint64_t encoded_bytes; /* of it, written without decoding */

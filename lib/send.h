@@ -18,6 +18,7 @@
 #include "error.h"
 
 struct send_stats;
+struct send_pass;
 
 /* Called after each file and each window of reads. */
 typedef void (*send_progress_fn)(const struct send_stats *stats, void *arg);
@@ -47,6 +48,12 @@ struct send_options {
 	/* with a callback, the tree is walked first for bytes_total */
 	send_progress_fn progress;
 	void *progress_arg;
+	/*
+	 * The kernel's pass for the one PATH, made before with these
+	 * options (send_pass_make()): read instead of asking the kernel
+	 * again, unless a subvolume it depends on changed since.
+	 */
+	const struct send_pass *pass;
 };
 
 struct send_stats {
@@ -59,8 +66,9 @@ struct send_stats {
 	uint64_t clones;	  /* CLONE commands for data sent before */
 	uint64_t clone_bytes;	  /* file bytes they stand for */
 	uint64_t stream_bytes;
-	uint64_t bytes_total; /* file sizes (a hard-linked inode once) */
-	uint64_t bytes_done;  /* of bytes_total */
+	uint64_t passes_reused; /* kernel passes read from opts->pass */
+	uint64_t bytes_total;	/* file sizes (a hard-linked inode once) */
+	uint64_t bytes_done;	/* of bytes_total */
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 
@@ -116,5 +124,31 @@ void send_output_abort(struct send_output *out);
 int send_run(const char *const *paths, size_t nr, int out_fd,
 	     const char *out_name, const struct send_options *opts,
 	     struct send_stats *stats, struct encio_error *e);
+
+/*
+ * The kernel's pass for the read-only subvolume @root with @opts (parent,
+ * clone sources, version): its stream (BTRFS_IOC_SEND without file data)
+ * kept in memory, for a send_run() of @root later, so that a caller may
+ * have the kernel compute one subvolume's difference while it receives
+ * another. What the stream depends on is recorded: the ids and ctransids
+ * of @root and of every parent and clone source. A stream of more than
+ * @max_bytes is given up (-EFBIG); *opts->stop set stops it (-EINTR).
+ * Returns 0 or -errno with @e filled.
+ */
+struct send_pass {
+	int fd; /* the stream, in an unnamed memory file */
+	uint64_t bytes;
+	uint32_t version;
+	uint64_t root_id, root_ctransid;
+	uint64_t parent_id;
+	uint64_t *ids; /* the clone sources given to the kernel */
+	uint64_t *ctransids;
+	size_t nr_ids;
+};
+
+int send_pass_make(struct send_pass *p, const char *root,
+		   const struct send_options *opts, uint64_t max_bytes,
+		   struct encio_error *e);
+void send_pass_release(struct send_pass *p);
 
 #endif

@@ -29,7 +29,6 @@
 #include <linux/fs.h>
 #include <linux/openat2.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +43,6 @@
 #define DELTA_MIN_BUCKETS 4096
 /* INO_PATHS answer: the paths of an inode, one is enough. */
 #define DELTA_INO_PATHS_LEN (PATH_MAX + 4096)
-/* The pipe from the kernel's send: as large as an unprivileged one may be. */
-#define DELTA_PIPE_BYTES (1024 * 1024)
 /* FIEMAP extents asked for per call. */
 #define DELTA_FIEMAP_BATCH 64
 /* Files open at once in a batch of reads; the engine's depth bounds it. */
@@ -925,49 +922,6 @@ out:
 	return 0;
 }
 
-struct kernel_send {
-	int root_fd;
-	struct btrfs_ioctl_send_args args;
-	int err;
-};
-
-/* The kernel writes the stream into the pipe; its end closed after. */
-static void *kernel_send_thread(void *arg)
-{
-	struct kernel_send *ks = arg;
-
-	ks->err = ioctl(ks->root_fd, BTRFS_IOC_SEND, &ks->args) ? errno : 0;
-	close((int)ks->args.send_fd);
-	return NULL;
-}
-
-/* Start the kernel's send into a pipe; *@read_fd its output. */
-static int kernel_send_start(struct kernel_send *ks, pthread_t *thread,
-			     int *read_fd)
-{
-	sigset_t block, old;
-	int pipefd[2], ret;
-
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -errno;
-	fcntl(pipefd[0], F_SETPIPE_SZ, DELTA_PIPE_BYTES);
-	ks->args.send_fd = pipefd[1];
-	/* SIGINT and SIGTERM are for the thread that reads and stops */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	ret = -pthread_create(thread, NULL, kernel_send_thread, ks);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret) {
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return ret;
-	}
-	*read_fd = pipefd[0];
-	return 0;
-}
-
 static int relay_stream(struct delta *d, int read_fd)
 {
 	struct send_ctx *ctx = d->ctx;
@@ -1047,14 +1001,35 @@ static void delta_release(struct delta *d)
 		close(d->parent_fd);
 }
 
+/* The kernel's pass run now, its stream relayed as it comes. */
+static int relay_kernel(struct delta *d, struct kernel_send *ks,
+			const char *root)
+{
+	struct send_ctx *ctx = d->ctx;
+	pthread_t thread;
+	int read_fd, ret;
+
+	ret = send_kernel_start(ks, &thread, &read_fd);
+	if (ret)
+		return send_fail(ctx, ret, "start the send of", 0, false);
+	ret = relay_stream(d, read_fd);
+	/* a relay stopped early: the kernel's next write fails, EPIPE */
+	close(read_fd);
+	pthread_join(thread, NULL);
+	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
+	if (ks->err && ks->err != EPIPE)
+		ret = send_fail(ctx, ks->err, "send (BTRFS_IOC_SEND)", 0,
+				false);
+	return ret;
+}
+
 int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     const char *parent, uint64_t parent_id,
 		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end)
 {
 	struct kernel_send ks = { .root_fd = -1 };
-	pthread_t thread;
 	struct delta d;
-	int read_fd = -1, ret;
+	int pass_fd = -ESTALE, ret;
 
 	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
 	ks.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1070,18 +1045,18 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	ks.args.parent_root = parent_id;
 	ks.args.flags = BTRFS_SEND_FLAG_NO_FILE_DATA | BTRFS_SEND_FLAG_VERSION;
 	ks.args.version = ctx->w.version;
-	ret = kernel_send_start(&ks, &thread, &read_fd);
-	if (ret) {
-		ret = send_fail(ctx, ret, "start the send of", 0, false);
-		goto out;
+	/* a pass made before, if made for this: else the kernel's, now */
+	if (ctx->opts.pass)
+		pass_fd = send_pass_open(ctx->opts.pass, ks.root_fd,
+					 ctx->w.version, parent_id, clone_ids,
+					 nr_clone_ids);
+	if (pass_fd >= 0) {
+		ctx->stats->passes_reused++;
+		ret = relay_stream(&d, pass_fd);
+		close(pass_fd);
+	} else {
+		ret = relay_kernel(&d, &ks, root);
 	}
-	ret = relay_stream(&d, read_fd);
-	/* a relay stopped early: the kernel's next write fails, EPIPE */
-	close(read_fd);
-	pthread_join(thread, NULL);
-	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
-	if (ks.err && ks.err != EPIPE)
-		ret = send_fail(ctx, ks.err, "send (BTRFS_IOC_SEND)", 0, false);
 	if (!ret && end) {
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_END);
 		ret = send_end_cmd(ctx);

@@ -7,12 +7,14 @@
 #define ENCIO_SEND_PRIV_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
 #include "engine.h"
 #include "extents.h"
+#include "kernel.h"
 #include "prefetch.h"
 #include "send.h"
 #include "share.h"
@@ -195,5 +197,23 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     const char *parent, uint64_t parent_id,
 		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end);
+
+/*
+ * lib/send_pass.c: BTRFS_IOC_SEND of @ks->root_fd with @ks->args (but
+ * send_fd) started on a thread of its own, writing into a pipe whose read
+ * end is *@read_fd; the thread closes the write end when done, @ks->err
+ * its errno. send_pass_open(): a descriptor reading the stream of @p from
+ * its start, if @p was made for the subvolume @root_fd with this version,
+ * parent and clone sources, and none of them changed since (-ESTALE: not).
+ */
+struct kernel_send {
+	int root_fd;
+	struct btrfs_ioctl_send_args args;
+	int err;
+};
+
+int send_kernel_start(struct kernel_send *ks, pthread_t *thread, int *read_fd);
+int send_pass_open(const struct send_pass *p, int root_fd, uint32_t version,
+		   uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
 
 #endif

@@ -705,6 +705,12 @@ int stream_process(struct stream_reader *r, const struct stream_ops *ops,
 /* Writer. */
 
 #define WRITER_BUF_LEN (4 * 1024 * 1024)
+/*
+ * Written out once this much is held, and after a subvolume's first
+ * command: a receiver reading the stream as it comes starts on it (makes
+ * the snapshot, applies) while the sender still reads what follows.
+ */
+#define WRITER_FLUSH_LEN (256 * 1024)
 
 static int writer_flush(struct stream_writer *w, size_t upto)
 {
@@ -888,16 +894,21 @@ int stream_end_cmd(struct stream_writer *w)
 {
 	unsigned char *p = w->buf + w->cmd_start;
 	uint32_t len, crc;
+	uint16_t type;
 
 	if (w->err)
 		return w->err;
+	type = get_le16(p + 4);
 	len = htole32(
 		(uint32_t)(w->len - w->cmd_start - BTRFS_SEND_CMD_HEADER_LEN));
 	memcpy(p, &len, sizeof(len));
 	crc = htole32(crc32c(0, p, w->len - w->cmd_start));
 	memcpy(p + 6, &crc, sizeof(crc));
 	w->cmd_start = w->len;
-	return 0;
+	if (w->len >= WRITER_FLUSH_LEN || type == BTRFS_SEND_C_SUBVOL ||
+	    type == BTRFS_SEND_C_SNAPSHOT)
+		w->err = writer_flush(w, w->len);
+	return w->err;
 }
 
 int stream_put_cmd(struct stream_writer *w, const struct stream_cmd *cmd)

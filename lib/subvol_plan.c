@@ -294,7 +294,8 @@ static int plan_order(struct subvol_plan *s)
  * generation is closest to @en's: the parent of its difference.
  */
 const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
-					       const struct subvol_entry *en)
+					       const struct subvol_entry *en,
+					       const bool *copied)
 {
 	const struct subvol_entry *best = NULL, *c;
 	uint64_t diff, best_diff = UINT64_MAX;
@@ -302,7 +303,8 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 
 	for (i = 0; i < s->nr; i++) {
 		c = &s->v[i];
-		if (c == en || !c->in_dest || !c->parent_ok ||
+		if (c == en ||
+		    !(copied ? copied[i] : c->in_dest && c->parent_ok) ||
 		    family_of(s, i) != f)
 			continue;
 		diff = c->info.ctransid > en->info.ctransid ?

@@ -61,10 +61,12 @@ void subvol_plan_release(struct subvol_plan *s);
 /*
  * The subvolume of @en's family in DEST already, found by the received
  * UUID a stream from it names, whose ctransid is the closest to @en's:
- * the parent of its difference. NULL: copy @en whole.
+ * the parent of its difference. NULL: copy @en whole. @copied, if not
+ * NULL, says which are in DEST (by index in s->v) instead of their flags.
  */
 const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
-					       const struct subvol_entry *en);
+					       const struct subvol_entry *en,
+					       const bool *copied);
 /* The UUID a copy of read-only @en is marked received with. */
 const uint8_t *subvol_expected_received(const struct subvol_entry *en);
 

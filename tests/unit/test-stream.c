@@ -104,6 +104,12 @@ static const struct stream_ops ops = {
 static const uint8_t uuid[16] = { 1, 2,	 3,  4,	 5,  6,	 7,  8,
 				  9, 10, 11, 12, 13, 14, 15, 16 };
 
+/* Where the writer is in its stream: what it wrote, and what it holds. */
+static size_t stream_offset(const struct stream_writer *w)
+{
+	return (size_t)(w->written + w->len);
+}
+
 /* A small valid stream; returns a memfd positioned at 0. */
 static int make_stream(uint32_t version, size_t *cmd_offsets, size_t *len)
 {
@@ -116,20 +122,20 @@ static int make_stream(uint32_t version, size_t *cmd_offsets, size_t *len)
 	memset(payload, 0x5a, sizeof(payload));
 	assert_int_equal(stream_writer_init(&w, fd, version), 0);
 
-	cmd_offsets[n++] = w.len;
+	cmd_offsets[n++] = stream_offset(&w);
 	stream_begin_cmd(&w, BTRFS_SEND_C_SUBVOL);
 	stream_put_string(&w, BTRFS_SEND_A_PATH, "subv");
 	stream_put_uuid(&w, BTRFS_SEND_A_UUID, uuid);
 	stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 7);
 	assert_int_equal(stream_end_cmd(&w), 0);
 
-	cmd_offsets[n++] = w.len;
+	cmd_offsets[n++] = stream_offset(&w);
 	stream_begin_cmd(&w, BTRFS_SEND_C_MKFILE);
 	stream_put_string(&w, BTRFS_SEND_A_PATH, "dir/file");
 	stream_put_u64(&w, BTRFS_SEND_A_INO, 257);
 	assert_int_equal(stream_end_cmd(&w), 0);
 
-	cmd_offsets[n++] = w.len;
+	cmd_offsets[n++] = stream_offset(&w);
 	stream_begin_cmd(&w, BTRFS_SEND_C_WRITE);
 	stream_put_string(&w, BTRFS_SEND_A_PATH, "dir/file");
 	stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, 4096);
@@ -137,7 +143,7 @@ static int make_stream(uint32_t version, size_t *cmd_offsets, size_t *len)
 	assert_int_equal(stream_end_cmd(&w), 0);
 
 	if (version >= 2) {
-		cmd_offsets[n++] = w.len;
+		cmd_offsets[n++] = stream_offset(&w);
 		stream_begin_cmd(&w, BTRFS_SEND_C_ENCODED_WRITE);
 		stream_put_string(&w, BTRFS_SEND_A_PATH, "dir/file");
 		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, 0);
@@ -151,10 +157,10 @@ static int make_stream(uint32_t version, size_t *cmd_offsets, size_t *len)
 		assert_int_equal(stream_end_cmd(&w), 0);
 	}
 
-	cmd_offsets[n++] = w.len;
+	cmd_offsets[n++] = stream_offset(&w);
 	stream_begin_cmd(&w, BTRFS_SEND_C_END);
 	assert_int_equal(stream_end_cmd(&w), 0);
-	*len = w.len;
+	*len = stream_offset(&w);
 	assert_int_equal(stream_writer_finish(&w), 0);
 	stream_writer_release(&w);
 	lseek(fd, 0, SEEK_SET);
@@ -551,6 +557,42 @@ static void test_reframe_identical(void **state)
 	}
 }
 
+/*
+ * A reader of the stream as it comes gets a subvolume's first command at
+ * once, and the rest every 256 KiB, not when 4 MiB are held.
+ */
+static void test_writer_hands_on_early(void **state)
+{
+	static unsigned char payload[65536];
+	struct stream_writer w;
+	int fd = memfd_create("early", 0), i;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(stream_writer_init(&w, fd, 2), 0);
+	stream_begin_cmd(&w, BTRFS_SEND_C_SNAPSHOT);
+	stream_put_string(&w, BTRFS_SEND_A_PATH, "snap");
+	assert_int_equal(stream_end_cmd(&w), 0);
+	assert_int_equal(w.len, 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)w.written);
+	stream_begin_cmd(&w, BTRFS_SEND_C_MKFILE);
+	stream_put_string(&w, BTRFS_SEND_A_PATH, "f");
+	assert_int_equal(stream_end_cmd(&w), 0);
+	assert_true(w.len > 0);
+	for (i = 0; w.len && i < 8; i++) {
+		stream_begin_cmd(&w, BTRFS_SEND_C_WRITE);
+		stream_put_string(&w, BTRFS_SEND_A_PATH, "f");
+		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, i * sizeof(payload));
+		stream_put_data(&w, payload, sizeof(payload));
+		assert_int_equal(stream_end_cmd(&w), 0);
+	}
+	assert_int_equal(w.len, 0);
+	assert_int_equal(i, 4);
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)w.written);
+	stream_writer_release(&w);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -570,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_concatenated_streams),
 		cmocka_unit_test(test_many_concatenated_headers),
 		cmocka_unit_test(test_reframe_identical),
+		cmocka_unit_test(test_writer_hands_on_early),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
