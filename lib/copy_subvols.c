@@ -817,13 +817,15 @@ static int copy_all(struct subvols *s)
 		if (!ret && en)
 			ret = copy_entry(s, en, top_fd);
 	}
+	/* no pass left in flight on SRC's subvolumes while they are finished */
+	subvol_ahead_end(s->ahead);
+	s->ahead = NULL;
 	if (!ret)
 		ret = finish_containers(s, top_fd)	  ?:
 			      finish_writables(s, top_fd) ?:
 			      keep_default(s, top_fd);
 	if (top_fd >= 0)
 		close(top_fd);
-	subvol_ahead_end(s->ahead);
 	receive_ctx_free(s->rcv);
 	return ret;
 }
