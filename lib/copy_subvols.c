@@ -299,7 +299,7 @@ static int partial_remove(struct subvols *s, struct placement *p)
 
 struct sender {
 	const char *path;
-	const char *stream; /* the stream's name in messages: its source */
+	const char *stream; /* the stream's name in messages: the subvolume */
 	struct send_options opts;
 	int fd;
 	struct send_stats stats;
@@ -341,35 +341,29 @@ static void received_progress(const struct receive_stats *rs, void *arg)
 static int transfer(struct subvols *s, const struct subvol_entry *en,
 		    const struct subvol_entry *parent, struct placement *p)
 {
-	struct sender t = { .path = en->snap ?: en->src };
+	struct sender t = { .path = subvol_source(en), .stream = en->src };
 	const struct receive_stats *rs;
 	char dest[64];
 	pthread_t thread;
-	size_t i, nr = 0;
 	uint64_t encoded;
 	int fds[2], ret;
+	size_t nr;
 
-	for (i = 0; parent && i < s->plan.nr; i++)
-		if (s->plan.v[i].in_dest && s->plan.v[i].parent_ok)
-			s->clones[nr++] = s->plan.v[i].snap ?: s->plan.v[i].src;
+	if (pipe2(fds, O_CLOEXEC))
+		return encio_error_set(s->e, errno, "make a pipe for", en->src,
+				       false, 0);
+	nr = subvol_plan_clones(&s->plan, NULL, s->clones);
 	t.opts = (struct send_options){
 		.io_mode = s->opts->io_mode,
 		.depth = s->opts->depth,
-		.parent = parent ? parent->snap ?: parent->src : NULL,
+		.parent = subvol_source(parent),
 		.clones = s->clones,
 		.nr_clones = nr,
 		.name = p->partial,
 		.stop = s->opts->stop,
+		.pass = subvol_ahead_take(s->ahead, en, subvol_source(parent),
+					  s->clones, nr),
 	};
-	t.stream = en->src;
-	if (parent)
-		t.opts.pass = subvol_ahead_take(s->ahead, en, t.opts.parent,
-						s->clones, nr);
-	if (pipe2(fds, O_CLOEXEC)) {
-		subvol_ahead_done(s->ahead, t.opts.pass);
-		return encio_error_set(s->e, errno, "make a pipe for", en->src,
-				       false, 0);
-	}
 	t.fd = fds[1];
 	ret = pthread_create(&thread, NULL, sender_run, &t);
 	if (ret) {
@@ -572,7 +566,7 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 				       0);
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
-	ret = copy_tree(s, en->snap ?: en->src, dest, true, &ts);
+	ret = copy_tree(s, subvol_source(en), dest, true, &ts);
 	if (ret)
 		return ret;
 	fd = openat(p->dir_fd, p->partial,
@@ -797,7 +791,7 @@ static int copy_all(struct subvols *s)
 		return ret;
 	receive_set_progress(s->rcv, received_progress, s);
 	/* without it, each pass is made at its turn: no error */
-	subvol_ahead_start(&s->ahead, &s->plan, s->opts->stop);
+	subvol_ahead_start(&s->ahead, &s->plan);
 	for (i = 0; !ret && i <= s->plan.nr_order; i++) {
 		subvol_ahead_reach(s->ahead, i);
 		if (s->opts->stop && *s->opts->stop) {

@@ -1027,29 +1027,24 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     const char *parent, uint64_t parent_id,
 		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end)
 {
-	struct kernel_send ks = { .root_fd = -1 };
+	struct kernel_send ks;
 	struct delta d;
-	int pass_fd = -ESTALE, ret;
+	int root_fd, pass_fd = -ESTALE, ret;
 
 	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
-	ks.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ks.root_fd < 0)
+	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
 		return send_fail(ctx, errno, "open", 0, false);
-	ret = delta_init(&d, ctx, ks.root_fd, parent, name);
+	send_kernel_init(&ks, root_fd, parent_id, clone_ids, nr_clone_ids,
+			 ctx->w.version);
+	ret = delta_init(&d, ctx, root_fd, parent, name);
 	if (ret) {
 		ret = send_fail(ctx, ret, "start the send of", 0, false);
 		goto out;
 	}
-	ks.args.clone_sources_count = nr_clone_ids;
-	ks.args.clone_sources = (__u64 *)clone_ids;
-	ks.args.parent_root = parent_id;
-	ks.args.flags = BTRFS_SEND_FLAG_NO_FILE_DATA | BTRFS_SEND_FLAG_VERSION;
-	ks.args.version = ctx->w.version;
 	/* a pass made before, if made for this: else the kernel's, now */
 	if (ctx->opts.pass)
-		pass_fd = send_pass_open(ctx->opts.pass, ks.root_fd,
-					 ctx->w.version, parent_id, clone_ids,
-					 nr_clone_ids);
+		pass_fd = send_pass_open(ctx->opts.pass, &ks);
 	if (pass_fd >= 0) {
 		ctx->stats->passes_reused++;
 		ret = relay_stream(&d, pass_fd);
@@ -1063,6 +1058,6 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	}
 out:
 	delta_release(&d);
-	close(ks.root_fd);
+	close(root_fd);
 	return ret;
 }

@@ -27,6 +27,18 @@
 /* How often a pass kept in memory looks at its stop flag. */
 #define PASS_POLL_MS 100
 
+void send_kernel_init(struct kernel_send *ks, int root_fd, uint64_t parent_id,
+		      const uint64_t *ids, size_t nr_ids, uint32_t version)
+{
+	memset(ks, 0, sizeof(*ks));
+	ks->root_fd = root_fd;
+	ks->args.clone_sources_count = nr_ids;
+	ks->args.clone_sources = (__u64 *)ids;
+	ks->args.parent_root = parent_id;
+	ks->args.flags = BTRFS_SEND_FLAG_NO_FILE_DATA | BTRFS_SEND_FLAG_VERSION;
+	ks->args.version = version;
+}
+
 /* The kernel writes the stream into the pipe; its end closed after. */
 static void *kernel_send_thread(void *arg)
 {
@@ -72,25 +84,28 @@ static int ctransid_of(int fd, uint64_t id, uint64_t *ctransid)
 	return 0;
 }
 
-/* What the pass depends on: the ids and ctransids of every subvolume. */
-static int pass_record(struct send_pass *p, int root_fd,
-		       const struct send_roots *r, uint64_t parent_id)
+/*
+ * What the pass @ks runs depends on: its version, parent and clone
+ * sources, and the ids and ctransids of every subvolume it names.
+ */
+static int pass_record(struct send_pass *p, const struct kernel_send *ks)
 {
-	size_t i;
+	size_t i, nr = ks->args.clone_sources_count;
 	int ret;
 
-	p->nr_ids = r->nr;
-	p->ids = calloc(r->nr + 1, sizeof(*p->ids));
-	p->ctransids = calloc(r->nr + 1, sizeof(*p->ctransids));
+	p->version = ks->args.version;
+	p->parent_id = ks->args.parent_root;
+	p->nr_ids = nr;
+	p->ids = calloc(nr + 1, sizeof(*p->ids));
+	p->ctransids = calloc(nr + 1, sizeof(*p->ctransids));
 	if (!p->ids || !p->ctransids)
 		return -ENOMEM;
-	memcpy(p->ids, r->ids, r->nr * sizeof(*p->ids));
-	p->parent_id = parent_id;
-	if (btrfs_util_subvolume_id_fd(root_fd, &p->root_id))
+	memcpy(p->ids, ks->args.clone_sources, nr * sizeof(*p->ids));
+	if (btrfs_util_subvolume_id_fd(ks->root_fd, &p->root_id))
 		return errno ? -errno : -EIO;
-	ret = ctransid_of(root_fd, 0, &p->root_ctransid);
-	for (i = 0; !ret && i < r->nr; i++)
-		ret = ctransid_of(root_fd, p->ids[i], &p->ctransids[i]);
+	ret = ctransid_of(ks->root_fd, 0, &p->root_ctransid);
+	for (i = 0; !ret && i < nr; i++)
+		ret = ctransid_of(ks->root_fd, p->ids[i], &p->ctransids[i]);
 	return ret;
 }
 
@@ -101,13 +116,15 @@ static int pass_drain(struct send_pass *p, int read_fd, uint64_t max_bytes,
 	struct pollfd pfd = { .fd = read_fd, .events = POLLIN };
 	char buf[65536];
 	ssize_t n;
+	int ready;
 
 	for (;;) {
 		if (stop && *stop)
 			return -EINTR;
-		if (poll(&pfd, 1, PASS_POLL_MS) < 0 && errno != EINTR)
+		ready = poll(&pfd, 1, PASS_POLL_MS);
+		if (ready < 0 && errno != EINTR)
 			return -errno;
-		if (!pfd.revents)
+		if (ready <= 0)
 			continue;
 		n = read(read_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
@@ -126,36 +143,32 @@ int send_pass_make(struct send_pass *p, const char *root,
 		   const struct send_options *opts, uint64_t max_bytes,
 		   struct encio_error *e)
 {
-	struct kernel_send ks = { .root_fd = -1 };
+	struct kernel_send ks;
 	const struct send_root *parent;
 	struct send_roots r = { 0 };
 	pthread_t thread;
-	int read_fd, ret;
+	int root_fd = -1, read_fd, ret;
 
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
-	p->version = opts->proto ?: 2;
 	ret = send_roots_init(&r, opts, 1, &parent, e);
 	if (ret)
 		goto out;
-	ks.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	p->fd = memfd_create("encio-send-pass", MFD_CLOEXEC);
-	if (ks.root_fd < 0 || p->fd < 0) {
+	if (root_fd < 0 || p->fd < 0) {
 		ret = encio_error_set(e, errno, "start the pass of", root,
 				      false, 0);
 		goto out;
 	}
-	ret = pass_record(p, ks.root_fd, &r, parent ? parent->id : 0);
+	send_kernel_init(&ks, root_fd, parent ? parent->id : 0, r.ids, r.nr,
+			 opts->proto ?: 2);
+	ret = pass_record(p, &ks);
 	if (ret) {
 		ret = encio_error_set(e, ret, "look at the subvolumes of", root,
 				      false, 0);
 		goto out;
 	}
-	ks.args.clone_sources_count = r.nr;
-	ks.args.clone_sources = (__u64 *)r.ids;
-	ks.args.parent_root = p->parent_id;
-	ks.args.flags = BTRFS_SEND_FLAG_NO_FILE_DATA | BTRFS_SEND_FLAG_VERSION;
-	ks.args.version = p->version;
 	ret = send_kernel_start(&ks, &thread, &read_fd);
 	if (ret) {
 		ret = encio_error_set(e, ret, "start the pass of", root, false,
@@ -172,8 +185,8 @@ int send_pass_make(struct send_pass *p, const char *root,
 		ret = encio_error_set(e, ret, "send (BTRFS_IOC_SEND)", root,
 				      false, 0);
 out:
-	if (ks.root_fd >= 0)
-		close(ks.root_fd);
+	if (root_fd >= 0)
+		close(root_fd);
 	send_roots_release(&r);
 	if (ret)
 		send_pass_release(p);
@@ -190,22 +203,25 @@ void send_pass_release(struct send_pass *p)
 	p->ids = p->ctransids = NULL;
 }
 
-int send_pass_open(const struct send_pass *p, int root_fd, uint32_t version,
-		   uint64_t parent_id, const uint64_t *ids, size_t nr_ids)
+int send_pass_open(const struct send_pass *p, const struct kernel_send *ks)
 {
-	uint64_t id, ctransid;
-	size_t i;
+	struct send_pass now = { .fd = -1 };
+	bool same;
 	int fd;
 
-	if (p->fd < 0 || p->version != version || p->parent_id != parent_id ||
-	    p->nr_ids != nr_ids || memcmp(p->ids, ids, nr_ids * sizeof(*ids)) ||
-	    btrfs_util_subvolume_id_fd(root_fd, &id) || id != p->root_id ||
-	    ctransid_of(root_fd, 0, &ctransid) || ctransid != p->root_ctransid)
+	if (p->fd < 0 || pass_record(&now, ks)) {
+		send_pass_release(&now);
 		return -ESTALE;
-	for (i = 0; i < nr_ids; i++)
-		if (ctransid_of(root_fd, ids[i], &ctransid) ||
-		    ctransid != p->ctransids[i])
-			return -ESTALE;
+	}
+	same = now.version == p->version && now.parent_id == p->parent_id &&
+	       now.nr_ids == p->nr_ids && now.root_id == p->root_id &&
+	       now.root_ctransid == p->root_ctransid &&
+	       !memcmp(now.ids, p->ids, p->nr_ids * sizeof(*p->ids)) &&
+	       !memcmp(now.ctransids, p->ctransids,
+		       p->nr_ids * sizeof(*p->ctransids));
+	send_pass_release(&now);
+	if (!same)
+		return -ESTALE;
 	if (lseek(p->fd, 0, SEEK_SET))
 		return -errno;
 	fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);

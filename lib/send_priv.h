@@ -199,12 +199,14 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end);
 
 /*
- * lib/send_pass.c: BTRFS_IOC_SEND of @ks->root_fd with @ks->args (but
- * send_fd) started on a thread of its own, writing into a pipe whose read
- * end is *@read_fd; the thread closes the write end when done, @ks->err
- * its errno. send_pass_open(): a descriptor reading the stream of @p from
- * its start, if @p was made for the subvolume @root_fd with this version,
- * parent and clone sources, and none of them changed since (-ESTALE: not).
+ * lib/send_pass.c: the kernel's pass (BTRFS_IOC_SEND without file data) of
+ * @root_fd from @parent_id (0: none) with the clone sources @ids, in
+ * stream version @version, set up by send_kernel_init();
+ * send_kernel_start() starts it on a thread of its own, writing into a
+ * pipe whose read end is *@read_fd; the thread closes the write end when
+ * done, ks->err its errno. send_pass_open(): a descriptor reading the
+ * stream of @p from its start, if @p was made for the pass @ks would run
+ * and none of the subvolumes it names changed since (-ESTALE: not).
  */
 struct kernel_send {
 	int root_fd;
@@ -212,8 +214,9 @@ struct kernel_send {
 	int err;
 };
 
+void send_kernel_init(struct kernel_send *ks, int root_fd, uint64_t parent_id,
+		      const uint64_t *ids, size_t nr_ids, uint32_t version);
 int send_kernel_start(struct kernel_send *ks, pthread_t *thread, int *read_fd);
-int send_pass_open(const struct send_pass *p, int root_fd, uint32_t version,
-		   uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
+int send_pass_open(const struct send_pass *p, const struct kernel_send *ks);
 
 #endif

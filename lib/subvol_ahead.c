@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,29 +58,9 @@ struct subvol_ahead {
 	size_t reached; /* the copy's position */
 	size_t nr_made; /* passes made, not given back */
 	uint64_t bytes; /* their size */
+	/* set by subvol_ahead_end(): a pass under way stops too */
 	volatile sig_atomic_t quit;
-	const volatile sig_atomic_t *stop;
 };
-
-static const char *source_of(const struct subvol_entry *en)
-{
-	return en->snap ?: en->src;
-}
-
-/* The clone sources the copy gives: every subvolume copied, by index. */
-static int job_clones(struct ahead_job *j, const struct subvol_plan *plan,
-		      const bool *copied)
-{
-	size_t i;
-
-	j->clones = calloc(plan->nr ?: 1, sizeof(*j->clones));
-	if (!j->clones)
-		return -ENOMEM;
-	for (i = 0; i < plan->nr; i++)
-		if (copied[i])
-			j->clones[j->nr_clones++] = source_of(&plan->v[i]);
-	return 0;
-}
 
 static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
 {
@@ -104,9 +85,14 @@ static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
 			j = &a->jobs[a->nr_jobs++];
 			j->pos = pos;
 			j->root = en->src;
-			j->parent = source_of(parent);
+			j->parent = subvol_source(parent);
 			j->pass.fd = -1;
-			ret = job_clones(j, plan, copied);
+			j->clones = calloc(plan->nr ?: 1, sizeof(*j->clones));
+			if (!j->clones)
+				ret = -ENOMEM;
+			else
+				j->nr_clones = subvol_plan_clones(plan, copied,
+								  j->clones);
 		}
 		copied[plan->order[pos]] = true;
 	}
@@ -125,11 +111,6 @@ static struct ahead_job *next_job(struct subvol_ahead *a)
 	return NULL;
 }
 
-static bool stopped(const struct subvol_ahead *a)
-{
-	return a->quit || (a->stop && *a->stop);
-}
-
 static void *ahead_run(void *arg)
 {
 	struct subvol_ahead *a = arg;
@@ -139,7 +120,7 @@ static void *ahead_run(void *arg)
 	int ret;
 
 	pthread_mutex_lock(&a->lock);
-	while (!stopped(a)) {
+	while (!a->quit) {
 		if (a->nr_made >= AHEAD_MAX_PASSES ||
 		    a->bytes >= AHEAD_MAX_BYTES) {
 			pthread_cond_wait(&a->cond, &a->lock);
@@ -183,8 +164,7 @@ static void ahead_free(struct subvol_ahead *a)
 	free(a);
 }
 
-int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
-		       const volatile sig_atomic_t *stop)
+int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan)
 {
 	struct subvol_ahead *a;
 	sigset_t block, old;
@@ -194,13 +174,10 @@ int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	a->stop = stop;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	ret = plan_jobs(a, plan);
-	if (!ret && !a->nr_jobs)
-		ret = -ENOENT;
-	if (!ret) {
+	if (!ret && a->nr_jobs) {
 		/* signals asking to stop go to the copy's thread */
 		sigemptyset(&block);
 		sigaddset(&block, SIGINT);
@@ -210,7 +187,7 @@ int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
 		ret = -pthread_create(&a->thread, NULL, ahead_run, a);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
-	if (ret) {
+	if (ret || !a->nr_jobs) {
 		ahead_free(a);
 		return ret;
 	}

@@ -8,7 +8,6 @@
 #ifndef ENCIO_SUBVOL_AHEAD_H
 #define ENCIO_SUBVOL_AHEAD_H
 
-#include <signal.h>
 #include <stddef.h>
 
 #include "send.h"
@@ -20,11 +19,10 @@ struct subvol_ahead;
  * Start making the passes of @plan's read-only subvolumes, in the copy
  * order, each from the parent and with the clone sources the copy would
  * give it if every subvolume before it were copied (up to the first
- * writable one, whose snapshot is not made yet). @stop: the caller's
- * stop flag. Returns 0 or -errno; *@a NULL then, and nothing is made.
+ * writable one, whose snapshot is not made yet). Returns 0 or -errno;
+ * *@a is NULL, and nothing is made, on an error or with no pass to make.
  */
-int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan,
-		       const volatile sig_atomic_t *stop);
+int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan);
 /*
  * The copy is at @pos in the copy order: passes of those before are of no
  * more use.

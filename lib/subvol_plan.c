@@ -293,6 +293,12 @@ static int plan_order(struct subvol_plan *s)
  * The read-only subvolume of @en's family in DEST already whose
  * generation is closest to @en's: the parent of its difference.
  */
+/* @i is in DEST, marked received as a stream from it expects */
+static bool copied_at(const struct subvol_plan *s, size_t i, const bool *copied)
+{
+	return copied ? copied[i] : s->v[i].in_dest && s->v[i].parent_ok;
+}
+
 const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 					       const struct subvol_entry *en,
 					       const bool *copied)
@@ -303,9 +309,7 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 
 	for (i = 0; i < s->nr; i++) {
 		c = &s->v[i];
-		if (c == en ||
-		    !(copied ? copied[i] : c->in_dest && c->parent_ok) ||
-		    family_of(s, i) != f)
+		if (c == en || !copied_at(s, i, copied) || family_of(s, i) != f)
 			continue;
 		diff = c->info.ctransid > en->info.ctransid ?
 			       c->info.ctransid - en->info.ctransid :
@@ -316,6 +320,17 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 		}
 	}
 	return best;
+}
+
+size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
+			  const char **out)
+{
+	size_t i, nr = 0;
+
+	for (i = 0; i < s->nr; i++)
+		if (copied_at(s, i, copied))
+			out[nr++] = subvol_source(&s->v[i]);
+	return nr;
 }
 
 /* The UUID a copy of @en is marked received with: btrfs send's choice. */

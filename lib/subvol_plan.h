@@ -67,6 +67,18 @@ void subvol_plan_release(struct subvol_plan *s);
 const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 					       const struct subvol_entry *en,
 					       const bool *copied);
+/*
+ * The clone sources of a difference sent now: the source of every
+ * subvolume in DEST (by @copied, or their flags when NULL, as above), in
+ * the plan's order, into @out (room for s->nr). Returns how many.
+ */
+size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
+			  const char **out);
+/* The path @en is read from: its snapshot if it is writable, else itself. */
+static inline const char *subvol_source(const struct subvol_entry *en)
+{
+	return en->snap ?: en->src;
+}
 /* The UUID a copy of read-only @en is marked received with. */
 const uint8_t *subvol_expected_received(const struct subvol_entry *en);
 
