@@ -566,7 +566,10 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 				       0);
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
+	/* nothing in it is final before place(): no checkpoints */
+	s->topts.dest_unpublished = true;
 	ret = copy_tree(s, subvol_source(en), dest, true, &ts);
+	s->topts.dest_unpublished = false;
 	if (ret)
 		return ret;
 	fd = openat(p->dir_fd, p->partial,

@@ -25,8 +25,12 @@
 
 #include "subvol_ahead.h"
 
-/* Passes made and not taken yet: enough to stay ahead of the copy. */
-#define AHEAD_MAX_PASSES 16
+/*
+ * Passes made and not taken yet: the bytes bound the memory, the count the
+ * open memory files. A pass not made when its turn comes holds up that
+ * step, so the count lets the thread run ahead of a long history.
+ */
+#define AHEAD_MAX_PASSES 64
 #define AHEAD_MAX_BYTES (256ULL << 20)
 /* A pass larger than this is given up: its turn asks the kernel again. */
 #define AHEAD_PASS_MAX_BYTES (64ULL << 20)

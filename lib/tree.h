@@ -44,6 +44,13 @@ struct tree_options {
 	bool no_target_dir;	/* DEST is the copy even if it exists (cp -T) */
 	/* subvolumes below a source root are left out, for their own copy */
 	bool skip_subvolumes;
+	/*
+	 * DEST (with no_target_dir) is not in place yet: the caller made it
+	 * empty, under a name of its own, and renames it when the copy is
+	 * complete. Everything in it is made under its own name, as in a
+	 * staged tree, with no checkpoint before the last sync.
+	 */
+	bool dest_unpublished;
 	/* set by the caller (a signal handler): stop cleanly at once */
 	volatile sig_atomic_t *stop;
 	/* an entry failed; the copy goes on */

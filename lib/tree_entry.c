@@ -519,6 +519,29 @@ void entry_special(struct tree *t, const char *src, const char *dst,
 	tree_stat_add(t, &t->stats->entries_done, 1);
 }
 
+/* @final NULL: the caller puts @staging into place (dest_unpublished). */
+static int stage_add(struct tree *t, const char *staging, size_t len,
+		     const char *final)
+{
+	struct tree_stage *s;
+
+	s = vec_grow(t->stages, t->nr_stages, &t->cap_stages, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	t->stages = s;
+	s = &t->stages[t->nr_stages];
+	s->staging = strdup(staging);
+	s->len = len;
+	s->final = final ? strdup(final) : NULL;
+	if (!s->staging || (final && !s->final)) {
+		free(s->staging);
+		free(s->final);
+		return -ENOMEM;
+	}
+	t->nr_stages++;
+	return 0;
+}
+
 /*
  * A source directory whose copy DEST lacks is built under a hidden name
  * beside it, .NAME.encio-partial, and renamed into place at the end, once
@@ -532,11 +555,12 @@ static int stage_root(struct tree *t)
 {
 	char *dst = t->dst_root;
 	char staging[PATH_MAX];
-	struct tree_stage *s;
 	struct stat st;
 	const char *name = dst + t->root_off;
-	int n;
+	int n, ret;
 
+	if (t->opts->dest_unpublished)
+		return stage_add(t, dst, strlen(dst), NULL);
 	if (!fstatat(t->dest_dir->fd, *name ? name : ".", &st,
 		     AT_SYMLINK_NOFOLLOW))
 		return 0;
@@ -549,22 +573,10 @@ static int stage_root(struct tree *t)
 		     (int)t->root_off, dst, name);
 	if (n < 0 || n >= (int)sizeof(staging))
 		return 0;
-	s = vec_grow(t->stages, t->nr_stages, &t->cap_stages, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	t->stages = s;
-	s = &t->stages[t->nr_stages];
-	s->staging = strdup(staging);
-	s->len = n;
-	s->final = strdup(dst);
-	if (!s->staging || !s->final) {
-		free(s->staging);
-		free(s->final);
-		return -ENOMEM;
-	}
-	t->nr_stages++;
-	memcpy(t->dst_root, staging, n + 1);
-	return 0;
+	ret = stage_add(t, staging, n, dst);
+	if (!ret)
+		memcpy(t->dst_root, staging, n + 1);
+	return ret;
 }
 
 /*
@@ -581,6 +593,8 @@ void entry_unstage(struct tree *t)
 		struct tree_stage *s = &t->stages[i];
 		int dir = t->dest_dir->fd;
 
+		if (!s->final)
+			continue;
 		if (!t->fatal &&
 		    renameat2(dir, dst_rel(t, s->staging), dir,
 			      dst_rel(t, s->final), RENAME_NOREPLACE)) {
