@@ -181,6 +181,8 @@ run_one()
 	local method=$1 ok=1 du
 
 	loopback_reformat dst
+	# the temporary snapshots deleted by the run before are dropped first
+	btrfs subvolume sync "$SRC" >/dev/null
 	: >"$work/err"
 	run_start
 	case $method in

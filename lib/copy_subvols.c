@@ -247,9 +247,9 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
 
 /*
  * The read-only snapshot a writable subvolume is copied from, left by a
- * run that stopped (its copy may be complete), or made now with @make.
+ * run that stopped (its copy may be complete), or made now.
  */
-static int snapshot_find(struct subvols *s, struct subvol_entry *en, bool make)
+static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
 
@@ -259,8 +259,6 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, bool make)
 		if (errno != ENOENT)
 			return encio_error_set(s->e, errno ?: EIO, "look at",
 					       en->snap, false, 0);
-		if (!make)
-			return 0;
 		if (snapshot_make(s, en))
 			return -s->e->err;
 		if (btrfs_util_subvolume_info(en->snap, 0, &info))
@@ -596,9 +594,6 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		return ret;
 	s->stats->current = p.dst;
 	s->stats->current_bytes = 0;
-	ret = snapshot_find(s, en, false);
-	if (ret)
-		goto out;
 	ret = dest_state(en, &p);
 	if (ret < 0) {
 		ret = encio_error_set(s->e, ret, "copy the subvolume to", p.dst,
@@ -614,7 +609,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		ret = 0;
 		goto out;
 	}
-	ret = partial_remove(s, &p) ?: snapshot_find(s, en, true);
+	ret = partial_remove(s, &p);
 	if (ret)
 		goto out;
 	parent = subvol_plan_nearest(&s->plan, en, NULL);
@@ -781,6 +776,22 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 	return ret;
 }
 
+/*
+ * The snapshots of the writable subvolumes, made before any copy, in the
+ * copy order (one inside another is made after it, so not in it): the
+ * passes ahead read them, and they give every writable subvolume one
+ * moment. Those left by a run that stopped are taken again.
+ */
+static int snapshots_make(struct subvols *s)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < s->plan.nr_order; i++)
+		ret = snapshot_find(s, &s->plan.v[s->plan.order[i]]);
+	return ret;
+}
+
 static int copy_all(struct subvols *s)
 {
 	struct receive_options ro = { .io_mode = s->opts->io_mode,
@@ -789,7 +800,7 @@ static int copy_all(struct subvols *s)
 	int top_fd = -1, ret;
 	size_t i;
 
-	ret = receive_ctx_new(&s->rcv, &ro, s->e);
+	ret = snapshots_make(s) ?: receive_ctx_new(&s->rcv, &ro, s->e);
 	if (ret)
 		return ret;
 	receive_set_progress(s->rcv, received_progress, s);

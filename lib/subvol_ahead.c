@@ -82,13 +82,11 @@ static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
 	}
 	for (pos = 0; !ret && pos < plan->nr_order; pos++) {
 		en = &plan->v[plan->order[pos]];
-		if (en->snap)
-			break;
 		parent = subvol_plan_nearest(plan, en, copied);
 		if (parent) {
 			j = &a->jobs[a->nr_jobs++];
 			j->pos = pos;
-			j->root = en->src;
+			j->root = subvol_source(en);
 			j->parent = subvol_source(parent);
 			j->pass.fd = -1;
 			j->clones = calloc(plan->nr ?: 1, sizeof(*j->clones));
@@ -250,7 +248,7 @@ const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
 		return NULL;
 	pthread_mutex_lock(&a->lock);
 	for (i = 0; !j && i < a->nr_jobs; i++)
-		if (a->jobs[i].root == en->src)
+		if (a->jobs[i].root == subvol_source(en))
 			j = &a->jobs[i];
 	while (j && j->state == AHEAD_MAKING)
 		pthread_cond_wait(&a->cond, &a->lock);

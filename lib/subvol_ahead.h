@@ -16,11 +16,11 @@
 struct subvol_ahead;
 
 /*
- * Start making the passes of @plan's read-only subvolumes, in the copy
- * order, each from the parent and with the clone sources the copy would
- * give it if every subvolume before it were copied (up to the first
- * writable one, whose snapshot is not made yet). Returns 0 or -errno;
- * *@a is NULL, and nothing is made, on an error or with no pass to make.
+ * Start making the passes of @plan's subvolumes, in the copy order, each
+ * from the parent and with the clone sources the copy would give it if
+ * every subvolume before it were copied. A writable subvolume's pass is of
+ * its snapshot, which must exist by then. Returns 0 or -errno; *@a is
+ * NULL, and nothing is made, on an error or with no pass to make.
  */
 int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan);
 /*
