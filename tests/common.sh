@@ -128,6 +128,16 @@ compressible()
 		head -c "$1"
 }
 
+# check_made_ahead OUT N: copy -r --subvolumes -v's summary in OUT counts
+# at least N-2 of N differences made ahead (a pass the copy overtook is
+# asked of the kernel at its turn: a margin of 2)
+check_made_ahead()
+{
+	local ahead
+	ahead=$(sed -n 's/^subvolumes: .* \([0-9]*\) differences made ahead.*/\1/p' "$1")
+	[ "${ahead:-0}" -ge $(($2 - 2)) ] || _fail "only ${ahead:-0} of $2 differences made ahead"
+}
+
 # random_bytes BYTES SEED > FILE
 random_bytes()
 {
