@@ -78,7 +78,7 @@ traced()
 {
 	local out=$1
 	shift
-	env "$no_lsan" strace -f -qq -e trace=ioctl -o "$out" "$@" >/dev/null ||
+	env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=ioctl -o "$out" "$@" >/dev/null ||
 		_fail "under strace: $*"
 }
 _log "read-ahead of a whole subvolume, not of a directory in one"
@@ -95,14 +95,14 @@ traced "$TEST_TMP/strace.send" "$ENCIO" -q send "$SRC/many-ro"
 # On a terminal send walks the tree first for its total: a read-ahead for
 # that walk too, then for the one that sends.
 if command -v script >/dev/null; then
-	script -qec "$(printf '%q ' env "$no_lsan" strace -f -qq -e trace=ioctl \
+	script -qec "$(printf '%q ' env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=ioctl \
 		-o "$TEST_TMP/strace.tty" "$ENCIO" send -f "$TEST_TMP/tty.stream" "$SRC/many-ro")" \
 		/dev/null >/dev/null || _fail "send on a terminal under strace"
 	[ "$(whole_tree_searches "$TEST_TMP/strace.tty")" -ge 2 ] || _fail "no read-ahead for the walk that counts"
 fi
 
 _log "finished files are closed through the ring, not a close(2) each"
-env "$no_lsan" strace -f -qq -e trace=close -o "$TEST_TMP/strace.close" "$ENCIO" -q copy -r "$T" "$DST/cl" ||
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=close -o "$TEST_TMP/strace.close" "$ENCIO" -q copy -r "$T" "$DST/cl" ||
 	_fail "copy under strace"
 diff -r "$T" "$DST/cl" || _fail "diff -r (closes)"
 closes=$(grep -c '^[0-9]* *close(' "$TEST_TMP/strace.close")
@@ -132,19 +132,19 @@ list_calls()
 {
 	grep -c 'listxattr(' "$1"
 }
-env "$no_lsan" strace -f -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.xa" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.xa" \
 	"$ENCIO" -q copy -r "$SRC/snap" "$DST/xa" || _fail "copy -r of the snapshot"
 diff -r --no-dereference "$SRC/snap" "$DST/xa" || _fail "diff -r (snapshot)"
 diff <(xattr_dump "$SRC/snap") <(xattr_dump "$DST/xa") || _fail "xattrs differ (copy -r)"
 _log "copy -r asked $(list_calls "$TEST_TMP/strace.xa") of $entries entries for xattrs"
 [ "$(list_calls "$TEST_TMP/strace.xa")" -lt $((entries / 2)) ] || _fail "copy -r listed the xattrs of most entries"
 # A writable subvolume may change while read: every entry is asked.
-env "$no_lsan" strace -f -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.rw" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.rw" \
 	"$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy -r of the subvolume"
 _log "copy -r of the writable subvolume asked $(list_calls "$TEST_TMP/strace.rw")"
 [ "$(list_calls "$TEST_TMP/strace.rw")" -ge $((entries - 10)) ] || _fail "copy -r trusted the read-ahead of a writable subvolume"
 diff <(xattr_dump "$T") <(xattr_dump "$DST/rw") || _fail "xattrs differ (writable)"
-env "$no_lsan" strace -f -qq -e trace=llistxattr -o "$TEST_TMP/strace.send-xa" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=llistxattr -o "$TEST_TMP/strace.send-xa" \
 	"$ENCIO" -q send -f "$TEST_TMP/snap.stream" "$SRC/snap" || _fail "send of the snapshot"
 _log "send asked $(list_calls "$TEST_TMP/strace.send-xa") of $entries entries for xattrs"
 [ "$(list_calls "$TEST_TMP/strace.send-xa")" -lt $((entries / 2)) ] || _fail "send listed the xattrs of most entries"

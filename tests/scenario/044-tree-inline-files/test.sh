@@ -149,7 +149,7 @@ link_reads()
 }
 
 _log "a read-only snapshot: small files made without opening them"
-env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat,close -o "$TEST_TMP/strace.ro" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat,readlink,readlinkat,close -o "$TEST_TMP/strace.ro" \
 	timeout 120 "$ENCIO" -q copy -r "$S" "$DST/ro" || _fail "copy of the snapshot"
 opens=$(file_opens "$TEST_TMP/strace.ro")
 # Inline but not made from the items: two names of one inode, an xattr, an
@@ -174,7 +174,7 @@ echo "$closes close(2) calls, $dirs directories"
 check_tree "$S" "$DST/ro"
 
 _log "the writable subvolume: every file opened"
-env "$no_lsan" strace -f -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.rw" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.rw" \
 	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy of the subvolume"
 opens=$(file_opens "$TEST_TMP/strace.rw")
 echo "$opens files opened of $total"
@@ -186,7 +186,7 @@ _log "a directory inside the snapshot, and --verify (which reads every file)"
 run_check timeout 120 "$ENCIO" -q copy -r "$S/zlib" "$DST/zlib-only"
 diff <(tree_stat "$S/zlib") <(tree_stat "$DST/zlib-only") || _fail "stat differs (directory)"
 diff -r "$S/zlib" "$DST/zlib-only" || _fail "diff -r (directory)"
-env "$no_lsan" strace -f -qq -e trace=open,openat -o "$TEST_TMP/strace.verify" \
+env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat -o "$TEST_TMP/strace.verify" \
 	timeout 120 "$ENCIO" -q copy -r --verify "$S" "$DST/verify" || _fail "copy --verify"
 opens=$(file_opens "$TEST_TMP/strace.verify")
 [ "$opens" -ge "$total" ] || _fail "--verify opened only $opens of $total files"
