@@ -253,7 +253,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
 
-	if (!en->snap || en->snap_made)
+	if (!en->snap)
 		return 0;
 	if (btrfs_util_subvolume_info(en->snap, 0, &info)) {
 		if (errno != ENOENT)
@@ -502,16 +502,21 @@ static void relay_progress(void *arg, const struct tree_stats *t,
 		s->opts->progress(s->opts->arg, s->stats);
 }
 
-/* tree_copy() of @src (SRC's plain part, or a subvolume) to @dest. */
+/*
+ * tree_copy() of @src to @dest: SRC's plain part as the caller asked, or
+ * with @subvol a subvolume into the new one @dest, which is under its
+ * partial name until place(), so nothing in it needs a checkpoint.
+ */
 static int copy_tree(struct subvols *s, const char *src, const char *dest,
-		     bool no_target_dir, struct tree_stats *ts)
+		     bool subvol, struct tree_stats *ts)
 {
 	char *srcs[1] = { (char *)src };
 	const struct copy_stats *c = &s->ctx->stats;
 	uint64_t encoded = c->encoded_bytes, clones = c->clones;
 	int ret;
 
-	s->topts.no_target_dir = no_target_dir;
+	s->topts.no_target_dir = subvol || s->opts->no_target_dir;
+	s->topts.dest_unpublished = subvol;
 	s->logical_before = c->logical_bytes;
 	ret = tree_copy(s->ctx, &s->topts, srcs, 1, dest, ts, s->e);
 	if (!ret && ts->failed)
@@ -564,10 +569,7 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 				       0);
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
-	/* nothing in it is final before place(): no checkpoints */
-	s->topts.dest_unpublished = true;
 	ret = copy_tree(s, subvol_source(en), dest, true, &ts);
-	s->topts.dest_unpublished = false;
 	if (ret)
 		return ret;
 	fd = openat(p->dir_fd, p->partial,
@@ -871,8 +873,7 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 	ret = subvols_begin(&s, src, dest);
 	/* SRC's part in no subvolume below it, with the directories they go in */
 	if (!ret && !s.plan.src_is_subvol)
-		ret = copy_tree(&s, s.plan.src, dest, opts->no_target_dir,
-				tstats);
+		ret = copy_tree(&s, s.plan.src, dest, false, tstats);
 	if (!ret)
 		ret = copy_all(&s);
 	subvols_release(&s);

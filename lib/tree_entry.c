@@ -550,6 +550,7 @@ static int stage_add(struct tree *t, const char *staging, size_t len,
  * leaves nothing under the final name, and a rerun resumes in the staging
  * directory. t->dst_root becomes the staging name; it stays where DEST has
  * the copy already (a rerun merges into it) or the name would be too long.
+ * A DEST not in place yet (dest_unpublished) is its own staging directory.
  */
 static int stage_root(struct tree *t)
 {
