@@ -5,8 +5,9 @@
 # copied first (the others are inside them), from snapshots all taken
 # before the first copy, so the differences of every snapshot after them
 # are computed ahead too. In DEST: every snapshot read-only, equal in
-# content and metadata, a snapshot of the copy before it; @home and
-# .snapshots writable, @home's files equal; no temporary snapshot left.
+# content and metadata, a snapshot of the copy of the relative the copy
+# names; @home and .snapshots writable, @home's files equal; no temporary
+# snapshot left.
 source "$(dirname "$0")/../../common.sh"
 require_root
 export TZ=UTC
@@ -39,14 +40,14 @@ done
 churn $((NR + 1))
 
 _log "copy -r --subvolumes of @home"
-run_check "$ENCIO" -v copy -r --subvolumes "$SRC/@home" "$DST/" >"$TEST_TMP/copy.out"
+run_check "$ENCIO" -v copy -r --subvolumes "$SRC/@home" "$DST/" >"$TEST_TMP/copy.out" 2>&1
 cat "$TEST_TMP/copy.out"
 # @home, .snapshots, then the first snapshot whole and 7 differences
 grep -q "subvolumes: 10 of 10 copied (8 as snapshots of copies, " "$TEST_TMP/copy.out" ||
 	_fail "summary: $(grep subvolumes: "$TEST_TMP/copy.out")"
 check_made_ahead "$TEST_TMP/copy.out" 8
 
-prev=
+uuid_of() { btrfs subvolume show "$1" | awk '$1 == "UUID:" { print $2 }'; }
 for n in $(seq 1 $NR); do
 	p=.snapshots/$n/snapshot
 	diff -r "$SRC/@home/$p" "$DST/@home/$p" || _fail "$p differs"
@@ -55,11 +56,13 @@ for n in $(seq 1 $NR); do
 	diff <(tree_stat "$SRC/@home/$p" | grep -v '^\./\.snapshots ') \
 		<(tree_stat "$DST/@home/$p" | grep -v '^\./\.snapshots ') || _fail "$p: metadata differs"
 	btrfs property get "$DST/@home/$p" ro | grep -q 'ro=true' || _fail "$p writable"
-	if [ -n "$prev" ]; then
-		parent=$(btrfs subvolume show "$DST/@home/$p" | awk '$1 == "Parent" && $2 == "UUID:" { print $3 }')
-		[ "$parent" = "$prev" ] || _fail "$p: parent $parent, not the copy of the snapshot before"
-	fi
-	prev=$(btrfs subvolume show "$DST/@home/$p" | awk '$1 == "UUID:" { print $2 }')
+	# a snapshot of the copy of the relative closest in ctransid (@home's
+	# or an earlier snapshot's, whichever the transactions made closer),
+	# the one the copy names
+	rel=$(sed -n "s|^subvolume '$DST/@home/$p': a snapshot of the copy of '$SRC/\(.*\)'\$|\1|p" "$TEST_TMP/copy.out")
+	[ -n "$rel" ] || _fail "$p: not made as a snapshot of a copy"
+	parent=$(btrfs subvolume show "$DST/@home/$p" | awk '$1 == "Parent" && $2 == "UUID:" { print $3 }')
+	[ "$parent" = "$(uuid_of "$DST/$rel")" ] || _fail "$p: parent $parent, not the copy of $rel"
 done
 for p in "" /.snapshots; do
 	btrfs property get "$DST/@home$p" ro | grep -q 'ro=false' || _fail "@home$p read-only"
