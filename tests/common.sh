@@ -138,6 +138,27 @@ check_made_ahead()
 	[ "${ahead:-0}" -ge $(($2 - 2)) ] || _fail "only ${ahead:-0} of $2 differences made ahead"
 }
 
+# uuid_of PATH [Parent|Received]: the subvolume's UUID, or that one of
+# its UUIDs, as btrfs subvolume show prints it ("-" for none)
+uuid_of()
+{
+	btrfs subvolume show "$1" | awk -v f="${2:-}" '
+		f == "" && $1 == "UUID:" { print $2 }
+		f != "" && $1 == f && $2 == "UUID:" { print $3 }'
+}
+
+# strace_calls OUT SYSCALLS CMD...: CMD under strace -f, its calls of
+# SYSCALLS (as strace's -e trace= takes them) written to OUT; with
+# --seccomp-bpf only those stop it. LeakSanitizer cannot run under
+# ptrace: it is off for CMD.
+strace_calls()
+{
+	local out=$1 calls=$2
+	shift 2
+	env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		strace -f --seccomp-bpf -qq -e trace="$calls" -o "$out" "$@"
+}
+
 # random_bytes BYTES SEED > FILE
 random_bytes()
 {

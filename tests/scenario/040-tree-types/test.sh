@@ -121,7 +121,7 @@ timeout 120 "$ENCIO" copy -r "$T" "$DST/noprog" 2>"$TEST_TMP/err" >/dev/null || 
 [ ! -s "$TEST_TMP/err" ] || _fail "progress shown though stderr is not a terminal"
 
 _log "a new tree: every entry made under its own name, one rename (the staging directory)"
-strace -f --seccomp-bpf -qq -e trace=rename,renameat,renameat2,linkat -o "$TEST_TMP/strace" \
+strace_calls "$TEST_TMP/strace" rename,renameat,renameat2,linkat \
 	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/staged" || _fail "copy under strace"
 cat "$TEST_TMP/strace"
 [ "$(grep -c rename "$TEST_TMP/strace")" = 1 ] || _fail "renames beside the staging directory's"

@@ -68,7 +68,8 @@ diff <(inode_groups "$T") <(inode_groups "$DST/def") || _fail "link structure di
 
 # The read-ahead: one search over every key of the subvolume (tree_id 0,
 # from objectid 0 to the last); the per-file extent searches name their
-# inode. LeakSanitizer cannot run under ptrace.
+# inode. LeakSanitizer cannot run under ptrace (strace_calls turns it off;
+# the strace run by script here too).
 no_lsan=ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 whole_tree_searches()
 {
@@ -78,7 +79,7 @@ traced()
 {
 	local out=$1
 	shift
-	env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=ioctl -o "$out" "$@" >/dev/null ||
+	strace_calls "$out" ioctl "$@" >/dev/null ||
 		_fail "under strace: $*"
 }
 _log "read-ahead of a whole subvolume, not of a directory in one"
@@ -102,7 +103,7 @@ if command -v script >/dev/null; then
 fi
 
 _log "finished files are closed through the ring, not a close(2) each"
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=close -o "$TEST_TMP/strace.close" "$ENCIO" -q copy -r "$T" "$DST/cl" ||
+strace_calls "$TEST_TMP/strace.close" close "$ENCIO" -q copy -r "$T" "$DST/cl" ||
 	_fail "copy under strace"
 diff -r "$T" "$DST/cl" || _fail "diff -r (closes)"
 closes=$(grep -c '^[0-9]* *close(' "$TEST_TMP/strace.close")
@@ -132,19 +133,19 @@ list_calls()
 {
 	grep -c 'listxattr(' "$1"
 }
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.xa" \
+strace_calls "$TEST_TMP/strace.xa" flistxattr,llistxattr \
 	"$ENCIO" -q copy -r "$SRC/snap" "$DST/xa" || _fail "copy -r of the snapshot"
 diff -r --no-dereference "$SRC/snap" "$DST/xa" || _fail "diff -r (snapshot)"
 diff <(xattr_dump "$SRC/snap") <(xattr_dump "$DST/xa") || _fail "xattrs differ (copy -r)"
 _log "copy -r asked $(list_calls "$TEST_TMP/strace.xa") of $entries entries for xattrs"
 [ "$(list_calls "$TEST_TMP/strace.xa")" -lt $((entries / 2)) ] || _fail "copy -r listed the xattrs of most entries"
 # A writable subvolume may change while read: every entry is asked.
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=flistxattr,llistxattr -o "$TEST_TMP/strace.rw" \
+strace_calls "$TEST_TMP/strace.rw" flistxattr,llistxattr \
 	"$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy -r of the subvolume"
 _log "copy -r of the writable subvolume asked $(list_calls "$TEST_TMP/strace.rw")"
 [ "$(list_calls "$TEST_TMP/strace.rw")" -ge $((entries - 10)) ] || _fail "copy -r trusted the read-ahead of a writable subvolume"
 diff <(xattr_dump "$T") <(xattr_dump "$DST/rw") || _fail "xattrs differ (writable)"
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=llistxattr -o "$TEST_TMP/strace.send-xa" \
+strace_calls "$TEST_TMP/strace.send-xa" llistxattr \
 	"$ENCIO" -q send -f "$TEST_TMP/snap.stream" "$SRC/snap" || _fail "send of the snapshot"
 _log "send asked $(list_calls "$TEST_TMP/strace.send-xa") of $entries entries for xattrs"
 [ "$(list_calls "$TEST_TMP/strace.send-xa")" -lt $((entries / 2)) ] || _fail "send listed the xattrs of most entries"

@@ -136,7 +136,6 @@ check_tree()
 # Opens of the test's regular files for reading: by name in an open
 # directory, or by a path under the test's directory (directories are
 # opened O_DIRECTORY, DEST's files for writing).
-no_lsan=ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 file_opens()
 {
 	grep -E "open(at)?\\(([0-9]+, \"|AT_FDCWD, \"$TEST_TMP/|\"$TEST_TMP/).*O_RDONLY" "$1" |
@@ -149,7 +148,7 @@ link_reads()
 }
 
 _log "a read-only snapshot: small files made without opening them"
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat,readlink,readlinkat,close -o "$TEST_TMP/strace.ro" \
+strace_calls "$TEST_TMP/strace.ro" open,openat,readlink,readlinkat,close \
 	timeout 120 "$ENCIO" -q copy -r "$S" "$DST/ro" || _fail "copy of the snapshot"
 opens=$(file_opens "$TEST_TMP/strace.ro")
 # Inline but not made from the items: two names of one inode, an xattr, an
@@ -174,7 +173,7 @@ echo "$closes close(2) calls, $dirs directories"
 check_tree "$S" "$DST/ro"
 
 _log "the writable subvolume: every file opened"
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat,readlink,readlinkat -o "$TEST_TMP/strace.rw" \
+strace_calls "$TEST_TMP/strace.rw" open,openat,readlink,readlinkat \
 	timeout 120 "$ENCIO" -q copy -r "$T" "$DST/rw" || _fail "copy of the subvolume"
 opens=$(file_opens "$TEST_TMP/strace.rw")
 echo "$opens files opened of $total"
@@ -186,7 +185,7 @@ _log "a directory inside the snapshot, and --verify (which reads every file)"
 run_check timeout 120 "$ENCIO" -q copy -r "$S/zlib" "$DST/zlib-only"
 diff <(tree_stat "$S/zlib") <(tree_stat "$DST/zlib-only") || _fail "stat differs (directory)"
 diff -r "$S/zlib" "$DST/zlib-only" || _fail "diff -r (directory)"
-env "$no_lsan" strace -f --seccomp-bpf -qq -e trace=open,openat -o "$TEST_TMP/strace.verify" \
+strace_calls "$TEST_TMP/strace.verify" open,openat \
 	timeout 120 "$ENCIO" -q copy -r --verify "$S" "$DST/verify" || _fail "copy --verify"
 opens=$(file_opens "$TEST_TMP/strace.verify")
 [ "$opens" -ge "$total" ] || _fail "--verify opened only $opens of $total files"

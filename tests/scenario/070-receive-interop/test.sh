@@ -89,8 +89,8 @@ compare_trees()
 check_received()
 {
 	local src=$1 dst=$2 uuid ruuid
-	uuid=$(btrfs subvolume show "$src" | awk '$1 == "UUID:" { print $2 }')
-	ruuid=$(btrfs subvolume show "$dst" | awk '$1 == "Received" && $2 == "UUID:" { print $3 }')
+	uuid=$(uuid_of "$src")
+	ruuid=$(uuid_of "$dst" Received)
 	[ -n "$uuid" ] && [ "$uuid" = "$ruuid" ] || _fail "received UUID of $dst: '$ruuid', want '$uuid'"
 	[ "$(btrfs property get -ts "$dst" ro)" = "ro=true" ] || _fail "$dst not read-only"
 }

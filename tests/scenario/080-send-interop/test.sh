@@ -100,16 +100,6 @@ check_prealloc()
 	prealloc_layout "$2" | grep -q prealloc || _fail "no prealloc in $2"
 }
 
-uuid_of()
-{
-	btrfs subvolume show "$1" | awk '$1 == "UUID:" { print $2 }'
-}
-
-received_uuid_of()
-{
-	btrfs subvolume show "$1" | awk '$1 == "Received" && $2 == "UUID:" { print $3 }'
-}
-
 make_btrfs dst 512M
 DST=$MNT
 mkdir "$DST/b" "$DST/e" "$DST/s" "$DST/p" "$DST/n"
@@ -125,7 +115,7 @@ compare_trees "$R" "$DST/b/vol"
 check_prealloc "$R" "$DST/b/vol"
 [ "$(zstd_disk "$R")" = "$(zstd_disk "$DST/b/vol")" ] ||
 	_fail "encoded bytes differ: $(zstd_disk "$R") vs $(zstd_disk "$DST/b/vol")"
-[ "$(received_uuid_of "$DST/b/vol")" = "$(uuid_of "$R")" ] || _fail "received UUID is not the source's"
+[ "$(uuid_of "$DST/b/vol" Received)" = "$(uuid_of "$R")" ] || _fail "received UUID is not the source's"
 
 _log "encio send -f | encio receive -f, dumps"
 run_check "$ENCIO" -q send -f "$S/vol" "$R"
@@ -156,7 +146,7 @@ run_check "$ENCIO" -q send --snapshot -f "$S/snap" "$V"
 ls -a "$SRC" | grep -q encio-send && _fail "snapshot left behind"
 run_check btrfs receive -f "$S/snap" "$DST/s"
 compare_trees "$V" "$DST/s/vol"
-ruuid=$(received_uuid_of "$DST/s/vol")
+ruuid=$(uuid_of "$DST/s/vol" Received)
 [ -n "$ruuid" ] && [ "$ruuid" != "$(uuid_of "$V")" ] || _fail "--snapshot: UUID '$ruuid' not the snapshot's"
 run_mustfail "--snapshot of a plain directory" "$ENCIO" send --snapshot -f "$S/bad" "$V/dir"
 ls -a "$V" | grep -q encio-send && _fail "snapshot left behind after an error"
@@ -170,7 +160,7 @@ _log "a plain directory"
 run_check "$ENCIO" -q send -f "$S/dir" "$V/dir"
 run_check btrfs receive -f "$S/dir" "$DST/p"
 compare_trees "$V/dir" "$DST/p/dir"
-ruuid=$(received_uuid_of "$DST/p/dir")
+ruuid=$(uuid_of "$DST/p/dir" Received)
 [ -n "$ruuid" ] && [ "$ruuid" != - ] || _fail "no fresh UUID for a directory"
 
 _log "a directory of procfs: files of size 0 sent as they read"

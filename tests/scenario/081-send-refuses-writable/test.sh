@@ -24,11 +24,6 @@ echo plain >"$PLAIN/tree/file"
 S=$TEST_TMP/streams
 mkdir "$S"
 
-uuid_of()
-{
-	btrfs subvolume show "$1" | awk '$1 == "UUID:" { print $2 }'
-}
-
 _log "a writable subvolume is refused, to a file and to a pipe"
 run_mustfail "send of a writable subvolume" "$ENCIO" send -f "$S/vol" "$V"
 echo "$ERR_OUT" | grep -q "^ERROR: subvolume $V is not read-only" ||
@@ -51,7 +46,7 @@ grep -q WARNING "$TEST_TMP/err" && _fail "a read-only snapshot warned about"
 mkdir "$DST/b"
 run_check btrfs receive -f "$S/snap" "$DST/b"
 diff -r "$SRC/snap" "$DST/b/snap" || _fail "received snapshot differs"
-[ "$(btrfs subvolume show "$DST/b/snap" | awk '$1 == "Received" && $2 == "UUID:" { print $3 }')" = "$(uuid_of "$SRC/snap")" ] ||
+[ "$(uuid_of "$DST/b/snap" Received)" = "$(uuid_of "$SRC/snap")" ] ||
 	_fail "received UUID is not the snapshot's"
 # a directory inside a read-only snapshot does not change either
 "$ENCIO" send -f "$S/snapdir" "$SRC/snap/dir" 2>"$TEST_TMP/err" || _fail "send of a directory of a snapshot"

@@ -64,7 +64,7 @@ _log "-c a -c b without -p: the parent btrfs send picks"
 run_check "$ENCIO" -q send --no-data -c "$SRC/ro/a" -c "$SRC/ro/b" -c "$SRC/ro/lib" -f "$TEST_TMP/c-nodata" "$SRC/ro/c"
 run_check btrfs -q send --proto 2 --no-data -c "$SRC/ro/a" -c "$SRC/ro/b" -c "$SRC/ro/lib" -f "$TEST_TMP/c-nodata-btrfs" "$SRC/ro/c"
 cmp "$TEST_TMP/c-nodata" "$TEST_TMP/c-nodata-btrfs" || _fail "another parent or clone than btrfs send's"
-btrfs receive --dump -f "$TEST_TMP/c-nodata" | grep -q "^snapshot .*parent_uuid=$(btrfs subvolume show "$SRC/ro/b" | awk '$1 == "UUID:" { print $2 }')" ||
+btrfs receive --dump -f "$TEST_TMP/c-nodata" | grep -q "^snapshot .*parent_uuid=$(uuid_of "$SRC/ro/b")" ||
 	_fail "not b as the parent"
 run_check "$ENCIO" -q send -c "$SRC/ro/a" -c "$SRC/ro/b" -c "$SRC/ro/lib" -f "$TEST_TMP/c.stream" "$SRC/ro/c"
 grep -qE '^clone +\./c/dir/again .* from=\./c/(text|text-from-lib) ' <(btrfs receive --dump -f "$TEST_TMP/c.stream") ||

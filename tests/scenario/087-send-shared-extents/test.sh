@@ -71,7 +71,7 @@ done
 _log "two snapshots of one subvolume in one stream: the second as a snapshot of the first"
 run_check "$ENCIO" -q send -f "$TEST_TMP/two.stream" "$SRC/snap1" "$SRC/snap2"
 "$ENCIO" dump -f "$TEST_TMP/two.stream" >"$TEST_TMP/two.dump" || _fail "encio dump"
-uuid1=$(btrfs subvolume show "$SRC/snap1" | awk '$1 == "UUID:" { print $2 }')
+uuid1=$(uuid_of "$SRC/snap1")
 grep -qE "^snapshot +\./snap2 .* parent_uuid=$uuid1 " "$TEST_TMP/two.dump" ||
 	_fail "snap2 is not sent as the difference from snap1"
 e2=$(stat -c %s "$TEST_TMP/two.stream")
@@ -94,8 +94,7 @@ for r in btrfs encio; do
 	s=$(disk "$SRC/snap1" "$SRC/snap2") d=$(disk "${BY[$r]}/two/snap1" "${BY[$r]}/two/snap2")
 	echo "disk usage: sources $s, received $d"
 	within "$d" "$s" || _fail "$r: disk usage $d against the sources' $s"
-	[ "$(btrfs subvolume show "${BY[$r]}/two/snap2" | awk '$1 == "Parent" && $2 == "UUID:" { print $3 }')" = \
-		"$(btrfs subvolume show "${BY[$r]}/two/snap1" | awk '$1 == "UUID:" { print $2 }')" ] ||
+	[ "$(uuid_of "${BY[$r]}/two/snap2" Parent)" = "$(uuid_of "${BY[$r]}/two/snap1")" ] ||
 		_fail "$r: snap2 is not a snapshot of snap1"
 done
 

@@ -47,7 +47,6 @@ grep -q "subvolumes: 10 of 10 copied (8 as snapshots of copies, " "$TEST_TMP/cop
 	_fail "summary: $(grep subvolumes: "$TEST_TMP/copy.out")"
 check_made_ahead "$TEST_TMP/copy.out" 8
 
-uuid_of() { btrfs subvolume show "$1" | awk '$1 == "UUID:" { print $2 }'; }
 for n in $(seq 1 $NR); do
 	p=.snapshots/$n/snapshot
 	diff -r "$SRC/@home/$p" "$DST/@home/$p" || _fail "$p differs"
@@ -61,7 +60,7 @@ for n in $(seq 1 $NR); do
 	# the one the copy names
 	rel=$(sed -n "s|^subvolume '$DST/@home/$p': a snapshot of the copy of '$SRC/\(.*\)'\$|\1|p" "$TEST_TMP/copy.out")
 	[ -n "$rel" ] || _fail "$p: not made as a snapshot of a copy"
-	parent=$(btrfs subvolume show "$DST/@home/$p" | awk '$1 == "Parent" && $2 == "UUID:" { print $3 }')
+	parent=$(uuid_of "$DST/@home/$p" Parent)
 	[ "$parent" = "$(uuid_of "$DST/$rel")" ] || _fail "$p: parent $parent, not the copy of $rel"
 done
 for p in "" /.snapshots; do
