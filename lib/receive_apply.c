@@ -226,6 +226,7 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	int pfd, ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
+	dir_cache_inherits_forget(ctx);
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
@@ -241,6 +242,7 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	int pfd, ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
+	dir_cache_inherits_forget(ctx);
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
@@ -331,6 +333,7 @@ static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 	struct receive_ctx *ctx = arg;
 
 	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
+	dir_cache_inherits_forget(ctx);
 	return flags_fileattr(ctx, path, attr);
 }
 

@@ -48,8 +48,12 @@ enum mk_kind { MK_FILE, MK_DIR, MK_NOD, MK_FIFO, MK_SOCK, MK_SYMLINK };
  * A node the stream made, not created yet. btrfs send makes every new inode
  * under an orphan name (oINO-GEN-0) and renames it into place in the next
  * command: created at its final name directly, it costs one create instead
- * of a create and a rename. Any other command creates it first where the
- * stream said.
+ * of a create and a rename. That is only done where the inode comes out
+ * the same, the directories of both names passing nothing on to a new
+ * inode (btrfs gives it its directory's nocow, compress and nocompress
+ * flags, its btrfs.compression property, and its default ACL); else, and
+ * for any other command, it is created where the stream said, as btrfs
+ * receive does.
  */
 struct pending_node {
 	bool active;
@@ -107,6 +111,9 @@ struct receive_ctx {
 		uint64_t used;
 		bool setgid_known; /* setgid: its mode had S_ISGID when opened */
 		bool setgid;
+		/* inherits: what it passes to inodes made in it, if known */
+		bool inherits_known;
+		bool inherits;
 		char path[PATH_MAX];
 	} dirs[DIR_CACHE_SLOTS];
 	uint64_t dir_clock;
@@ -219,6 +226,8 @@ int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 void dir_cache_clear(struct receive_ctx *ctx);
 void dir_cache_forget(struct receive_ctx *ctx, const char *path);
 void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path);
+/* Flags or xattrs may change: what cached directories pass on is unknown. */
+void dir_cache_inherits_forget(struct receive_ctx *ctx);
 int write_fd_close(struct receive_ctx *ctx);
 int write_fd_get(struct receive_ctx *ctx, const char *path);
 bool write_fd_holds(const struct receive_ctx *ctx, const char *path);

@@ -14,11 +14,15 @@
  * path in the stream, and a node the stream made is created when the next
  * command needs the tree as the stream says.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
 #include "receive_internal.h"
 
@@ -57,6 +61,14 @@ void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path)
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
 		if (!strcmp(ctx->dirs[i].path, path))
 			ctx->dirs[i].setgid_known = false;
+}
+
+void dir_cache_inherits_forget(struct receive_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; i < DIR_CACHE_SLOTS; i++)
+		ctx->dirs[i].inherits_known = false;
 }
 
 /* Paths. */
@@ -195,6 +207,7 @@ int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	slot->used = ++ctx->dir_clock;
 	slot->setgid_known = !fstat(fd, &st);
 	slot->setgid = slot->setgid_known && (st.st_mode & S_ISGID);
+	slot->inherits_known = false;
 	ctx->last_dir = slot;
 	return fd;
 }
@@ -353,9 +366,54 @@ int pending_flush(struct receive_ctx *ctx)
 				p->target);
 }
 
+static bool xattr_present(int fd, const char *name)
+{
+	return fgetxattr(fd, name, NULL, 0) >= 0 || errno != ENODATA;
+}
+
+/*
+ * Whether the directory @d passes anything on to an inode made in it: true
+ * where that cannot be told.
+ */
+static bool dir_inherits(struct dir_slot *d)
+{
+	unsigned int flags = 0;
+	int fd;
+
+	if (d->inherits_known)
+		return d->inherits;
+	fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d->inherits = fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
+		      (flags & (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)) ||
+		      xattr_present(fd, "btrfs.compression") ||
+		      xattr_present(fd, "system.posix_acl_default");
+	d->inherits_known = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return d->inherits;
+}
+
+/* A node made at @to comes out as one made at @from. */
+static bool made_alike(struct receive_ctx *ctx, const char *from,
+		       const char *to)
+{
+	const char *sf = strrchr(from, '/'), *st = strrchr(to, '/');
+	size_t lf = sf ? (size_t)(sf - from) : 0,
+	       lt = st ? (size_t)(st - to) : 0;
+	char last[NAME_MAX + 1];
+
+	if (lf == lt && !strncmp(from, to, lf))
+		return true;
+	if (path_open_parent(ctx, to, last) < 0 || dir_inherits(ctx->last_dir))
+		return false;
+	return path_open_parent(ctx, from, last) >= 0 &&
+	       !dir_inherits(ctx->last_dir);
+}
+
 /*
  * Create the pending node at @to, the name its rename gives it: -EEXIST
- * (still pending) where @to exists, which the rename would replace.
+ * (still pending) where @to exists, which the rename would replace, or
+ * where the node would not come out as the stream's (made_alike()).
  */
 int pending_create_at(struct receive_ctx *ctx, const char *to)
 {
@@ -363,6 +421,10 @@ int pending_create_at(struct receive_ctx *ctx, const char *to)
 	int ret;
 
 	p->active = false;
+	if (!made_alike(ctx, p->path, to)) {
+		p->active = true;
+		return -EEXIST;
+	}
 	ret = path_create_node(ctx, to, p->kind, p->type, p->rdev, p->target);
 	if (ret == -EEXIST)
 		p->active = true;

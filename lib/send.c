@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * encio send: walk a tree (never following symlinks) and write it as a btrfs
- * send stream, version 2; incremental streams are made in send_delta.c, a
- * file's data commands in send_data.c, -f FILE in send_output.c.
+ * send stream, version 2; the streams the kernel makes are relayed by
+ * send_kernel.c, a file's data commands made in send_data.c, -f FILE in
+ * send_output.c.
  *
  * Small files are read in batches (see struct send_pending); a bigger
  * file's data in windows (send_data.c). Every read of a window or batch is
@@ -1015,8 +1016,8 @@ static int send_kernel_one(struct send_ctx *ctx, const char *root,
 					 false);
 		}
 	}
-	return send_kernel_tree(ctx, root, name, p ? p->path : NULL,
-				p ? p->id : 0, r->ids, r->nr, end);
+	return send_kernel_tree(ctx, root, name, p ? p->id : 0, r->ids, r->nr,
+				end);
 }
 
 /*

@@ -116,8 +116,8 @@ void send_output_abort(struct send_output *out);
  * with opts->snapshot, which sends from a read-only snapshot of it, deleted
  * before returning whatever happened. A full send of version 2 walks the
  * tree; with a parent, clone sources, --no-data or version 1 the kernel
- * computes the stream (BTRFS_IOC_SEND without file data) and the data is
- * filled in from the subvolume.
+ * writes the stream, data included (BTRFS_IOC_SEND with
+ * BTRFS_SEND_FLAG_COMPRESSED from version 2 on), and it is relayed.
  * Returns 0 or -errno with @e filled (-EINTR: *opts->stop was set); @stats
  * is filled either way.
  */
@@ -127,7 +127,7 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 
 /*
  * The kernel's pass for the read-only subvolume @root with @opts (parent,
- * clone sources, version): its stream (BTRFS_IOC_SEND without file data)
+ * clone sources, version): its stream (BTRFS_IOC_SEND, data included)
  * kept in memory, for a send_run() of @root later, so that a caller may
  * have the kernel compute one subvolume's difference while it receives
  * another. What the stream depends on is recorded: the ids and ctransids
@@ -139,6 +139,7 @@ struct send_pass {
 	int fd; /* the stream, in an unnamed memory file */
 	uint64_t bytes;
 	uint32_t version;
+	uint64_t flags; /* BTRFS_SEND_FLAG_* */
 	uint64_t root_id, root_ctransid;
 	uint64_t parent_id;
 	uint64_t *ids; /* the clone sources given to the kernel */

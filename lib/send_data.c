@@ -5,8 +5,7 @@
  * reads (ENCODED_WRITE), plain ranges in slot-sized pieces (by encoded reads
  * too, which return them as compression NONE, or by pread where encoded
  * reads are impossible; WRITE). Every read of a window is reaped before its
- * commands are written, in file-offset order. Shared by the tree walk
- * (send.c) and the incremental path (send_delta.c).
+ * commands are written, in file-offset order.
  */
 #include <errno.h>
 #include <fcntl.h>

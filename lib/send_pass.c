@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The kernel's pass: BTRFS_IOC_SEND without file data, run on a thread of
- * its own into a pipe. send_kernel_tree() reads the pipe as the kernel
- * writes it; send_pass_make() keeps the whole stream in memory for a
- * later send_run(), which reads it instead of asking the kernel again if
+ * The kernel's pass: BTRFS_IOC_SEND, run on a thread of its own into a
+ * pipe. send_kernel_tree() reads the pipe as the kernel writes it;
+ * send_pass_make() keeps the whole stream in memory for a later
+ * send_run(), which reads it instead of asking the kernel again if
  * nothing it depends on changed in between.
  */
 #include <errno.h>
@@ -28,14 +28,19 @@
 #define PASS_POLL_MS 100
 
 void send_kernel_init(struct kernel_send *ks, int root_fd, uint64_t parent_id,
-		      const uint64_t *ids, size_t nr_ids, uint32_t version)
+		      const uint64_t *ids, size_t nr_ids, uint32_t version,
+		      bool no_data)
 {
 	memset(ks, 0, sizeof(*ks));
 	ks->root_fd = root_fd;
 	ks->args.clone_sources_count = nr_ids;
 	ks->args.clone_sources = (__u64 *)ids;
 	ks->args.parent_root = parent_id;
-	ks->args.flags = BTRFS_SEND_FLAG_NO_FILE_DATA | BTRFS_SEND_FLAG_VERSION;
+	ks->args.flags = BTRFS_SEND_FLAG_VERSION;
+	if (no_data)
+		ks->args.flags |= BTRFS_SEND_FLAG_NO_FILE_DATA;
+	else if (version >= 2)
+		ks->args.flags |= BTRFS_SEND_FLAG_COMPRESSED;
 	ks->args.version = version;
 }
 
@@ -94,6 +99,7 @@ static int pass_record(struct send_pass *p, const struct kernel_send *ks)
 	int ret;
 
 	p->version = ks->args.version;
+	p->flags = ks->args.flags;
 	p->parent_id = ks->args.parent_root;
 	p->nr_ids = nr;
 	p->ids = calloc(nr + 1, sizeof(*p->ids));
@@ -162,7 +168,7 @@ int send_pass_make(struct send_pass *p, const char *root,
 		goto out;
 	}
 	send_kernel_init(&ks, root_fd, parent ? parent->id : 0, r.ids, r.nr,
-			 opts->proto ?: 2);
+			 opts->proto ?: 2, opts->no_data);
 	ret = pass_record(p, &ks);
 	if (ret) {
 		ret = encio_error_set(e, ret, "look at the subvolumes of", root,
@@ -213,8 +219,9 @@ int send_pass_open(const struct send_pass *p, const struct kernel_send *ks)
 		send_pass_release(&now);
 		return -ESTALE;
 	}
-	same = now.version == p->version && now.parent_id == p->parent_id &&
-	       now.nr_ids == p->nr_ids && now.root_id == p->root_id &&
+	same = now.version == p->version && now.flags == p->flags &&
+	       now.parent_id == p->parent_id && now.nr_ids == p->nr_ids &&
+	       now.root_id == p->root_id &&
 	       now.root_ctransid == p->root_ctransid &&
 	       !memcmp(now.ids, p->ids, p->nr_ids * sizeof(*p->ids)) &&
 	       !memcmp(now.ctransids, p->ctransids,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * encio send, inside: the context shared by the tree walk (send.c) and the
- * kernel's difference filled with data (send_delta.c).
+ * encio send, inside: the context shared by the tree walk (send.c), its
+ * data (send_data.c, send_share.c) and the kernel's streams relayed
+ * (send_kernel.c, send_pass.c).
  */
 #ifndef ENCIO_SEND_PRIV_H
 #define ENCIO_SEND_PRIV_H
@@ -187,19 +188,19 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 		     size_t first, size_t last, bool *eof, int ret);
 
 /*
- * The read-only subvolume @root as the kernel's BTRFS_IOC_SEND computes it,
- * file data filled in from @root (with opts.no_data, left out as the
- * kernel does), END last if @end. @name: the subvolume's name in the
- * stream, NULL for the kernel's; @parent: the parent snapshot's path and
- * @parent_id its subvolume id, NULL and 0 for a full send; @clone_ids: the
- * clone sources' ids.
+ * The read-only subvolume @root as the kernel's BTRFS_IOC_SEND writes it,
+ * data included (compressed extents encoded from version 2 on; with
+ * opts.no_data, UPDATE_EXTENT where data goes), END last if @end. @name:
+ * the subvolume's name in the stream, NULL for the kernel's; @parent_id:
+ * the parent's subvolume id, 0 for a full send; @clone_ids: the clone
+ * sources' ids.
  */
 int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
-		     const char *parent, uint64_t parent_id,
-		     const uint64_t *clone_ids, size_t nr_clone_ids, bool end);
+		     uint64_t parent_id, const uint64_t *clone_ids,
+		     size_t nr_clone_ids, bool end);
 
 /*
- * lib/send_pass.c: the kernel's pass (BTRFS_IOC_SEND without file data) of
+ * lib/send_pass.c: the kernel's pass (BTRFS_IOC_SEND) of
  * @root_fd from @parent_id (0: none) with the clone sources @ids, in
  * stream version @version, set up by send_kernel_init();
  * send_kernel_start() starts it on a thread of its own, writing into a
@@ -215,7 +216,8 @@ struct kernel_send {
 };
 
 void send_kernel_init(struct kernel_send *ks, int root_fd, uint64_t parent_id,
-		      const uint64_t *ids, size_t nr_ids, uint32_t version);
+		      const uint64_t *ids, size_t nr_ids, uint32_t version,
+		      bool no_data);
 int send_kernel_start(struct kernel_send *ks, pthread_t *thread, int *read_fd);
 int send_pass_open(const struct send_pass *p, const struct kernel_send *ks);
 

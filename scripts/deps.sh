@@ -6,7 +6,7 @@ PACKAGES=(
 	autoconf automake libtool pkg-config make gcc
 	liburing-dev libbtrfsutil-dev libzstd-dev zlib1g-dev liblzo2-dev
 	libcmocka-dev btrfs-progs btrfs-compsize btrbk attr acl libcap2-bin
-	util-linux procps e2fsprogs openssl python3 man-db zstd strace
+	util-linux procps e2fsprogs openssl python3 man-db zstd strace xfsprogs
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
