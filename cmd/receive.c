@@ -24,8 +24,9 @@ static const char *const receive_usage[] = {
 	"'encio send'; several may be concatenated) from FILE or standard input",
 	"(not a terminal) and creates each subvolume (or snapshot of its parent) under DEST.",
 	"Parents and clone sources are found anywhere in DEST's filesystem by",
-	"received UUID (else UUID) and transid, and opened from the root of the",
-	"mount holding DEST, which must reach them. ENCODED_WRITE data",
+	"received UUID (else UUID), as btrfs receive finds them, and opened",
+	"from the root of the mount holding DEST, which must reach them.",
+	"ENCODED_WRITE data",
 	"is checked to be well formed for its algorithm (without decoding it)",
 	"and written encoded; where the destination refuses it, or with",
 	"--force-decompress, it is decoded and written plain. Every path stays",
@@ -233,6 +234,13 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 		(unsigned long long)parent_ctransid);
 }
 
+/* Under -v: what the receive took that a stricter one would not. */
+static void show_note(const char *what, void *arg)
+{
+	progress_end(&((struct progress *)arg)->shown);
+	verbose(1, "%s", what);
+}
+
 /*
  * One "ERROR: " line per failure: btrfs receive's words first (scripts
  * match them), then where in the stream and why; after the progress line
@@ -369,6 +377,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	struct progress progress = { 0 };
 	const struct receive_events events = { .subvol = show_subvol,
 					       .error = show_error,
+					       .note = show_note,
 					       .arg = &progress };
 	struct receive_options *opts = &args.opts;
 	const struct encio_probe *p;

@@ -365,6 +365,12 @@ const struct stream_ops dump_ops = {
 	.enable_verity = dump_enable_verity,
 };
 
+/*
+ * The reader's message lives in the reader: the error's operation is
+ * copied out of it to outlive dump_stream(). One per thread, as receive's.
+ */
+static __thread char error_op[STREAM_WHAT_LEN];
+
 int dump_stream(int fd, const char *name, FILE *out, struct encio_error *e)
 {
 	struct dump_ctx *d;
@@ -379,6 +385,10 @@ int dump_stream(int fd, const char *name, FILE *out, struct encio_error *e)
 	ret = stream_reader_init(&r, fd, name, e);
 	if (!ret)
 		ret = stream_process(&r, &dump_ops, d, e);
+	if (ret && e->op) {
+		snprintf(error_op, sizeof(error_op), "%s", e->op);
+		e->op = error_op;
+	}
 	stream_reader_release(&r);
 	free(d);
 	return ret;

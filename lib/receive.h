@@ -59,6 +59,8 @@ struct receive_events {
 	 */
 	void (*error)(const struct encio_error *e, const char *summary,
 		      void *arg);
+	/* Something worth saying under -v, such as a parent's other transid */
+	void (*note)(const char *what, void *arg);
 	void *arg;
 };
 

@@ -182,13 +182,11 @@ static int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
 	return (int)n;
 }
 
-/* Why no subvolume with a UUID could be used, the most telling first. */
+/* What a search by UUID met, for its messages. */
 struct uuid_search {
 	const uint8_t *uuid;
 	uint64_t transid;
-	bool stale;	  /* one found, of another transid */
-	bool unreachable; /* one found, outside the mount */
-	uint64_t stale_transid;
+	bool unreachable;    /* one found, outside the mount */
 	char path[PATH_MAX]; /* of the one found */
 };
 
@@ -205,18 +203,42 @@ static const char *path_beneath(const char *path, const char *top)
 }
 
 /*
- * Open subvolume @id if it still has the UUID sought and the transid the
- * stream names, and the mount reaches it. Returns the fd, -ENOENT for a
- * subvolume that does not do (noted in @s), or another -errno.
+ * A subvolume found by UUID whose transid is not the stream's is taken, as
+ * btrfs receive takes it: a received parent is named by its received UUID
+ * with its sender's own ctransid, which need not be the stransid kept here
+ * (a move, a send on from a backup, a dedupe into the parent). Said under
+ * -v only.
  */
-static int open_candidate(struct receive_ctx *ctx, uint64_t id, bool received,
-			  struct uuid_search *s)
+static void transid_note(struct receive_ctx *ctx, const char *role,
+			 const struct uuid_search *s, const char *path,
+			 uint64_t transid)
+{
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+
+	if (!ctx->events.note || transid == s->transid)
+		return;
+	lookup_uuid_format(s->uuid, uuid);
+	snprintf(
+		ctx->why_buf, sizeof(ctx->why_buf),
+		"%s subvolume %s at '%.256s' has transid %llu, the stream's is %llu: used",
+		role, uuid, path, (unsigned long long)transid,
+		(unsigned long long)s->transid);
+	ctx->events.note(ctx->why_buf, ctx->events.arg);
+}
+
+/*
+ * Open subvolume @id if it still has the UUID sought and the mount reaches
+ * it. Returns the fd, -ENOENT for a subvolume that does not do (noted in
+ * @s), or another -errno.
+ */
+static int open_candidate(struct receive_ctx *ctx, const char *role,
+			  uint64_t id, bool received, struct uuid_search *s)
 {
 	struct btrfs_util_subvolume_info info;
 	enum btrfs_util_error err;
 	const char *rel;
 	char *path;
-	uint64_t found_id, transid;
+	uint64_t found_id;
 	struct stat st;
 	int fd = -ENOENT;
 
@@ -233,22 +255,11 @@ static int open_candidate(struct receive_ctx *ctx, uint64_t id, bool received,
 		return -ENOENT;
 	if (err)
 		return btrfsutil_errno(err);
-	/*
-	 * A received subvolume keeps the ctransid its source had when sent
-	 * as stransid; a subvolume found by its own UUID is the source.
-	 */
-	transid = received ? info.stransid : info.ctransid;
 	rel = path_beneath(path, ctx->mnt_path);
-	if (transid != s->transid || !rel) {
-		/* The first one found is the one named. */
-		if (!s->stale && !s->unreachable)
+	if (!rel) {
+		if (!s->unreachable)
 			snprintf(s->path, sizeof(s->path), "%s", path);
-		if (transid != s->transid && !s->stale) {
-			s->stale = true;
-			s->stale_transid = transid;
-			snprintf(s->path, sizeof(s->path), "%s", path);
-		}
-		s->unreachable |= !rel;
+		s->unreachable = true;
 		goto out;
 	}
 	fd = path_openat2_beneath(ctx->mnt_fd, rel, O_RDONLY | O_DIRECTORY);
@@ -261,40 +272,72 @@ static int open_candidate(struct receive_ctx *ctx, uint64_t id, bool received,
 	    btrfs_util_subvolume_id_fd(fd, &found_id) || found_id != id) {
 		close(fd);
 		fd = -ESTALE;
+		goto out;
 	}
+	/*
+	 * A received subvolume keeps the ctransid its source had when sent
+	 * as stransid; a subvolume found by its own UUID is the source.
+	 */
+	transid_note(ctx, role, s, path,
+		     received ? info.stransid : info.ctransid);
 out:
 	free(path);
 	return fd;
 }
 
+/* The received subvolumes the mount holds, for a failed search's message. */
+static void list_candidates(struct receive_ctx *ctx, char *out, size_t len)
+{
+	struct btrfs_util_subvolume_iterator *it;
+	struct btrfs_util_subvolume_info info;
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+	size_t used = 0, shown = 0, more = 0;
+	char *path;
+
+	out[0] = '\0';
+	if (btrfs_util_create_subvolume_iterator_fd(ctx->mnt_fd, 0, 0, &it))
+		return;
+	while (!btrfs_util_subvolume_iterator_next_info(it, &path, &info)) {
+		if (!uuid_is_zero(info.received_uuid) && shown < 3 &&
+		    used + 64 + strlen(path) < len) {
+			lookup_uuid_format(info.received_uuid, uuid);
+			used += snprintf(out + used, len - used,
+					 "%s'%s' (received UUID %s)",
+					 shown ? ", " : "", path, uuid);
+			shown++;
+		} else if (!uuid_is_zero(info.received_uuid)) {
+			more++;
+		}
+		free(path);
+	}
+	btrfs_util_destroy_subvolume_iterator(it);
+	if (more && used + 32 < len)
+		snprintf(out + used, len - used, " and %zu more", more);
+}
+
 static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 			      const struct uuid_search *s)
 {
-	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+	char uuid[BTRFS_UUID_UNPARSED_SIZE], found[RECEIVE_WHY_LEN / 2];
 
 	lookup_uuid_format(s->uuid, uuid);
 	ctx->lookup_failed = true;
-	ctx->lookup_unreachable = s->unreachable && !s->stale;
+	ctx->lookup_unreachable = s->unreachable;
 	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
-	if (s->stale)
-		snprintf(
-			ctx->why_buf, sizeof(ctx->why_buf),
-			"%s subvolume %s at '%.256s' has transid %llu, the stream's is %llu",
-			role, uuid, s->path,
-			(unsigned long long)s->stale_transid,
-			(unsigned long long)s->transid);
-	else if (s->unreachable)
+	if (s->unreachable) {
 		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
 			 "%s subvolume %s at '%.256s' is outside %s '/%.256s'",
 			 role, uuid, s->path,
 			 ctx->opts.root_mount ? "the -m directory" :
 						"the mount, whose root is",
 			 ctx->mnt_path);
-	else
+	} else {
+		list_candidates(ctx, found, sizeof(found));
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
-			"%s subvolume %s: no subvolume with that UUID in the filesystem",
-			role, uuid);
+			"%s subvolume %s: no subvolume has it as received UUID or UUID; received subvolumes here: %s",
+			role, uuid, *found ? found : "none");
+	}
 	ctx->why = ctx->why_buf;
 	return -ENOENT;
 }
@@ -302,9 +345,9 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 #define UUID_IDS_MAX 64
 
 /*
- * The subvolume whose received UUID (else whose own UUID) is @uuid and
- * whose transid is @transid, opened: the @role ("parent", "clone source")
- * of a stream command.
+ * The subvolume whose received UUID (else whose own UUID) is @uuid, opened:
+ * the @role ("parent", "clone source") of a stream command whose transid
+ * is @transid (transid_note()).
  */
 int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 			       const uint8_t *uuid, uint64_t transid)
@@ -334,7 +377,7 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 		}
 		for (i = 0; i < n; i++) {
 			fd = open_candidate(
-				ctx, ids[i],
+				ctx, role, ids[i],
 				types[t] == BTRFS_UUID_KEY_RECEIVED_SUBVOL, s);
 			if (fd == -ESTALE)
 				fd = fail(

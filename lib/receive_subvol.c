@@ -122,6 +122,21 @@ static int finish_subvol(struct receive_ctx *ctx)
 	return 0;
 }
 
+/*
+ * The subvolume before the next one of a stream of several: finished if
+ * complete; one some commands failed in (-E) is left writable and not
+ * received, as at its END, and the next one is received all the same.
+ */
+static int leave_subvol(struct receive_ctx *ctx)
+{
+	if (!ctx->subvol_errors)
+		return finish_subvol(ctx);
+	close_fd(&ctx->write_fd);
+	subvol_close(ctx);
+	ctx->subvol_errors = 0;
+	return 0;
+}
+
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg)
 {
@@ -130,7 +145,7 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
-	ret = finish_subvol(ctx) ?: check_name(ctx, name);
+	ret = leave_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
@@ -151,7 +166,7 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	int ret, parent;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
-	ret = finish_subvol(ctx) ?: check_name(ctx, name);
+	ret = leave_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)

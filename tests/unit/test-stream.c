@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "../../lib/crc32c.h"
+#include "../../lib/dump.h"
 #include "../../lib/stream.h"
 
 struct seen {
@@ -322,6 +323,39 @@ static void test_length_past_limit(void **state)
 	close(fd);
 }
 
+/* Stack that dump_stream()'s reader used, written over. */
+static void __attribute__((noinline)) scribble_stack(void)
+{
+	volatile char junk[16384];
+	size_t i;
+
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = '#';
+}
+
+static void test_dump_error_outlives_reader(void **state)
+{
+	size_t offs[8], len;
+	uint16_t type = htole16(BTRFS_SEND_A_UUID);
+	struct encio_error e = { 0 };
+	FILE *out = fopen("/dev/null", "w");
+	int fd;
+
+	(void)state;
+	assert_non_null(out);
+	/* A parse error, whose words the reader builds in its own buffer. */
+	fd = make_stream(2, offs, &len);
+	poke(fd, offs[0] + BTRFS_SEND_CMD_HEADER_LEN + 4 + 4 + 4 + 16, &type,
+	     2);
+	fix_crc(fd, offs[0]);
+	assert_int_equal(dump_stream(fd, "s", out, &e), -EBADMSG);
+	scribble_stack();
+	assert_non_null(e.op);
+	assert_non_null(strstr(e.op, "parse subvol"));
+	close(fd);
+	fclose(out);
+}
+
 static void test_unknown_command(void **state)
 {
 	size_t offs[8], len;
@@ -582,7 +616,8 @@ static void test_writer_hands_on_early(void **state)
 	for (i = 0; w.len && i < 8; i++) {
 		stream_begin_cmd(&w, BTRFS_SEND_C_WRITE);
 		stream_put_string(&w, BTRFS_SEND_A_PATH, "f");
-		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, i * sizeof(payload));
+		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET,
+			       i * sizeof(payload));
 		stream_put_data(&w, payload, sizeof(payload));
 		assert_int_equal(stream_end_cmd(&w), 0);
 	}
@@ -602,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_bad_crc),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_length_past_limit),
+		cmocka_unit_test(test_dump_error_outlives_reader),
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_attribute_past_command),
 		cmocka_unit_test(test_wrong_attribute_size),
