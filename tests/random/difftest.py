@@ -1,0 +1,1483 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Randomized differential tester of encio send / receive (and copy -r),
+with btrfs-progs' send | receive as the oracle.
+
+Each seed builds, on a loopback btrfs image, a subvolume and a history of
+read-only snapshots with random operations between them, then carries the
+history with each check method into a fresh filesystem of its own (first
+snapshot full, then each with -p of the one before, sometimes -c of an
+older one) and compares every received snapshot with its source.
+
+    difftest.py [--seed N | --seeds A-B] [--methods a,b,c,d,i,copy] [--keep] [-v]
+    difftest.py op OP ARGS...      one operation of a replay script
+    difftest.py compare A B [--no-flags] [--copy]   two trees, as the checks do
+
+Exit status: 0 all seeds equal, 1 a mismatch (seed, method, snapshot, path,
+expected and got, and the replayable history are printed), 77 cannot run.
+"""
+
+import argparse
+import ctypes
+import fcntl
+import hashlib
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SELF = os.path.abspath(__file__)
+
+# Mount options of the source filesystem; btrfs chooses extents, inline
+# data and compression from them, which is what send has to reproduce.
+MOUNT_OPTS = ["", "compress=zstd", "compress-force=zstd", "compress=lzo",
+              "compress-force=zlib:3", "compress=zstd:1", "compress-force=lzo",
+              "compress=zlib", "compress-force=zstd,max_inline=0"]
+# Without no-holes the kernel keeps explicit hole extents, which a send
+# walks differently.
+MKFS_OPTS = [[], [], ["-O", "^no-holes"]]
+
+FS_IOC_GETFLAGS = 0x80086601
+FL_NOCOW = 0x00800000
+FL_COMPR = 0x00000004
+FL_NOATIME = 0x00000080
+FLAG_LETTERS = ((FL_NOCOW, "C"), (FL_COMPR, "c"), (FL_NOATIME, "A"))
+FICLONERANGE = 0x4020940d
+FIDEDUPERANGE = 0xC0189436
+RENAME_EXCHANGE = 2
+FALLOC_FL_KEEP_SIZE = 1
+FALLOC_FL_PUNCH_HOLE = 2
+EMPTY_SUBVOL_DIR_INO = 2   # a nested subvolume as a snapshot of its parent shows it
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Skip(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Operations that have no plain shell command: the replay script runs them
+# as "$T op NAME ARGS", through the same functions the generator called.
+
+def data(kind, dseed, n):
+    """Deterministic bytes of a kind: compressible or not, as extents see them."""
+    r = random.Random(dseed)
+    if kind == "zero":
+        return bytes(n)
+    if kind == "byte":
+        return bytes([r.randrange(256)]) * n
+    if kind == "text":
+        line = ("line %d of the quick brown fox, seed %d\n" % (r.randrange(1000), dseed)).encode()
+        return (line * (n // len(line) + 1))[:n]
+    if kind == "random":
+        return r.randbytes(n)
+    # mixed: runs of text and random, 4 KiB to 64 KiB each
+    out = bytearray()
+    while len(out) < n:
+        k = r.randrange(4096, 65537)
+        out += data(r.choice(["text", "random", "zero"]), r.randrange(1 << 30), k)
+    return bytes(out[:n])
+
+
+def op_write(path, off, n, kind, dseed):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, data(kind, int(dseed), int(n)), int(off))
+    finally:
+        os.close(fd)
+
+
+def op_clone(src, soff, n, dst, doff):
+    d = os.open(dst, os.O_RDWR)
+    s = d if src == dst else os.open(src, os.O_RDONLY)
+    try:
+        fcntl.ioctl(d, FICLONERANGE, struct.pack("qQQQ", s, int(soff), int(n), int(doff)))
+    finally:
+        os.close(d)
+        if s != d:
+            os.close(s)
+
+
+def op_dedupe(src, soff, n, dst, doff):
+    """Write SRC's bytes at DST's offset, then deduplicate the two ranges."""
+    soff, n, doff = int(soff), int(n), int(doff)
+    s = os.open(src, os.O_RDONLY)
+    d = os.open(dst, os.O_RDWR)
+    try:
+        buf = os.pread(s, n, soff)
+        os.pwrite(d, buf, doff)
+        arg = bytearray(struct.pack("QQHHI", soff, len(buf), 1, 0, 0) +
+                        struct.pack("qQQiI", d, doff, 0, 0, 0))
+        fcntl.ioctl(s, FIDEDUPERANGE, arg)
+        status = struct.unpack_from("i", arg, 24 + 24)[0]
+        if status < 0:
+            raise OSError(-status, "dedupe status %d" % status)
+    finally:
+        os.close(s)
+        os.close(d)
+
+
+def op_exchange(a, b):
+    if libc.renameat2(-100, a.encode(), -100, b.encode(), RENAME_EXCHANGE) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), a)
+
+
+def op_xattr(path, name, n, dseed):
+    os.setxattr(path, name, data("mixed", int(dseed), int(n)), follow_symlinks=False)
+
+
+OPS = {"write": op_write, "clone": op_clone, "dedupe": op_dedupe,
+       "exchange": op_exchange, "xattr": op_xattr}
+
+
+# ---------------------------------------------------------------------------
+# Trees: what a snapshot holds, as the checks compare it.
+
+def file_flags(path, st):
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return ""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "?"
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 8)
+        v = struct.unpack("I", buf[:4])[0]
+        return "".join(c for bit, c in FLAG_LETTERS if v & bit)
+    except OSError:
+        return "?"
+    finally:
+        os.close(fd)
+
+
+def file_hash(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()[:16]
+
+
+def xattrs_of(path):
+    out = {}
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return out
+    for nm in names:
+        try:
+            v = os.getxattr(path, nm, follow_symlinks=False)
+        except OSError as e:
+            v = "error %d" % e.errno
+        else:
+            v = v.hex() if len(v) <= 48 else "%d bytes sha %s" % (len(v), hashlib.sha256(v).hexdigest()[:12])
+        out[nm] = v
+    return out
+
+
+def tree(root):
+    """{relative path: {attribute: value}}, with the inode numbers kept
+    aside to make hard-link groups and to see nested subvolumes."""
+    entries = {}
+    inos = {}
+    stack = ["."]
+    while stack:
+        rel = stack.pop()
+        p = root if rel == "." else os.path.join(root, rel)
+        st = os.lstat(p)
+        a = {"type": stat.S_IFMT(st.st_mode) >> 12, "mode": "%o" % stat.S_IMODE(st.st_mode),
+             "owner": "%d:%d" % (st.st_uid, st.st_gid), "mtime": st.st_mtime_ns}
+        if stat.S_ISREG(st.st_mode):
+            a["size"] = st.st_size
+            a["content"] = file_hash(p)
+        elif stat.S_ISLNK(st.st_mode):
+            a["target"] = os.readlink(p)
+        elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            a["rdev"] = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        a["xattrs"] = xattrs_of(p)
+        a["flags"] = file_flags(p, st)
+        a["_ino"] = st.st_ino
+        entries[rel] = a
+        if not stat.S_ISDIR(st.st_mode):
+            inos.setdefault(st.st_ino, []).append(rel)
+        elif rel == "." or st.st_ino != EMPTY_SUBVOL_DIR_INO:
+            for e in sorted(os.listdir(p)):
+                stack.append(e if rel == "." else os.path.join(rel, e))
+    for rel, a in entries.items():
+        if a["type"] != stat.S_IFDIR >> 12:
+            a["links"] = " ".join(sorted(inos[a["_ino"]]))
+    return entries
+
+
+def is_placeholder(a):
+    return a["type"] == stat.S_IFDIR >> 12 and a["_ino"] == EMPTY_SUBVOL_DIR_INO
+
+
+def short(v):
+    s = repr(v)
+    return s if len(s) <= 300 else s[:300] + "..."
+
+
+def first_diff(a, b):
+    try:
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            off = 0
+            while True:
+                x, y = fa.read(65536), fb.read(65536)
+                if x != y:
+                    for i in range(min(len(x), len(y))):
+                        if x[i] != y[i]:
+                            return off + i
+                    return off + min(len(x), len(y))
+                if not x:
+                    return None
+                off += len(x)
+    except OSError:
+        return None
+
+
+ATTRS = ("type", "mode", "owner", "mtime", "size", "content", "target", "rdev",
+         "xattrs", "links", "flags")
+
+
+def diff_trees(exp, got, skip=()):
+    """[(path, attribute, expected, got)] for every difference."""
+    out = []
+    for rel in sorted(set(exp) | set(got)):
+        e, g = exp.get(rel), got.get(rel)
+        if e is None or g is None:
+            out.append((rel, "exists", e is not None, g is not None))
+            continue
+        for k in ATTRS:
+            if k in skip:
+                continue
+            if e.get(k) != g.get(k):
+                out.append((rel, k, e.get(k), g.get(k)))
+    return out
+
+
+def source_view(src):
+    """The source snapshot as a send must carry it: btrfs send leaves out
+    the empty directory a nested subvolume shows as."""
+    return {r: a for r, a in src.items() if not is_placeholder(a)}
+
+
+# ---------------------------------------------------------------------------
+# Filesystems and processes, all undone by Env.cleanup.
+
+class Env:
+    def __init__(self, base, keep, verbose):
+        self.dir = tempfile.mkdtemp(prefix="difftest.", dir=base)
+        self.keep = keep
+        self.verbose = verbose
+        self.mounts = []
+        self.loops = []
+        self.procs = []
+
+    def log(self, msg):
+        if self.verbose:
+            print("   " + msg, flush=True)
+
+    def run(self, cmd, **kw):
+        self.log("+ " + " ".join(shlex.quote(c) for c in cmd))
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+    def mkfs(self, name, size="512M", opts="", mkfs_opts=()):
+        img = os.path.join(self.dir, name + ".img")
+        with open(img, "wb") as f:
+            f.truncate(int(size[:-1]) << 20)
+        loop = subprocess.check_output(["losetup", "-f", "--show", img], text=True).strip()
+        self.loops.append(loop)
+        subprocess.run(["mkfs.btrfs", "-q", "-f", *mkfs_opts, loop], check=True,
+                       stdout=subprocess.DEVNULL)
+        mnt = os.path.join(self.dir, name)
+        os.mkdir(mnt)
+        self.mount(loop, mnt, opts)
+        return loop, mnt
+
+    def mount(self, loop, mnt, opts):
+        subprocess.run(["mount"] + (["-o", opts] if opts else []) + [loop, mnt], check=True)
+        if mnt not in self.mounts:
+            self.mounts.append(mnt)
+
+    def umount(self, mnt):
+        subprocess.run(["umount", mnt], check=True)
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        if self.keep:
+            print("kept: %s (mounted; loop devices %s)" % (self.dir, " ".join(self.loops)))
+            return
+        for m in reversed(self.mounts):
+            if os.path.ismount(m):
+                if subprocess.run(["umount", m], stderr=subprocess.DEVNULL).returncode:
+                    subprocess.run(["umount", "-l", m])
+        self.mounts = []
+        for l in self.loops:
+            subprocess.run(["losetup", "-d", l], stderr=subprocess.DEVNULL)
+        self.loops = []
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+# ---------------------------------------------------------------------------
+# The history: random operations on the live subvolume, each logged as the
+# shell line that does it.
+
+def P(rel):
+    return '"$V"' if rel == "." else '"$V"/' + shlex.quote(rel)
+
+
+class History:
+    def __init__(self, env, seed, rng):
+        self.env = env
+        self.seed = seed
+        self.r = rng
+        self.opts = rng.choice(MOUNT_OPTS)
+        self.mkfs_opts = rng.choice(MKFS_OPTS)
+        self.nsnaps = rng.randint(3, 6)
+        self.log = []
+        self.created = []     # creation order, for removing the newest before a remount
+        self.counter = 0
+
+    # -- the live tree --
+    def entries(self):
+        """Sorted [(rel, lstat)] of the live subvolume, nested subvolumes
+        named but not entered."""
+        out = []
+        stack = ["."]
+        while stack:
+            rel = stack.pop()
+            p = self.V if rel == "." else os.path.join(self.V, rel)
+            st = os.lstat(p)
+            out.append((rel, st))
+            if stat.S_ISDIR(st.st_mode) and (rel == "." or st.st_ino != 256):
+                for e in sorted(os.listdir(p), reverse=True):
+                    stack.append(e if rel == "." else os.path.join(rel, e))
+        return sorted(out)
+
+    def pick(self, pred):
+        c = [(r, s) for r, s in self.ents if pred(r, s)]
+        return self.r.choice(c) if c else (None, None)
+
+    def dirs(self):
+        return lambda r, s: stat.S_ISDIR(s.st_mode) and (r == "." or s.st_ino != 256)
+
+    def newname(self, d=None):
+        if d is None:
+            d, _ = self.pick(self.dirs())
+        self.counter += 1
+        roll = self.r.random()
+        if roll < 0.03:
+            base = "o%d-%d-0" % (self.r.randint(256, 300), self.r.randint(5, 12))  # like send's orphan names
+        elif roll < 0.06:
+            base = ("long%d-" % self.counter) + "x" * self.r.randint(100, 240)
+        elif roll < 0.09:
+            base = "sp ace %d" % self.counter
+        else:
+            base = "%s%d" % (self.r.choice("fdghkmnpqrstvwz"), self.counter)
+        return base if d == "." else os.path.join(d, base)
+
+    # -- running and logging --
+    def sh(self, line):
+        """Run one shell line with $V set, and log it."""
+        rc = subprocess.run(["bash", "-c", line], env=dict(os.environ, V=self.V),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.log.append(line if rc.returncode == 0 else line + "  # failed here too")
+        self.env.log("$ " + line + ("" if rc.returncode == 0 else "  # rc %d: %s" % (rc.returncode, rc.stderr.decode(errors="replace").strip()[:200])))
+        return rc.returncode == 0
+
+    def op(self, name, *args):
+        """Run one of OPS here, logged as "$T op NAME ARGS" (paths relative to $V)."""
+        words = []
+        real = []
+        for a in args:
+            if isinstance(a, tuple):          # ("path", rel)
+                words.append(P(a[1]))
+                real.append(self.V if a[1] == "." else os.path.join(self.V, a[1]))
+            else:
+                words.append(shlex.quote(str(a)))
+                real.append(str(a))
+        line = "$T op %s %s" % (name, " ".join(words))
+        try:
+            OPS[name](*real)
+            ok = True
+        except OSError as e:
+            ok = False
+            self.env.log("$ %s  # %s" % (line, e))
+        self.log.append(line if ok else line + "  # failed here too")
+        if ok:
+            self.env.log("$ " + line)
+        return ok
+
+    # -- random choices --
+    def size(self):
+        x = self.r.random()
+        if x < 0.30:
+            return self.r.randint(0, 2048)          # inline
+        if x < 0.60:
+            return self.r.randint(2049, 65536)
+        if x < 0.92:
+            return self.r.randint(65537, 600000)
+        return self.r.randint(600001, 2200000)
+
+    def kind(self):
+        return self.r.choice(["zero", "byte", "text", "text", "random", "mixed", "mixed"])
+
+    def off(self, limit):
+        o = self.r.randint(0, max(0, limit))
+        return o & ~4095 if self.r.random() < 0.6 else o
+
+    def reg(self, r, s):
+        return stat.S_ISREG(s.st_mode)
+
+    def do_op(self):
+        r = self.r
+        ops = [
+            (10, self.o_create), (9, self.o_write), (3, self.o_append), (4, self.o_truncate),
+            (4, self.o_punch), (5, self.o_falloc), (3, self.o_reflink), (7, self.o_clone),
+            (3, self.o_dedupe), (5, self.o_rename), (2, self.o_exchange), (1, self.o_invert),
+            (1, self.o_file_to_dir), (1, self.o_dir_to_file), (2, self.o_remake_dir),
+            (4, self.o_mkdir), (3, self.o_link), (4, self.o_unlink), (3, self.o_special),
+            (3, self.o_xattr), (2, self.o_acl), (3, self.o_chown), (3, self.o_chmod),
+            (3, self.o_utime), (3, self.o_chattr), (1, self.o_property), (1, self.o_subvol),
+            (1, self.o_sync), (2, self.o_tiny),
+        ]
+        total = sum(w for w, _ in ops)
+        x = r.uniform(0, total)
+        for w, f in ops:
+            x -= w
+            if x <= 0:
+                break
+        self.ents = self.entries()
+        f()
+
+    def o_create(self):
+        p = self.newname()
+        if self.r.random() < 0.15:
+            self.sh("touch %s" % P(p))
+            self.sh("chattr +%s %s" % (self.r.choice("Cc"), P(p)))
+        n = self.size()
+        self.op("write", ("path", p), 0, n, self.kind(), self.r.randrange(1 << 30))
+        self.created.append(p)
+
+    def o_tiny(self):
+        p, s = self.pick(lambda r, s: self.reg(r, s) and s.st_size <= 4096)
+        if p is None or self.r.random() < 0.3:
+            p = self.newname()
+            self.created.append(p)
+        self.op("write", ("path", p), self.r.randint(0, 1500), self.r.randint(1, 2048),
+                self.kind(), self.r.randrange(1 << 30))
+
+    def o_write(self):
+        p, s = self.pick(self.reg)
+        if p is None:
+            return self.o_create()
+        off = self.off(s.st_size + 65536)
+        n = self.r.choice([1, 100, 4096, 8192, 65536, 131072, 200000, self.r.randint(1, 300000)])
+        self.op("write", ("path", p), off, n, self.kind(), self.r.randrange(1 << 30))
+
+    def o_append(self):
+        p, s = self.pick(self.reg)
+        if p is None:
+            return self.o_create()
+        self.op("write", ("path", p), s.st_size, self.r.randint(1, 200000), self.kind(),
+                self.r.randrange(1 << 30))
+
+    def o_truncate(self):
+        p, s = self.pick(self.reg)
+        if p is None:
+            return
+        n = self.off(s.st_size * 2 + 8192) if self.r.random() < 0.5 else self.off(s.st_size)
+        self.sh("truncate -s %d %s" % (n, P(p)))
+
+    def o_punch(self):
+        p, s = self.pick(lambda r, s: self.reg(r, s) and s.st_size > 0)
+        if p is None:
+            return
+        off = self.off(s.st_size)
+        self.sh("fallocate -p -o %d -l %d %s" % (off, self.r.randint(1, max(1, s.st_size - off + 4096)), P(p)))
+
+    def o_falloc(self):
+        p, s = self.pick(self.reg)
+        if p is None:
+            return
+        past = self.r.random() < 0.5
+        off = s.st_size + self.off(65536) if past else self.off(s.st_size)
+        keep = "-n " if self.r.random() < 0.5 else ""
+        self.sh("fallocate %s-o %d -l %d %s" % (keep, off, self.r.randint(1, 300000), P(p)))
+
+    def o_reflink(self):
+        p, s = self.pick(self.reg)
+        if p is None:
+            return
+        q = self.newname()
+        self.sh("cp --reflink=always %s %s" % (P(p), P(q)))
+        self.created.append(q)
+
+    def o_clone(self):
+        src, ss = self.pick(lambda r, s: self.reg(r, s) and s.st_size > 0)
+        if src is None:
+            return
+        if self.r.random() < 0.25:
+            dst, ds = src, ss
+        else:
+            dst, ds = self.pick(self.reg)
+        soff = self.r.randint(0, (ss.st_size - 1) // 4096) * 4096
+        if self.r.random() < 0.4:
+            n = ss.st_size - soff            # to EOF: an unaligned length is allowed
+        else:
+            n = min(self.r.randint(1, 64) * 4096, (ss.st_size - soff + 4095) // 4096 * 4096)
+        doff = self.r.randint(0, (ds.st_size + 4095) // 4096 + 2) * 4096
+        if dst == src and abs(doff - soff) < n:
+            doff = (soff + n + 4095) // 4096 * 4096
+        self.op("clone", ("path", src), soff, n, ("path", dst), doff)
+
+    def o_dedupe(self):
+        src, ss = self.pick(lambda r, s: self.reg(r, s) and s.st_size >= 4096)
+        if src is None:
+            return
+        dst, ds = self.pick(lambda r, s: self.reg(r, s) and r != src)
+        if dst is None:
+            return
+        soff = self.r.randint(0, ss.st_size // 4096 - 1) * 4096
+        n = min(self.r.randint(1, 64) * 4096, (ss.st_size - soff) // 4096 * 4096)
+        doff = self.r.randint(0, ds.st_size // 4096) * 4096
+        self.op("dedupe", ("path", src), soff, n, ("path", dst), doff)
+
+    def movable(self):
+        return lambda r, s: r != "." and not (stat.S_ISDIR(s.st_mode) and s.st_ino == 256)
+
+    def under(self, a, b):
+        return b == a or b.startswith(a + "/")
+
+    def o_rename(self):
+        a, s = self.pick(self.movable())
+        if a is None:
+            return
+        if not stat.S_ISDIR(s.st_mode) and self.r.random() < 0.3:
+            b, _ = self.pick(lambda r, t: self.movable()(r, t) and not stat.S_ISDIR(t.st_mode) and r != a)
+            if b is not None:
+                return self.sh("mv -T %s %s" % (P(a), P(b)))
+        d, _ = self.pick(lambda r, t: self.dirs()(r, t) and not self.under(a, r))
+        if d is None:
+            return
+        self.sh("mv -T %s %s" % (P(a), P(self.newname(d))))
+
+    def o_exchange(self):
+        a, _ = self.pick(self.movable())
+        b, _ = self.pick(self.movable())
+        if a is None or b is None or self.under(a, b) or self.under(b, a):
+            return
+        self.op("exchange", ("path", a), ("path", b))
+
+    def o_invert(self):
+        """A directory moved beneath what was its own subdirectory."""
+        b, _ = self.pick(lambda r, s: self.dirs()(r, s) and "/" in r)
+        if b is None:
+            d = self.newname()
+            self.sh("mkdir %s && mkdir %s && touch %s" % (P(d), P(d + "/in"), P(d + "/in/f")))
+            return
+        a = os.path.dirname(b)
+        parent = os.path.dirname(a) or "."
+        nb = self.newname(parent)
+        self.sh("mv -T %s %s" % (P(b), P(nb)))
+        self.sh("mv -T %s %s" % (P(a), P(os.path.join(nb, os.path.basename(a)))))
+
+    def o_file_to_dir(self):
+        p, _ = self.pick(lambda r, s: self.reg(r, s))
+        if p is None:
+            return
+        self.sh("rm %s && mkdir %s" % (P(p), P(p)))
+        if self.r.random() < 0.5:
+            self.op("write", ("path", p + "/inside"), 0, self.size(), self.kind(), self.r.randrange(1 << 30))
+
+    def o_dir_to_file(self):
+        p, _ = self.pick(lambda r, s: self.dirs()(r, s) and r != ".")
+        if p is None:
+            return
+        if self.sh("rm -rf %s" % P(p)):
+            self.op("write", ("path", p), 0, self.size(), self.kind(), self.r.randrange(1 << 30))
+
+    def o_remake_dir(self):
+        p, _ = self.pick(lambda r, s: self.dirs()(r, s) and r != ".")
+        if p is None:
+            return self.o_mkdir()
+        self.sh("rm -rf %s && mkdir %s" % (P(p), P(p)))
+        if self.r.random() < 0.6:
+            self.op("write", ("path", p + "/again"), 0, self.size(), self.kind(), self.r.randrange(1 << 30))
+
+    def o_mkdir(self):
+        p = self.newname()
+        self.sh("mkdir %s" % P(p))
+        self.created.append(p)
+
+    def o_link(self):
+        p, _ = self.pick(lambda r, s: self.movable()(r, s) and not stat.S_ISDIR(s.st_mode))
+        if p is None:
+            return
+        q = self.newname()
+        self.sh("ln -P %s %s" % (P(p), P(q)))
+        self.created.append(q)
+
+    def o_unlink(self):
+        multi = self.r.random() < 0.5
+        p, _ = self.pick(lambda r, s: self.movable()(r, s) and not stat.S_ISDIR(s.st_mode)
+                         and (s.st_nlink > 1 or not multi))
+        if p is not None:
+            self.sh("rm %s" % P(p))
+
+    def o_special(self):
+        p = self.newname()
+        k = self.r.randrange(4)
+        if k == 0:
+            n = self.r.choice([1, 10, 100, 255, 1000, 3000])
+            t = "/".join("t%d" % i for i in range(n // 3 + 1))[:n] if n > 20 else self.r.choice(["../x", "target", "a/b/c", "/abs/path", "."])
+            self.sh("ln -s %s %s" % (shlex.quote(t), P(p)))
+        elif k == 1:
+            self.sh("mkfifo %s" % P(p))
+        else:
+            self.sh("mknod %s %s %d %d" % (P(p), "cb"[k - 2], self.r.randint(1, 250), self.r.randint(0, 255)))
+        self.created.append(p)
+
+    def o_xattr(self):
+        p, _ = self.pick(lambda r, s: not stat.S_ISLNK(s.st_mode) and (r == "." or s.st_ino != 256))
+        if p is None:
+            return
+        name = "user.%s" % self.r.choice(["a", "b", "comment", "x" * 40])
+        if self.r.random() < 0.2:
+            self.sh("setfattr -x %s %s" % (name, P(p)))
+            return
+        n = self.r.choice([0, 1, 10, 200, 3000, self.r.randint(1, 16000), 60000])
+        self.op("xattr", ("path", p), name, n, self.r.randrange(1 << 30))
+
+    def o_acl(self):
+        p, s = self.pick(lambda r, s: (self.reg(r, s) or self.dirs()(r, s)))
+        if p is None:
+            return
+        x = self.r.random()
+        if x < 0.2:
+            self.sh("setfacl -b %s" % P(p))
+        elif x < 0.45 and stat.S_ISDIR(s.st_mode):
+            self.sh("setfacl -d -m u:%d:rx,g:%d:rwx %s" % (self.r.randint(1000, 1010), self.r.randint(100, 110), P(p)))
+        else:
+            self.sh("setfacl -m u:%d:rw,g:%d:r,m::rwx %s" % (self.r.randint(1000, 1010), self.r.randint(100, 110), P(p)))
+
+    def o_chown(self):
+        p, _ = self.pick(lambda r, s: r == "." or s.st_ino != 256)
+        self.sh("chown -h %d:%d %s" % (self.r.choice([0, 1, 1000, 65534, 123456]),
+                                       self.r.choice([0, 1, 100, 65534, 7777]), P(p)))
+
+    def o_chmod(self):
+        p, _ = self.pick(lambda r, s: not stat.S_ISLNK(s.st_mode) and (r == "." or s.st_ino != 256))
+        m = self.r.choice([0o644, 0o600, 0o755, 0o700, 0o444, 0o000, 0o777, 0o4755, 0o2750, 0o1777,
+                           self.r.randrange(0o7777)])
+        self.sh("chmod %o %s" % (m, P(p)))
+
+    def o_utime(self):
+        p, _ = self.pick(lambda r, s: r == "." or s.st_ino != 256)
+        t = self.r.randint(0, 2 ** 32)
+        ns = self.r.choice([0, self.r.randrange(10 ** 9)])
+        self.sh("touch -h -d @%d.%09d %s" % (t, ns, P(p)))
+
+    def o_chattr(self):
+        p, s = self.pick(lambda r, s: self.reg(r, s) or self.dirs()(r, s))
+        if p is None:
+            return
+        self.sh("chattr %s%s %s" % (self.r.choice("+-"), self.r.choice("CcA"), P(p)))
+
+    def o_property(self):
+        p, s = self.pick(lambda r, s: self.reg(r, s) or self.dirs()(r, s))
+        if p is None:
+            return
+        v = self.r.choice(["zstd", "lzo", "zlib", ""])
+        self.sh("btrfs property set %s compression %s" % (P(p), shlex.quote(v)))
+
+    def o_subvol(self):
+        p, _ = self.pick(lambda r, s: r != "." and stat.S_ISDIR(s.st_mode) and s.st_ino == 256)
+        if p is not None and self.r.random() < 0.3:
+            self.sh("btrfs -q subvolume delete %s" % P(p))
+            return
+        q = self.newname()
+        if self.sh("btrfs -q subvolume create %s" % P(q)):
+            self.op("write", ("path", q + "/in-nested"), 0, 5000, "text", 1)
+
+    def o_sync(self):
+        self.sh('sync -f "$V"')
+
+    # -- the whole history --
+    def build(self):
+        env = self.env
+        self.loop, self.mnt = env.mkfs("src", opts=self.opts, mkfs_opts=self.mkfs_opts)
+        self.V = os.path.join(self.mnt, "vol")
+        self.S = os.path.join(self.mnt, "snaps")
+        os.mkdir(self.S)
+        self.log.append('btrfs -q subvolume create "$V"')
+        subprocess.run(["btrfs", "-q", "subvolume", "create", self.V], check=True)
+        self.snaps = []
+        for k in range(1, self.nsnaps + 1):
+            nops = self.r.randint(8, 40) if k > 1 else self.r.randint(15, 50)
+            for _ in range(nops):
+                self.do_op()
+            name = "s%d" % k
+            self.log.append('btrfs -q subvolume snapshot -r "$V" "$S"/%s' % name)
+            subprocess.run(["btrfs", "-q", "subvolume", "snapshot", "-r", self.V,
+                            os.path.join(self.S, name)], check=True)
+            self.snaps.append(name)
+            if k < self.nsnaps and self.r.random() < 0.5:
+                # the newest inode gone before a remount: its number comes back
+                # with a new generation
+                self.ents = self.entries()
+                live = [p for p in self.created if any(p == r for r, _ in self.ents)]
+                if live and self.r.random() < 0.7:
+                    self.sh("rm -rf %s" % P(live[-1]))
+                self.remount()
+
+    def remount(self):
+        self.log.append('umount "$MNT" && mount ${OPTS:+-o "$OPTS"} "$LOOP" "$MNT"')
+        self.env.umount(self.mnt)
+        self.env.mount(self.loop, self.mnt, self.opts)
+
+    def script(self):
+        hdr = """#!/bin/bash
+# difftest seed %(seed)d: the source history, replayable outside python.
+#   bash THIS_SCRIPT [WORKDIR]   (root; leaves WORKDIR/src mounted on $LOOP)
+set -u
+T=${T:-"python3 %(self)s"}
+W=${1:-$(mktemp -d /dev/shm/difftest-replay.XXXXXX)}
+OPTS=%(opts)s
+umask 022
+truncate -s 512M "$W/src.img"
+LOOP=$(losetup -f --show "$W/src.img")
+mkfs.btrfs -q -f %(mkfs)s "$LOOP" >/dev/null
+MNT=$W/src
+mkdir -p "$MNT"
+mount ${OPTS:+-o "$OPTS"} "$LOOP" "$MNT"
+V=$MNT/vol
+S=$MNT/snaps
+mkdir "$S"
+""" % {"seed": self.seed, "self": SELF, "opts": shlex.quote(self.opts),
+           "mkfs": " ".join(self.mkfs_opts)}
+        return hdr + "\n".join(self.log) + '\necho "history in $S (loop $LOOP)"\n'
+
+
+# ---------------------------------------------------------------------------
+# Check methods. Each carries the history into a fresh filesystem of its
+# own; a new way to carry it (encio copy -rT --subvolumes, ...) is one more
+# class in METHODS.
+
+def send_args(step):
+    a = []
+    if step["parent"]:
+        a += ["-p", step["parent"]]
+    for c in step["clones"]:
+        a += ["-c", c]
+    return a
+
+
+def send_args_sh(step):
+    """send_args(step) and the snapshot, as the replay script names them."""
+    return " ".join(('"$S"/' + shlex.quote(os.path.basename(a))) if a.startswith("/") else a
+                    for a in send_args(step) + [step["path"]])
+
+
+class Streams:
+    """Each step's stream from each sender, made once and saved (its size
+    is checked), then fed to the receivers through a pipe."""
+
+    def __init__(self, ck):
+        self.ck = ck
+        self.files = {}
+        self.results = {}
+
+    def get(self, sender, k):
+        key = (sender, k)
+        if key not in self.files:
+            step = self.ck.steps[k]
+            f = os.path.join(self.ck.env.dir, "stream-%s-%d" % (sender, k))
+            if sender == "btrfs":
+                cmd = ["btrfs", "send", "-q", "--compressed-data"] + send_args(step) + ["-f", f, step["path"]]
+            else:
+                cmd = [self.ck.encio, "send", "-q"] + send_args(step) + ["-f", f, step["path"]]
+            p = self.ck.env.run(cmd)
+            self.files[key] = f
+            self.results[key] = (p.returncode, p.stderr.decode(errors="replace"), cmd)
+        return self.files[key], self.results[key]
+
+
+class Method:
+    name = "?"
+    sender = None
+    receiver = None
+    flags_kept = False      # the inode flags reach the result (FILEATTR sent and applied)
+    desc = ""
+
+    def __init__(self, ck):
+        self.ck = ck
+
+    def receive_cmd(self, dest):
+        if self.receiver == "btrfs":
+            return ["btrfs", "receive", dest]
+        return [self.ck.encio, "receive", "-q", dest]
+
+    def shell(self, step, dest):
+        """The commands of one step, for the reproducer."""
+        snd = ("btrfs send --compressed-data" if self.sender == "btrfs" else "$ENCIO send")
+        rcv = ("btrfs receive" if self.receiver == "btrfs" else "$ENCIO receive")
+        return "%s %s | %s %s" % (snd, send_args_sh(step), rcv, dest)
+
+    def setup(self):
+        _, self.mnt = self.ck.env.mkfs("dst-" + self.name)
+
+    def step(self, k):
+        """Carry step k; returns (ok, error text, path of the result)."""
+        f, (rc, err, cmd) = self.ck.streams.get(self.sender, k)
+        if rc != 0:
+            return False, "%s exited %d: %s" % (" ".join(cmd), rc, err.strip()[-2000:]), None
+        cat = subprocess.Popen(["cat", f], stdout=subprocess.PIPE)
+        cmd = self.receive_cmd(self.mnt)
+        self.ck.env.log("+ cat %s | %s" % (f, " ".join(cmd)))
+        p = subprocess.run(cmd, stdin=cat.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cat.stdout.close()
+        cat.wait()
+        if p.returncode != 0:
+            return False, "%s exited %d: %s" % (" ".join(cmd), p.returncode,
+                                                 p.stderr.decode(errors="replace").strip()[-2000:]), None
+        return True, "", os.path.join(self.mnt, self.ck.steps[k]["name"])
+
+
+class ControlMethod(Method):
+    name, sender, receiver = "d", "btrfs", "btrfs"
+    desc = "control: btrfs send --compressed-data | btrfs receive"
+
+
+class MethodA(Method):
+    name, sender, receiver = "a", "encio", "btrfs"
+    desc = "encio send | btrfs receive"
+
+
+class MethodB(Method):
+    name, sender, receiver = "b", "encio", "encio"
+    flags_kept = True
+    desc = "encio send | encio receive"
+
+
+class MethodC(Method):
+    name, sender, receiver = "c", "btrfs", "encio"
+    desc = "btrfs send --compressed-data | encio receive"
+
+
+class CopyMethod(Method):
+    """encio copy -r of each snapshot into a plain directory."""
+    name = "copy"
+    flags_kept = True
+    desc = "encio copy -r SNAPSHOT DIR"
+    copy = True
+
+    def shell(self, step, dest):
+        return "$ENCIO copy -r \"$S\"/%s %s/%s" % (step["name"], dest, step["name"])
+
+    def step(self, k):
+        st = self.ck.steps[k]
+        dest = os.path.join(self.mnt, st["name"])
+        p = self.ck.env.run([self.ck.encio, "-q", "copy", "-r", st["path"], dest])
+        if p.returncode != 0:
+            return False, "encio copy -r exited %d: %s" % (p.returncode, p.stderr.decode(errors="replace").strip()[-2000:]), None
+        return True, "", dest
+
+
+class InterruptMethod(Method):
+    """encio send | encio receive, one step interrupted first (SIGINT or
+    SIGKILL of either side, or the pipe closed) at a random byte of the
+    stream, then received again from scratch."""
+    name, sender, receiver = "i", "encio", "encio"
+    flags_kept = True
+    desc = "encio send | encio receive, interrupted once, then retried"
+
+    def setup(self):
+        super().setup()
+        r = random.Random("%d-interrupt" % self.ck.seed)
+        self.at = r.randrange(len(self.ck.steps))
+        self.how = r.choice(["sigint-send", "sigkill-send", "sigint-recv", "sigkill-recv", "close"])
+        self.frac = r.random()
+        self.note = ""
+
+    def pipe(self, k, stop_at=None):
+        st = self.ck.steps[k]
+        env = self.ck.env
+        scmd = [self.ck.encio, "send", "-q"] + send_args(st) + [st["path"]]
+        rcmd = [self.ck.encio, "receive", "-q", self.mnt]
+        env.log("+ %s | %s%s" % (" ".join(scmd), " ".join(rcmd),
+                                 "  (%s at byte %s)" % (self.how, stop_at) if stop_at is not None else ""))
+        snd = subprocess.Popen(scmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        rcv = subprocess.Popen(rcmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env.procs += [snd, rcv]
+        errs = {}
+
+        def drain(name, f):
+            errs[name] = f.read()
+        ts = [threading.Thread(target=drain, args=(n, f)) for n, f in
+              (("send", snd.stderr), ("recv", rcv.stderr), ("recvout", rcv.stdout))]
+        for t in ts:
+            t.start()
+        n = 0
+        acted = False
+        try:
+            while True:
+                want = 65536 if stop_at is None or acted else max(1, min(65536, stop_at - n))
+                b = snd.stdout.read1(want)
+                if not b:
+                    break
+                rcv.stdin.write(b)
+                n += len(b)
+                if stop_at is not None and not acted and n >= stop_at:
+                    acted = True
+                    if self.how == "close":
+                        break
+                    target = snd if self.how.endswith("send") else rcv
+                    target.send_signal(signal.SIGINT if self.how.startswith("sigint") else signal.SIGKILL)
+        except (BrokenPipeError, OSError):
+            pass
+        for f in (snd.stdout, rcv.stdin):
+            try:
+                f.close()
+            except OSError:
+                pass
+        rcs = []
+        for p in (snd, rcv):
+            try:
+                rcs.append(p.wait(timeout=120))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                rcs.append("hung")
+        for t in ts:
+            t.join()
+        return rcs, errs, n
+
+    def step(self, k):
+        st = self.ck.steps[k]
+        dest = os.path.join(self.mnt, st["name"])
+        if k == self.at:
+            size = os.path.getsize(self.ck.streams.get("encio", k)[0])
+            stop = max(1, int(size * self.frac))
+            rcs, errs, n = self.pipe(k, stop)
+            self.note = "%s at byte %d of %d: exit %s" % (self.how, n, size, rcs)
+            if "hung" in rcs:
+                return False, "interrupted send | receive hung (%s)" % self.note, None
+            if rcs[1] != 0 and os.path.lexists(dest):
+                ro = subprocess.run(["btrfs", "property", "get", "-ts", dest, "ro"],
+                                    stdout=subprocess.PIPE, text=True).stdout.strip()
+                if ro != "ro=true":
+                    d = self.ck.env.run(["btrfs", "-q", "subvolume", "delete", dest])
+                    if d.returncode:
+                        return False, "cannot delete %s: %s" % (dest, d.stderr.decode()), None
+                elif not (self.how.endswith("recv") and self.received(dest)):
+                    # only a receiver signalled after its END may leave
+                    # its subvolume done and then fail
+                    return False, "a failed receive left %s read-only (%s)" % (dest, self.note), None
+            if not os.path.lexists(dest):
+                rcs, errs, n = self.pipe(k)
+                if rcs != [0, 0]:
+                    return False, "retry after %s: exit %s: %s %s" % (
+                        self.note, rcs, errs.get("send", b"").decode(errors="replace")[-1000:],
+                        errs.get("recv", b"").decode(errors="replace")[-1000:]), None
+            left = self.leftovers()
+            if left:
+                return False, "after %s and a retry, left behind: %s" % (self.note, " ".join(left[:20])), None
+            return True, "", dest
+        rcs, errs, n = self.pipe(k)
+        if rcs != [0, 0]:
+            return False, "encio send | encio receive: exit %s: %s %s" % (
+                rcs, errs.get("send", b"").decode(errors="replace")[-1000:],
+                errs.get("recv", b"").decode(errors="replace")[-1000:]), None
+        return True, "", dest
+
+    def received(self, dest):
+        out = subprocess.run(["btrfs", "subvolume", "show", dest], stdout=subprocess.PIPE, text=True).stdout
+        for line in out.splitlines():
+            if line.strip().startswith("Received UUID:"):
+                return line.split()[-1] != "-"
+        return False
+
+    def leftovers(self):
+        out = []
+        for m in (self.mnt, self.ck.hist.mnt):
+            p = subprocess.run(["find", m, "-name", "*encio*"], stdout=subprocess.PIPE, text=True)
+            out += p.stdout.split()
+        return out
+
+
+METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
+           "i": InterruptMethod, "copy": CopyMethod}
+DEFAULT_METHODS = "d,a,b,c,i,copy"
+
+
+# ---------------------------------------------------------------------------
+
+class Mismatch:
+    def __init__(self, method, snap, what, diffs=()):
+        self.method, self.snap, self.what, self.diffs = method, snap, what, list(diffs)
+
+
+class Checker:
+    def __init__(self, seed, args):
+        self.seed = seed
+        self.args = args
+        self.env = Env(args.tmp, args.keep, args.verbose)
+        try:
+            self.encio = private_copy(args.encio, self.env.dir)
+        except Skip:
+            self.env.cleanup()
+            raise
+        self.mismatches = []
+        self.notes = []
+
+    def run(self, replay=None):
+        """Build the history (or replay one: a Replay) and check it; True if
+        every method gave every snapshot back."""
+        t0 = time.time()
+        if replay is None:
+            rng = random.Random(self.seed)
+            self.hist = History(self.env, self.seed, rng)
+            self.hist.build()
+            self.clone_choice = {}
+            for k, name in enumerate(self.hist.snaps):
+                if k >= 2 and rng.random() < 0.3:
+                    self.clone_choice[name] = [self.hist.snaps[rng.randrange(k - 1)]]
+            wanted = self.args.methods.split(",")
+            if "i" in wanted and not self.args.all_methods and random.Random("%d-i" % self.seed).random() >= 0.4:
+                wanted.remove("i")      # interruptions in some seeds only
+        else:
+            self.hist = replay
+            replay.build(self.env)
+            self.clone_choice = replay.clone_choice
+            wanted = replay.methods
+        S = self.hist.S
+        self.steps = []
+        for k, name in enumerate(self.hist.snaps):
+            self.steps.append({"name": name, "path": os.path.join(S, name),
+                               "parent": os.path.join(S, self.hist.snaps[k - 1]) if k else None,
+                               "clones": [os.path.join(S, c) for c in self.clone_choice.get(name, [])
+                                          if c in self.hist.snaps[:k]]})
+        self.streams = Streams(self)
+        self.methods = [METHODS[m](self) for m in wanted]
+        self.env.log("history: %d snapshots, %d operations, mount -o '%s', mkfs %s (%.1f s)" % (
+            len(self.steps), len(self.hist.log), self.hist.opts, " ".join(self.hist.mkfs_opts) or "-",
+            time.time() - t0))
+        srcs = [tree(st["path"]) for st in self.steps]
+        ctrl = [None] * len(self.steps)
+        ctrl_ok = True
+        for m in sorted(self.methods, key=lambda m: m.name != "d"):
+            m.setup()
+            for k, st in enumerate(self.steps):
+                ok, err, res = m.step(k)
+                if m.name == "d":
+                    if not ok:
+                        self.notes.append("control failed at %s: %s (later steps not checked)" % (st["name"], err))
+                        ctrl_ok = False
+                        break
+                    ctrl[k] = tree(res)
+                    self.control_notes(k, srcs[k], ctrl[k])
+                    continue
+                if not ctrl_ok and k >= len([c for c in ctrl if c is not None]):
+                    break
+                if not ok:
+                    self.mismatches.append(Mismatch(m, st["name"], err))
+                    break
+                diffs = self.compare(m, srcs[k], ctrl[k], tree(res))
+                if diffs:
+                    self.mismatches.append(Mismatch(m, st["name"], "trees differ", diffs))
+                    break
+        if any(m.sender == "encio" for m in self.methods):
+            self.check_sizes()
+        return not self.mismatches
+
+    def control_notes(self, k, src, ctl):
+        for rel, a in src.items():
+            if is_placeholder(a):
+                self.notes.append("%s: %s is a nested subvolume's directory: btrfs send leaves it out" % (
+                    self.steps[k]["name"], rel))
+        for d in diff_trees(source_view(src), ctl, skip=("flags",)):
+            self.notes.append("%s: the control differs from the source at %s (%s: %s vs %s): encio compared with the control there" % (
+                (self.steps[k]["name"],) + tuple(short(x) for x in d)))
+
+    def compare(self, m, src, ctl, got):
+        if getattr(m, "copy", False):
+            # a copy of the tree has what the directory holds, the nested
+            # subvolume's empty directory too; its times are made up when
+            # it is looked up, so they say nothing
+            exp = {r: dict(a) for r, a in src.items()}
+            for r, a in exp.items():
+                if is_placeholder(a) and r in got:
+                    a["mtime"] = got[r]["mtime"]
+                    a["flags"] = got[r]["flags"]   # FS_IOC_GETFLAGS fails on it
+            return diff_trees(exp, got)
+        srcv = source_view(src)
+        diffs = diff_trees(srcv, got)
+        if ctl is None:
+            return diffs
+        # Where btrfs receive itself does not give the source back, encio
+        # must give the source or what btrfs receive gives; where btrfs
+        # receive does the receiving (method a), its own deviation is not
+        # encio's. A time btrfs receive gets wrong is one of its own making
+        # (the kernel's stream has no utimes for a directory only orphans
+        # passed through): no two receives make the same, so none is checked.
+        dev = {(rel, attr): g for rel, attr, e, g in diff_trees(srcv, ctl)}
+        out = []
+        for rel, attr, e, g in diffs:
+            if attr == "flags":
+                # The kernel sends FILEATTR only for flags changed since the
+                # parent, and btrfs receive applies none but takes what a
+                # new inode inherits where it makes it: where the stream
+                # cannot carry them all, a flag is wrong only where neither
+                # the source nor the control has it (a NOCOW or compress
+                # flag inherited in the wrong place).
+                if not m.flags_kept and set(g) <= set(e) | set(ctl.get(rel, {}).get("flags", "")):
+                    continue
+            elif (rel, attr) in dev:
+                if m.receiver == "btrfs" or attr == "mtime" or g == dev[(rel, attr)]:
+                    continue
+            out.append((rel, attr, e, g))
+        return out
+
+    def check_sizes(self):
+        for k, st in enumerate(self.steps):
+            fe, (rce, _, _) = self.streams.get("encio", k)
+            fb, (rcb, _, _) = self.streams.get("btrfs", k)
+            if rce or rcb:
+                continue
+            se, sb = os.path.getsize(fe), os.path.getsize(fb)
+            if se > sb:
+                m = MethodA(self)
+                m.name, m.desc = "size", "the size of encio send's stream"
+                self.mismatches.append(Mismatch(m, st["name"], "encio send's stream is %d bytes, btrfs send --compressed-data's %d" % (se, sb)))
+
+    def report(self):
+        h = self.hist
+        os.makedirs(self.args.logdir, exist_ok=True)
+        path = os.path.join(self.args.logdir, "difftest-seed-%d.sh" % self.seed)
+        script = h.script()
+        repro = []
+        for mm in self.mismatches:
+            m = mm.method
+            if m.name == "size":
+                k = [s["name"] for s in self.steps].index(mm.snap)
+                st = self.steps[k]
+                repro.append("# stream sizes of %s:" % mm.snap)
+                repro.append("btrfs send -q --compressed-data %s | wc -c" % send_args_sh(st))
+                repro.append("$ENCIO send -q %s | wc -c" % send_args_sh(st))
+                continue
+            repro.append("# method %s (%s), up to %s, into a fresh filesystem at $D:" % (m.name, m.desc, mm.snap))
+            for st in self.steps:
+                repro.append(m.shell(st, "$D"))
+                if st["name"] == mm.snap:
+                    break
+            repro.append("python3 %s compare $S/%s $D/%s%s" % (SELF, mm.snap, mm.snap,
+                                                             "" if m.flags_kept else " --no-flags"))
+        script += "\n# Checks that failed (ENCIO=%s):\n" % self.args.encio + "\n".join("# " + l for l in repro) + "\n"
+        with open(path, "w") as f:
+            f.write(script)
+        print("MISMATCH: seed %d, mount -o '%s', mkfs %s, %d snapshots" % (
+            self.seed, h.opts, " ".join(h.mkfs_opts) or "-", len(self.steps)))
+        for mm in self.mismatches:
+            print("  method %s (%s), snapshot %s: %s" % (mm.method.name, mm.method.desc, mm.snap, mm.what))
+            print("    signature: %s" % " ".join(map(str, signature(mm))))
+            if getattr(mm.method, "note", ""):
+                print("    interruption: %s" % mm.method.note)
+            k = [s["name"] for s in self.steps].index(mm.snap)
+            for rel, attr, e, g in mm.diffs[:25]:
+                extra = ""
+                if attr == "content":
+                    res = os.path.join(mm.method.mnt, mm.snap, rel)
+                    off = first_diff(os.path.join(self.steps[k]["path"], rel), res)
+                    extra = " (first differing byte %s)" % off
+                print("    %s: %s: expected %s, got %s%s" % (rel, attr, short(e), short(g), extra))
+            if len(mm.diffs) > 25:
+                print("    ... %d more differences" % (len(mm.diffs) - 25))
+        for n in self.notes[:20]:
+            print("  note: " + n)
+        print("  history and reproducer: %s (%d operations); rerun: %s --seed %d -v --keep" % (
+            path, len(h.log), SELF, self.seed))
+        if not self.args.quiet_log:
+            print("---- %s ----" % path)
+            print(script)
+            print("---- end of %s ----" % path)
+
+
+class Replay:
+    """A history given as its log (some lines left out), for the minimizer."""
+
+    def __init__(self, seed, opts, mkfs_opts, lines, clone_choice, methods):
+        self.seed, self.opts, self.mkfs_opts = seed, opts, mkfs_opts
+        self.log = lines
+        self.clone_choice = clone_choice
+        self.methods = methods
+
+    def build(self, env):
+        self.loop, self.mnt = env.mkfs("src", opts=self.opts, mkfs_opts=self.mkfs_opts)
+        self.V = os.path.join(self.mnt, "vol")
+        self.S = os.path.join(self.mnt, "snaps")
+        os.mkdir(self.S)
+        e = dict(os.environ, V=self.V, S=self.S, MNT=self.mnt, LOOP=self.loop, OPTS=self.opts,
+                 T="python3 " + SELF)
+        subprocess.run(["bash", "-c", "umask 022\n" + "\n".join(self.log)], env=e,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.snaps = []
+        for l in self.log:
+            if l.startswith("btrfs -q subvolume snapshot -r"):
+                n = l.rsplit("/", 1)[1]
+                if os.path.isdir(os.path.join(self.S, n)):
+                    self.snaps.append(n)
+
+    def script(self):
+        return History.script(self)
+
+
+def signature(mm):
+    """What makes two mismatches the same failure, for the minimizer."""
+    if mm.method.name == "size":
+        return ("size",)
+    if not mm.diffs:
+        t = re.sub(r"'[^']*'|\S*/\S*|\d+", "_", mm.what.split("ERROR:", 1)[-1])
+        return ("error", mm.method.name, t.strip()[:60])
+    rel, attr, e, g = mm.diffs[0]
+    if attr == "flags" or attr == "exists":
+        return ("diff", mm.method.name, attr, e, g)
+    return ("diff", mm.method.name, attr)
+
+
+def matches(sig, mm):
+    if mm.method.name == "size":
+        return sig == ("size",)
+    if sig[0] == "error":
+        return signature(mm) == sig
+    if mm.method.name != sig[1]:
+        return False
+    for rel, attr, e, g in mm.diffs:
+        if attr == sig[2] and (len(sig) == 3 or (e, g) == sig[3:]):
+            return True
+    return False
+
+
+def minimize(ck0, mm, args, budget):
+    """Delta debugging of the history's log: the fewest lines that still
+    give the same failure, by the same method, up to its snapshot."""
+    sig = signature(mm)
+    log = ck0.hist.log
+    end = next(i for i, l in enumerate(log) if l.endswith("/" + mm.snap) and "snapshot -r" in l)
+    lines = log[:end + 1]
+    keep_always = {0, end}
+    meth = ["d", "a"] if sig == ("size",) else (["d", mm.method.name] if mm.method.name != "d" else ["d"])
+    quiet = argparse.Namespace(**vars(args))
+    quiet.verbose = False
+    quiet.keep = False
+    t0 = time.time()
+    trials = [0]
+
+    def fails(idx):
+        if time.time() - t0 > budget:
+            return False
+        trials[0] += 1
+        ck = Checker(ck0.seed, quiet)
+        try:
+            ck.run(Replay(ck0.seed, ck0.hist.opts, ck0.hist.mkfs_opts, [lines[i] for i in idx],
+                          ck0.clone_choice, meth))
+            return any(matches(sig, m) for m in ck.mismatches)
+        except Exception:
+            return False
+        finally:
+            ck.env.cleanup()
+
+    cur = list(range(len(lines)))
+    if not fails(cur):
+        return None, trials[0]
+    n = 2
+    while len(cur) > 2 and time.time() - t0 < budget:
+        free = [i for i in cur if i not in keep_always]
+        if n > len(free):
+            break
+        chunk = (len(free) + n - 1) // n
+        reduced = False
+        for j in range(0, len(free), chunk):
+            drop = set(free[j:j + chunk])
+            cand = [i for i in cur if i not in drop]
+            if fails(cand):
+                cur = cand
+                n = max(n - 1, 2)
+                reduced = True
+                break
+        if not reduced:
+            if n >= len(free):
+                break
+            n = min(len(free), n * 2)
+    return [lines[i] for i in cur], trials[0]
+
+
+def private_copy(binary, d):
+    """A copy of the binary under test, so that a rebuild while a seed runs
+    neither breaks it nor mixes two versions in one history."""
+    for _ in range(60):
+        try:
+            st = os.stat(binary)
+            if time.time() - st.st_mtime > 2 and st.st_mode & 0o111:
+                dst = os.path.join(d, "bin-under-test")
+                shutil.copy2(binary, dst)
+                return dst
+        except OSError:
+            pass
+        time.sleep(1)
+    raise Skip("%s is not there or keeps changing" % binary)
+
+
+def compare_main(argv):
+    ap = argparse.ArgumentParser(prog="difftest.py compare")
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--no-flags", action="store_true")
+    ap.add_argument("--copy", action="store_true", help="keep a nested subvolume's directory")
+    a = ap.parse_args(argv)
+    ta, tb = tree(a.a), tree(a.b)
+    if not a.copy:
+        ta = source_view(ta)
+    diffs = diff_trees(ta, tb, skip=("flags",) if a.no_flags else ())
+    for rel, attr, e, g in diffs:
+        print("%s: %s: %s vs %s" % (rel, attr, short(e), short(g)))
+    return 1 if diffs else 0
+
+
+def parse_seeds(a):
+    if a.seed is not None:
+        return [a.seed]
+    lo, _, hi = a.seeds.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "op":
+        try:
+            OPS[sys.argv[2]](*sys.argv[3:])
+        except OSError as e:
+            sys.exit("%s: %s" % (sys.argv[2], e))
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "compare":
+        return compare_main(sys.argv[2:])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--seeds", default="1-3", help="A-B: each seed from A to B")
+    ap.add_argument("--methods", default=DEFAULT_METHODS,
+                    help="comma-separated, of: %s (d, the control, is run whenever named)" % ",".join(METHODS))
+    ap.add_argument("--all-methods", action="store_true",
+                    help="run i (interruptions) in every seed, not in some")
+    ap.add_argument("--keep", action="store_true", help="keep images and mounts of a seed that fails")
+    ap.add_argument("--encio", default=os.environ.get("ENCIO") or os.path.join(HERE, "../../build/encio"))
+    ap.add_argument("--tmp", default="/dev/shm" if os.access("/dev/shm", os.W_OK) else "/tmp")
+    ap.add_argument("--logdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "difftest-logs"))
+    ap.add_argument("--budget", type=float, default=0,
+                    help="start no new seed after this many seconds (0: no limit)")
+    ap.add_argument("--minimize", type=float, default=0, metavar="SECONDS",
+                    help="on a mismatch, look for the shortest history that still gives it, for at most SECONDS per mismatch")
+    ap.add_argument("--quiet-log", action="store_true", help="do not print the history of a failing seed")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    for m in a.methods.split(","):
+        if m not in METHODS:
+            ap.error("unknown method %s" % m)
+    if "d" not in a.methods.split(","):
+        a.methods = "d," + a.methods
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        return 77
+    for tool in ("mkfs.btrfs", "btrfs", "losetup", "setfacl", "setfattr", "chattr", "fallocate"):
+        if subprocess.run(["which", tool], stdout=subprocess.DEVNULL).returncode:
+            print("SKIP: needs %s" % tool)
+            return 77
+    if not os.access(a.encio, os.X_OK):
+        print("SKIP: no encio binary at %s" % a.encio)
+        return 77
+    a.encio = os.path.abspath(a.encio)
+    os.umask(0o022)
+
+    current = []
+
+    def on_signal(sig, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    failed = []
+    t_all = time.time()
+    seeds = parse_seeds(a)
+    done = 0
+    try:
+        for seed in seeds:
+            if a.budget and done and time.time() - t_all > a.budget:
+                print("budget of %.0f s spent: seeds %d-%d not run" % (a.budget, seed, seeds[-1]))
+                break
+            t0 = time.time()
+            try:
+                ck = Checker(seed, a)
+            except Skip as e:
+                print("SKIP: %s" % e)
+                return 77
+            current[:] = [ck]
+            ok = False
+            try:
+                ok = ck.run()
+                if not ok:
+                    ck.report()
+                    if a.minimize:
+                        ck.env.cleanup()
+                        for mm in ck.mismatches:
+                            if mm.method.name == "i":
+                                continue
+                            print("minimizing method %s at %s (%s) ..." % (mm.method.name, mm.snap, " ".join(map(str, signature(mm)))), flush=True)
+                            lines, n = minimize(ck, mm, a, a.minimize)
+                            if lines is None:
+                                print("  did not fail again on replay (%d trial)" % n)
+                                continue
+                            print("  %d of %d lines after %d trials (mount -o '%s', mkfs %s):" % (
+                                len(lines), len(ck.hist.log), n, ck.hist.opts, " ".join(ck.hist.mkfs_opts) or "-"))
+                            for l in lines:
+                                print("    " + l)
+            finally:
+                if ok or not a.keep:
+                    ck.env.keep = False
+                ck.env.cleanup()
+            done += 1
+            print("seed %d: %s (%s, %d snapshots, %d ops, methods %s, %.1f s)" % (
+                seed, "ok" if ok else "MISMATCH", ck.hist.opts or "no options", len(ck.steps),
+                len(ck.hist.log), ",".join(m.name for m in ck.methods), time.time() - t0), flush=True)
+            if a.verbose:
+                for n in ck.notes:
+                    print("  note: " + n)
+            if not ok:
+                failed.append(seed)
+    except KeyboardInterrupt:
+        print("interrupted")
+        return 130
+    print("%d seeds run, %d failed%s (%.0f s)" % (done, len(failed),
+                                                ": " + " ".join(map(str, failed)) if failed else "",
+                                                time.time() - t_all))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
