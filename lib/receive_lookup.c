@@ -186,6 +186,7 @@ static int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
 struct uuid_search {
 	const uint8_t *uuid;
 	uint64_t transid;
+	bool any_transid;    /* else only a subvolume of @transid will do */
 	bool unreachable;    /* one found, outside the mount */
 	char path[PATH_MAX]; /* of the one found */
 };
@@ -227,9 +228,10 @@ static void transid_note(struct receive_ctx *ctx, const char *role,
 }
 
 /*
- * Open subvolume @id if it still has the UUID sought and the mount reaches
- * it. Returns the fd, -ENOENT for a subvolume that does not do (noted in
- * @s), or another -errno.
+ * Open subvolume @id if it still has the UUID sought (and the transid, in
+ * a search that asks for it) and the mount reaches it. Returns the fd,
+ * -ENOENT for a subvolume that does not do (noted in @s), or another
+ * -errno.
  */
 static int open_candidate(struct receive_ctx *ctx, const char *role,
 			  uint64_t id, bool received, struct uuid_search *s)
@@ -238,7 +240,7 @@ static int open_candidate(struct receive_ctx *ctx, const char *role,
 	enum btrfs_util_error err;
 	const char *rel;
 	char *path;
-	uint64_t found_id;
+	uint64_t found_id, transid;
 	struct stat st;
 	int fd = -ENOENT;
 
@@ -249,6 +251,13 @@ static int open_candidate(struct receive_ctx *ctx, const char *role,
 		return btrfsutil_errno(err);
 	if (memcmp(received ? info.received_uuid : info.uuid, s->uuid,
 		   BTRFS_UUID_SIZE))
+		return -ENOENT;
+	/*
+	 * A received subvolume keeps the ctransid its source had when sent
+	 * as stransid; a subvolume found by its own UUID is the source.
+	 */
+	transid = received ? info.stransid : info.ctransid;
+	if (!s->any_transid && transid != s->transid)
 		return -ENOENT;
 	err = btrfs_util_subvolume_path_fd(ctx->mnt_fd, id, &path);
 	if (err == BTRFS_UTIL_ERROR_SUBVOLUME_NOT_FOUND)
@@ -274,12 +283,7 @@ static int open_candidate(struct receive_ctx *ctx, const char *role,
 		fd = -ESTALE;
 		goto out;
 	}
-	/*
-	 * A received subvolume keeps the ctransid its source had when sent
-	 * as stransid; a subvolume found by its own UUID is the source.
-	 */
-	transid_note(ctx, role, s, path,
-		     received ? info.stransid : info.ctransid);
+	transid_note(ctx, role, s, path, transid);
 out:
 	free(path);
 	return fd;
@@ -368,9 +372,15 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 		return -ENOMEM;
 	s->uuid = uuid;
 	s->transid = transid;
-	for (t = 0; t < (int)sizeof(types); t++) {
-		n = uuid_tree_ids(ctx->mnt_fd, uuid, types[t], ids,
-				  UUID_IDS_MAX);
+	/*
+	 * Where several subvolumes have the UUID (a stream received twice,
+	 * into two places), the one of the stream's transid is the one it
+	 * was made from: it is taken first, else any, as btrfs receive.
+	 */
+	for (t = 0; t < 2 * (int)sizeof(types); t++) {
+		s->any_transid = t >= (int)sizeof(types);
+		n = uuid_tree_ids(ctx->mnt_fd, uuid, types[t % sizeof(types)],
+				  ids, UUID_IDS_MAX);
 		if (n < 0) {
 			fd = fail(ctx, n, "search the UUID tree");
 			goto out;
@@ -378,7 +388,9 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 		for (i = 0; i < n; i++) {
 			fd = open_candidate(
 				ctx, role, ids[i],
-				types[t] == BTRFS_UUID_KEY_RECEIVED_SUBVOL, s);
+				types[t % sizeof(types)] ==
+					BTRFS_UUID_KEY_RECEIVED_SUBVOL,
+				s);
 			if (fd == -ESTALE)
 				fd = fail(
 					ctx, fd,

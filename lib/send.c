@@ -448,6 +448,13 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 		return send_fail(ctx, errno, "stat", 0, false);
 	if (is_stream_file(ctx, st))
 		return 0;
+	/*
+	 * A nested subvolume, or the empty directory standing for one in a
+	 * snapshot (inode 2, its times made up at each lookup): left out,
+	 * as btrfs send leaves it out.
+	 */
+	if (S_ISDIR(st->st_mode) && st->st_dev != ctx->root_dev)
+		return 0;
 	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
 		first = link_seen(ctx, st, path, &ret);
 		if (ret)
@@ -479,8 +486,6 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 			ret = send_file_data(ctx, dirfd, p->name, path, st);
 	} else if (S_ISDIR(st->st_mode)) {
 		ctx->stats->dirs++;
-		if (st->st_dev != ctx->root_dev)
-			goto meta; /* a nested subvolume: empty, as btrfs send */
 		fd = openat(dirfd, p->name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
@@ -493,7 +498,6 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	}
 	if (ret)
 		return ret;
-meta:
 	/* ctx->src names this entry again after the children's. */
 	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/%s",
 		 dirfd, p->name);
@@ -599,7 +603,8 @@ static int child_path(struct send_ctx *ctx, const char *path, size_t src_len,
 		    PATH_MAX ||
 	    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len, "/%s",
 		     name) >= (int)(sizeof(ctx->src) - src_len))
-		return send_fail(ctx, ENAMETOOLONG, "path", 0, false);
+		return send_fail(ctx, ENAMETOOLONG, "make the stream path of",
+				 0, false);
 	return 0;
 }
 

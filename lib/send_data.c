@@ -137,13 +137,36 @@ int send_push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
 	return 0;
 }
 
+int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
+		    uint64_t start, uint64_t end)
+{
+	size_t slot = ctx->engine.pool.slot_size;
+	bool plain = false;
+	int ret;
+
+	if (fe->compression != BTRFS_COMPRESS_NONE) {
+		if (end - start >= fe->disk_bytes || fe->disk_bytes == 0)
+			return send_push_piece(ctx, start, end, true);
+		plain = true;
+	}
+	for (; start < end; start += slot) {
+		ret = send_push_piece(ctx, start,
+				      end - start < slot ? end : start + slot,
+				      false);
+		if (ret)
+			return ret;
+		ctx->pieces[ctx->nr_pieces - 1].plain = plain;
+	}
+	return 0;
+}
+
 /*
  * Data ranges of @map as pieces, in file order, appended to ctx->pieces;
  * holes and prealloc left out.
  */
 int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 {
-	size_t slot = ctx->engine.pool.slot_size, i;
+	size_t i;
 	int ret;
 
 	for (i = 0; i < map->nr; i++) {
@@ -156,19 +179,9 @@ int send_map_pieces(struct send_ctx *ctx, const struct extent_map *map)
 			end = map->size;
 		if (start >= end)
 			continue;
-		if (fe->compression != BTRFS_COMPRESS_NONE) {
-			ret = send_push_piece(ctx, start, end, true);
-			if (ret)
-				return ret;
-			continue;
-		}
-		for (; start < end; start += slot) {
-			ret = send_push_piece(
-				ctx, start,
-				end - start < slot ? end : start + slot, false);
-			if (ret)
-				return ret;
-		}
+		ret = send_push_range(ctx, fe, start, end);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -196,12 +209,75 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
-		if (p->clone)
+		if (p->clone || p->plain)
 			continue;
 		p->req = engine_get_req(&ctx->engine);
 		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
 				    fd, p->start);
 	}
+}
+
+/*
+ * pread [@pos, @end) and send it as WRITEs: 0, 1 where the file ended
+ * before @end, or an error.
+ */
+static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
+			    uint64_t pos, uint64_t end)
+{
+	while (pos < end) {
+		size_t want = end - pos < ctx->write_max ? end - pos :
+							   ctx->write_max;
+		ssize_t n;
+		int ret = send_stopped(ctx);
+
+		if (ret)
+			return ret;
+		n = pread(fd, ctx->buf, want, pos);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return send_fail(ctx, errno, "read", pos, true);
+		if (n == 0)
+			return 1;
+		ret = send_write(ctx, path, ctx->buf, n, pos);
+		if (ret)
+			return ret;
+		pos += n;
+	}
+	return 0;
+}
+
+/*
+ * A plain encoded read stops at the end of the kernel's cached extent map,
+ * which depends on writeback timing: the rest of the piece is read with
+ * pread (nothing is in flight), so that its commands are framed by the
+ * piece, whatever the read returned, and a snapshot always gives the same
+ * stream.
+ */
+static int top_up_plain(struct send_ctx *ctx, int fd, struct engine_req *req,
+			uint64_t end)
+{
+	char *buf = engine_req_buf(&ctx->engine, req);
+	uint64_t pos = req->offset + req->res;
+	ssize_t n;
+
+	if (req->res <= 0 ||
+	    req->args.compression != BTRFS_ENCODED_IO_COMPRESSION_NONE)
+		return 0;
+	if (end > req->offset + ctx->engine.pool.slot_size)
+		end = req->offset + ctx->engine.pool.slot_size;
+	while (pos < end) {
+		n = pread(fd, buf + (pos - req->offset), end - pos, pos);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return send_fail(ctx, errno, "read", pos, true);
+		if (n == 0)
+			break;
+		pos += n;
+	}
+	req->res = pos - req->offset;
+	return 0;
 }
 
 /*
@@ -222,6 +298,16 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 				ret = send_clone(ctx, path, p);
 			continue;
 		}
+		if (p->plain) {
+			if (!ret && !*eof)
+				ret = send_range_plain(ctx, fd, path, p->start,
+						       p->end);
+			*eof |= ret == 1;
+			ret = ret == 1 ? 0 : ret;
+			continue;
+		}
+		if (!ret && !*eof)
+			ret = top_up_plain(ctx, fd, p->req, p->end);
 		if (!ret && !*eof) {
 			ret = send_read_result(ctx, path, p->req, p->end,
 					       &covered);
@@ -274,36 +360,6 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 		if (ret)
 			return ret;
 		send_progress(ctx, ctx->pieces[last - 1].end);
-	}
-	return 0;
-}
-
-/*
- * pread [@pos, @end) and send it as WRITEs: 0, 1 where the file ended
- * before @end, or an error.
- */
-static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
-			    uint64_t pos, uint64_t end)
-{
-	while (pos < end) {
-		size_t want = end - pos < ctx->write_max ? end - pos :
-							   ctx->write_max;
-		ssize_t n;
-		int ret = send_stopped(ctx);
-
-		if (ret)
-			return ret;
-		n = pread(fd, ctx->buf, want, pos);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return send_fail(ctx, errno, "read", pos, true);
-		if (n == 0)
-			return 1;
-		ret = send_write(ctx, path, ctx->buf, n, pos);
-		if (ret)
-			return ret;
-		pos += n;
 	}
 	return 0;
 }

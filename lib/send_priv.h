@@ -41,6 +41,7 @@ struct send_piece {
 	uint64_t end;
 	bool whole; /* one encoded read of a (compressed) extent */
 	bool clone; /* a CLONE of (file, src_off): nothing read */
+	bool plain; /* pread at its turn: part of a compressed extent */
 	uint32_t file;
 	uint64_t src_off;
 	struct engine_req *req;
@@ -173,6 +174,15 @@ int send_clone(struct send_ctx *ctx, const char *path,
 	       const struct send_piece *p);
 int send_push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
 		    bool whole);
+/*
+ * The pieces of the data range [@start, @end) of @fe: a compressed extent
+ * read whole and sent encoded, unless the range holds fewer bytes than the
+ * extent's encoded ones (a truncate, a partial overwrite, clone or dedupe
+ * left a part of it): then sent as those bytes, as btrfs send sends them;
+ * plain data in slot-sized pieces.
+ */
+int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
+		    uint64_t start, uint64_t end);
 /*
  * The pieces of reads: send_map_pieces() appends the data ranges of @map
  * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd

@@ -118,30 +118,20 @@ static int push_clone(struct send_ctx *ctx, size_t first,
 	return 0;
 }
 
-/* The pieces of @plan: clones, and writes of slot-sized reads at most. */
+/* The pieces of @plan for @fe: clones, and ranges to send. */
 static int push_plan(struct send_ctx *ctx, size_t first,
-		     const struct share_plan *plan, bool whole)
+		     const struct share_plan *plan,
+		     const struct file_extent *fe)
 {
-	uint64_t slot = ctx->engine.pool.slot_size, start, end;
 	size_t i;
 	int ret = 0;
 
 	for (i = 0; !ret && i < plan->nr; i++) {
 		const struct share_piece *c = &plan->p[i];
 
-		if (c->clone) {
-			ret = push_clone(ctx, first, c);
-			continue;
-		}
-		end = c->off + c->len;
-		if (whole) {
-			ret = send_push_piece(ctx, c->off, end, true);
-			continue;
-		}
-		for (start = c->off; !ret && start < end; start += slot)
-			ret = send_push_piece(
-				ctx, start,
-				end - start < slot ? end : start + slot, false);
+		ret = c->clone ?
+			      push_clone(ctx, first, c) :
+			      send_push_range(ctx, fe, c->off, c->off + c->len);
 	}
 	return ret;
 }
@@ -191,7 +181,7 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 			end = map->size;
 		plan.nr = 0;
 		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end, map->size, whole, file, &plan) ?:
-			      push_plan(ctx, first, &plan, whole);
+			      push_plan(ctx, first, &plan, fe);
 	}
 	share_plan_release(&plan);
 	return ret;

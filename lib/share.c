@@ -464,6 +464,16 @@ static uint64_t ref_end(const struct share_ref *r, uint64_t end,
 	return r_end;
 }
 
+/*
+ * A clone of @r's bytes up to extent offset @end: an end off a sector is
+ * the end of the file cloned into, and the kernel takes it only where it
+ * is the end of the file cloned from too (@r ends there: its file's EOF).
+ */
+static bool clone_end_ok(const struct share_ref *r, uint64_t end)
+{
+	return end % SHARE_SECTOR == 0 || end == (uint64_t)r->eo + r->len;
+}
+
 /* The written range of the extent covering extent offset @eo, or NULL. */
 static const struct share_ref *covering(const struct share_index *si,
 					uint32_t first, uint64_t eo,
@@ -517,7 +527,8 @@ static int plan_whole(struct share_index *si, uint32_t fs,
 	uint64_t next;
 
 	r = covering(si, first, eo, eo + len, eof, &next);
-	if (r && ref_end(r, eo + len, eof) >= eo + len) {
+	if (r && ref_end(r, eo + len, eof) >= eo + len &&
+	    clone_end_ok(r, eo + len)) {
 		struct share_piece p = {
 			.off = start,
 			.len = len,
@@ -570,9 +581,16 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 			};
 
 			n = ref_end(r, eo_end, eof);
-			n = (n < eo_end ? n : eo_end) - eo;
+			n = n < eo_end ? n : eo_end;
+			if (!clone_end_ok(r, n))
+				n -= n % SHARE_SECTOR;
+			n -= eo;
 			p.len = n;
-			ret = plan_push(plan, &p);
+			ret = n ? plan_push(plan, &p) :
+				  write_piece(si, plan, fs, fe->disk_bytenr, eo,
+					      off, eo_end - eo, file, true);
+			if (!n)
+				n = eo_end - eo;
 		}
 		if (ret)
 			return ret;

@@ -195,6 +195,45 @@ static void test_unaligned_tail(void **state)
 	assert_piece(&f->plan.p[1], 8192, 4096, false, 0, 0);
 }
 
+static void test_short_file_of_a_longer_ones_extent(void **state)
+{
+	struct fixture *f = *state;
+	struct file_extent fe = regular(0, 32768, 96 << 20, 0, 0);
+	struct file_extent cz =
+		regular(0, 32768, 97 << 20, 0, BTRFS_COMPRESS_ZSTD);
+
+	/* a: 30,462 bytes; b: its first 7,615, ending at b's EOF only */
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 30462, 30462,
+					  false, f->a, &f->plan),
+			 0);
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 7615, 7615, false,
+					  f->b, &f->plan),
+			 0);
+	assert_int_equal(f->plan.nr, 2);
+	assert_piece(&f->plan.p[0], 0, 4096, true, f->a, 0);
+	assert_piece(&f->plan.p[1], 4096, 3519, false, 0, 0);
+	/* under a sector: all of it written */
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 100, 100, false,
+					  f->b, &f->plan),
+			 0);
+	assert_int_equal(f->plan.nr, 1);
+	assert_piece(&f->plan.p[0], 0, 100, false, 0, 0);
+	/* a compressed extent, cloned whole or not at all */
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 30462, 30462, true,
+					  f->a, &f->plan),
+			 0);
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 7615, 7615, true,
+					  f->b, &f->plan),
+			 0);
+	assert_int_equal(f->plan.nr, 1);
+	assert_false(f->plan.p[0].clone);
+}
+
 static void test_only_candidates_indexed(void **state)
 {
 	struct fixture *f = *state;
@@ -282,6 +321,9 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unaligned_tail, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_short_file_of_a_longer_ones_extent, setup,
+			teardown),
 		cmocka_unit_test_setup_teardown(test_only_candidates_indexed,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_extents, setup,

@@ -345,7 +345,7 @@ gen noparent <<END
 snapshot vol 0x11 0x99
 end
 END
-must_reject noparent "no subvolume with that UUID"
+must_reject noparent "no subvolume has it as received UUID or UUID"
 
 # receive caches the directories it resolved by their stream path: after
 # a rename or a removal, a path must name what is there now.

@@ -195,7 +195,7 @@ for d in "$DST/two" "$DST/two-e" "$DST/one" "$DST/one-e"; do
 done
 rm -r "$V/dir2"
 
-_log "a nested subvolume is an empty directory, as with btrfs send"
+_log "a nested subvolume is left out, as btrfs send leaves it out"
 run_check btrfs -q subvolume create "$SRC/outer"
 run_check btrfs -q subvolume create "$SRC/outer/inner"
 echo data >"$SRC/outer/inner/file"
@@ -203,7 +203,6 @@ echo top >"$SRC/outer/top"
 run_check btrfs property set -ts "$SRC/outer" ro true
 mkdir "$DST/nest"
 "$ENCIO" -q send "$SRC/outer" | btrfs receive "$DST/nest" >/dev/null || _fail "nested send"
-[ -d "$DST/nest/outer/inner" ] && [ -z "$(ls -A "$DST/nest/outer/inner")" ] ||
-	_fail "nested subvolume not an empty directory"
+[ ! -e "$DST/nest/outer/inner" ] || _fail "the nested subvolume is in the copy"
 cmp "$SRC/outer/top" "$DST/nest/outer/top" || _fail "nested: top differs"
 exit 0
