@@ -13,6 +13,30 @@ older one) and compares every received snapshot with its source.
     difftest.py op OP ARGS...      one operation of a replay script
     difftest.py compare A B [--no-flags] [--copy]   two trees, as the checks do
 
+Methods: d the control (btrfs send --compressed-data | btrfs receive), a
+encio send | btrfs receive, b encio send | encio receive, c btrfs send
+--compressed-data | encio receive, i b with one step interrupted (SIGINT or
+SIGKILL of a side, or the pipe closed) and received again, copy encio copy
+-r of each snapshot. Each step's stream is made once per sender (saved:
+encio's may not be larger than btrfs send's) and fed through a pipe.
+
+What is compared: type, content, size, symlink target, device numbers,
+hard-link group, mode, owner, mtime (atime never, ctime cannot be kept),
+every xattr (ACLs and btrfs.compression included) and the C, c, A flags.
+Where the source cannot be the measure, and only there:
+- a nested subvolume shows in a snapshot as an empty directory (inode 2)
+  that btrfs send leaves out: it is left out of what a stream must give
+  (copy -r keeps it; its times and flags are made up when looked up);
+- where the control differs from the source (btrfs receive makes new
+  inodes in the subvolume's root: they inherit its default ACL, and the
+  root's mtime is that of the receive), encio must give the source or what
+  the control gives; a time the control gets wrong is not checked, nor
+  anything of method a btrfs receive itself gets wrong;
+- inode flags: b, i and copy must give the source's; a and c, whose
+  streams cannot carry them all (the kernel sends FILEATTR only for flags
+  changed since the parent, btrfs receive applies none), must give no flag
+  that neither the source nor the control has.
+
 Exit status: 0 all seeds equal, 1 a mismatch (seed, method, snapshot, path,
 expected and got, and the replayable history are printed), 77 cannot run.
 """
