@@ -15,7 +15,7 @@ done
 
 # DIFFTEST_SEEDS overrides the seeds; the budget stops starting new seeds
 # on a slow machine rather than running past make check's limits.
-"$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-30}" \
+"$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-80}" \
 	--all-methods --budget "${DIFFTEST_BUDGET:-110}" ${DIFFTEST_ARGS:-}
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || _fail "random histories differ (rerun one: tests/random/difftest.py --seed N -v --keep --minimize 300)"
