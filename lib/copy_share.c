@@ -145,7 +145,7 @@ static void job_offer(struct copy_job *job)
 		share_file_get(&job->ctx->share, job->share_file);
 	struct {
 		struct file_handle fh;
-		unsigned char bytes[sizeof(sf->u.handle)];
+		unsigned char bytes[sizeof(sf->handle)];
 	} h;
 	int mnt;
 
@@ -157,7 +157,7 @@ static void job_offer(struct copy_job *job)
 				     SHARE_FAILED);
 		return;
 	}
-	memcpy(sf->u.handle, h.fh.f_handle, h.fh.handle_bytes);
+	memcpy(sf->handle, h.fh.f_handle, h.fh.handle_bytes);
 	sf->handle_len = h.fh.handle_bytes;
 	sf->handle_type = h.fh.handle_type;
 	share_file_set_state(&job->ctx->share, job->share_file, SHARE_READY);
@@ -175,7 +175,7 @@ static int clone_source(struct copy_job *job, uint32_t id)
 	struct share_file *sf = share_file_get(&ctx->share, id);
 	struct {
 		struct file_handle fh;
-		unsigned char bytes[sizeof(sf->u.handle)];
+		unsigned char bytes[sizeof(sf->handle)];
 	} h;
 	int fd;
 
@@ -183,7 +183,7 @@ static int clone_source(struct copy_job *job, uint32_t id)
 		return ctx->clone_fd;
 	h.fh.handle_bytes = sf->handle_len;
 	h.fh.handle_type = sf->handle_type;
-	memcpy(h.fh.f_handle, sf->u.handle, sf->handle_len);
+	memcpy(h.fh.f_handle, sf->handle, sf->handle_len);
 	fd = open_by_handle_at(job->dst_fd, &h.fh, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -504,21 +504,37 @@ static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
 	return send_inode_meta(ctx, path, st, dir_flags);
 }
 
-static int name_cmp(const void *a, const void *b)
+struct dir_name {
+	ino_t ino;
+	char *name;
+};
+
+static int dir_name_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct dir_name *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
-/* The names in @dirfd, sorted; freed by the caller. */
+/*
+ * The names in @dirfd, in inode number order, the kernel's send order:
+ * of two files sharing data, the one the kernel sends the data of comes
+ * first, and the other clones it, so the stream has btrfs send's shape.
+ * Freed by the caller.
+ */
 static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 {
-	size_t cap = 0;
+	size_t cap = 0, i;
 	struct dirent *de;
-	char **v = NULL, **nv;
+	struct dir_name *v = NULL, *nv;
+	char **out;
 	DIR *dir;
 	int fd = dup(dirfd), ret = 0;
 
 	*nr = 0;
+	*names = NULL;
 	if (fd < 0 || !(dir = fdopendir(fd))) {
 		ret = send_fail(ctx, errno, "open directory", 0, false);
 		if (fd >= 0)
@@ -536,7 +552,8 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 				goto nomem;
 			v = nv;
 		}
-		if (!(v[*nr] = strdup(de->d_name)))
+		v[*nr].ino = de->d_ino;
+		if (!(v[*nr].name = strdup(de->d_name)))
 			goto nomem;
 		(*nr)++;
 	}
@@ -544,12 +561,26 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 		ret = send_fail(ctx, errno, "read directory", 0, false);
 	closedir(dir);
 	if (*nr)
-		qsort(v, *nr, sizeof(*v), name_cmp);
-	*names = v;
+		qsort(v, *nr, sizeof(*v), dir_name_cmp);
+	out = malloc((*nr ? *nr : 1) * sizeof(*out));
+	if (!out) {
+		for (i = 0; i < *nr; i++)
+			free(v[i].name);
+		free(v);
+		*nr = 0;
+		return send_fail(ctx, ENOMEM, "read directory", 0, false);
+	}
+	for (i = 0; i < *nr; i++)
+		out[i] = v[i].name;
+	free(v);
+	*names = out;
 	return ret;
 nomem:
 	closedir(dir);
-	*names = v;
+	for (i = 0; i < *nr; i++)
+		free(v[i].name);
+	free(v);
+	*nr = 0;
 	return send_fail(ctx, ENOMEM, "read directory", 0, false);
 }
 
@@ -869,6 +900,7 @@ out:
 static void ctx_release(struct send_ctx *ctx)
 {
 	links_clear(ctx);
+	send_clone_checks_end(ctx);
 	send_share_end(ctx);
 	if (ctx->engine_ok)
 		engine_release(&ctx->engine);

@@ -221,8 +221,8 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
  * pread [@pos, @end) and send it as WRITEs: 0, 1 where the file ended
  * before @end, or an error.
  */
-static int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
-			    uint64_t pos, uint64_t end)
+int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
+		     uint64_t pos, uint64_t end)
 {
 	while (pos < end) {
 		size_t want = end - pos < ctx->write_max ? end - pos :
@@ -293,15 +293,13 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
-		if (p->clone) {
+		if (p->clone || p->plain) {
 			if (!ret && !*eof)
-				ret = send_clone(ctx, path, p);
-			continue;
-		}
-		if (p->plain) {
-			if (!ret && !*eof)
-				ret = send_range_plain(ctx, fd, path, p->start,
-						       p->end);
+				ret = p->clone ? send_clone_checked(ctx, fd,
+								    path, p) :
+						 send_range_plain(ctx, fd, path,
+								  p->start,
+								  p->end);
 			*eof |= ret == 1;
 			ret = ret == 1 ? 0 : ret;
 			continue;
@@ -322,6 +320,7 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 		engine_put_req(&ctx->engine, p->req);
 		p->req = NULL;
 	}
+	send_clone_checks_end(ctx);
 	return ret;
 }
 

@@ -90,6 +90,15 @@ struct send_ctx {
 	bool share_on;
 	struct send_subvol_id *subvols; /* of the stream so far */
 	size_t nr_subvols;
+	/*
+	 * The clones of the window being written are checked against what
+	 * the file and its sources hold now (send_clone_checked()): their
+	 * maps, made at the first clone of the window.
+	 */
+	struct extent_map check_map; /* of the file being sent */
+	bool check_map_made;
+	struct extent_map check_src_map; /* of the last clone source */
+	uint32_t check_src;		 /* its share file + 1; 0: none */
 };
 
 /* -errno, with ctx->e naming ctx->src, @op and the offset if @has_off. */
@@ -170,10 +179,21 @@ bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
 			  const struct extent_map *map);
 int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		   const struct extent_map *map);
-int send_clone(struct send_ctx *ctx, const char *path,
-	       const struct send_piece *p);
+/*
+ * The clone piece @p of the file @fd: sent as CLONE if the file and its
+ * source share that data now, else (a balance moved extents since the
+ * choice was made, and their old places may hold other data) as the data
+ * itself, read from @fd. 1: @fd ended before the piece.
+ */
+int send_clone_checked(struct send_ctx *ctx, int fd, const char *path,
+		       const struct send_piece *p);
+/* The maps of a window's clone checks, released. */
+void send_clone_checks_end(struct send_ctx *ctx);
 int send_push_piece(struct send_ctx *ctx, uint64_t start, uint64_t end,
 		    bool whole);
+/* pread [@pos, @end) of @fd, sent as WRITEs: 0, 1 where @fd ended first. */
+int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
+		     uint64_t pos, uint64_t end);
 /*
  * The pieces of the data range [@start, @end) of @fe: a compressed extent
  * read whole and sent encoded, unless the range holds fewer bytes than the

@@ -43,7 +43,7 @@ void send_share_end(struct send_ctx *ctx)
 	size_t i;
 
 	for (i = 0; ctx->share_on && i < ctx->share.nr_files; i++)
-		free(ctx->share.files[i].u.path);
+		free(ctx->share.files[i].path);
 	share_release(&ctx->share);
 	ctx->share_on = false;
 	free(ctx->subvols);
@@ -136,7 +136,27 @@ static int push_plan(struct send_ctx *ctx, size_t first,
 	return ret;
 }
 
-static int new_file(struct send_ctx *ctx, const char *path, uint32_t *id)
+/* The source file @fd, by handle, for the clone checks of those after it. */
+static int keep_handle(struct share_file *sf, int fd)
+{
+	union {
+		struct file_handle fh;
+		unsigned char
+			bytes[sizeof(struct file_handle) + sizeof(sf->handle)];
+	} h;
+	int mnt;
+
+	h.fh.handle_bytes = sizeof(sf->handle);
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
+		return -errno;
+	memcpy(sf->handle, h.fh.f_handle, h.fh.handle_bytes);
+	sf->handle_len = h.fh.handle_bytes;
+	sf->handle_type = h.fh.handle_type;
+	return 0;
+}
+
+static int new_file(struct send_ctx *ctx, int fd, const char *path,
+		    uint32_t *id)
 {
 	struct share_file *sf;
 	int ret = share_file_new(&ctx->share, id);
@@ -144,8 +164,13 @@ static int new_file(struct send_ctx *ctx, const char *path, uint32_t *id)
 	if (ret)
 		return ret;
 	sf = share_file_get(&ctx->share, *id);
-	sf->u.path = strdup(path);
-	if (!sf->u.path) {
+	ret = keep_handle(sf, fd);
+	if (ret) {
+		share_file_set_state(&ctx->share, *id, SHARE_FAILED);
+		return ret;
+	}
+	sf->path = strdup(path);
+	if (!sf->path) {
 		share_file_set_state(&ctx->share, *id, SHARE_FAILED);
 		return -ENOMEM;
 	}
@@ -168,7 +193,7 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 	    send_share_batchable(ctx, fd, &st, map))
 		return send_map_pieces(ctx, map);
 	ret = share_fs_of(&ctx->share, fd, &st, &fs) ?:
-						       new_file(ctx, path, &file);
+		      new_file(ctx, fd, path, &file);
 	for (i = 0; !ret && i < map->nr; i++) {
 		const struct file_extent *fe = &map->ext[i];
 		uint64_t end = fe->offset + fe->len;
@@ -187,8 +212,8 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 	return ret;
 }
 
-int send_clone(struct send_ctx *ctx, const char *path,
-	       const struct send_piece *p)
+static int send_clone(struct send_ctx *ctx, const char *path,
+		      const struct send_piece *p)
 {
 	const struct share_file *sf = share_file_get(&ctx->share, p->file);
 	const struct send_subvol_id *sv = &ctx->subvols[sf->subvol];
@@ -200,9 +225,124 @@ int send_clone(struct send_ctx *ctx, const char *path,
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_LEN, len);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_CLONE_UUID, sv->uuid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_CTRANSID, sv->ctransid);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_CLONE_PATH, sf->u.path);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_CLONE_PATH, sf->path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_OFFSET, p->src_off);
 	ctx->stats->clones++;
 	ctx->stats->clone_bytes += len;
 	return send_end_cmd(ctx);
+}
+
+/* The regular extent holding file offset @pos in @map, or NULL. */
+static const struct file_extent *regular_at(const struct extent_map *map,
+					    uint64_t pos)
+{
+	size_t lo = 0, hi = map->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct file_extent *fe = &map->ext[mid];
+
+		if (pos < fe->offset)
+			hi = mid;
+		else if (pos >= fe->offset + fe->len)
+			lo = mid + 1;
+		else
+			return fe->kind == EXTENT_REGULAR && fe->disk_bytenr ?
+				       fe :
+				       NULL;
+	}
+	return NULL;
+}
+
+/*
+ * @len bytes at @pos of the file mapped in @a and at @src_pos of the one
+ * mapped in @b are the same extent's, at the same place in it, all along:
+ * the same data.
+ */
+static bool same_extents(const struct extent_map *a, uint64_t pos,
+			 const struct extent_map *b, uint64_t src_pos,
+			 uint64_t len)
+{
+	while (len) {
+		const struct file_extent *x = regular_at(a, pos);
+		const struct file_extent *y = regular_at(b, src_pos);
+		uint64_t n;
+
+		if (!x || !y || x->disk_bytenr != y->disk_bytenr ||
+		    x->compression != y->compression ||
+		    x->extent_offset + (pos - x->offset) !=
+			    y->extent_offset + (src_pos - y->offset))
+			return false;
+		n = x->offset + x->len - pos;
+		if (y->offset + y->len - src_pos < n)
+			n = y->offset + y->len - src_pos;
+		if (len < n)
+			n = len;
+		pos += n;
+		src_pos += n;
+		len -= n;
+	}
+	return true;
+}
+
+/* The map of share file @id now, opened by its handle beside @fd. */
+static int map_source(struct send_ctx *ctx, int fd, uint32_t id)
+{
+	const struct share_file *sf = share_file_get(&ctx->share, id);
+	union {
+		struct file_handle fh;
+		unsigned char
+			bytes[sizeof(struct file_handle) + sizeof(sf->handle)];
+	} h;
+	int src, ret;
+
+	if (ctx->check_src == id + 1)
+		return 0;
+	extent_map_release(&ctx->check_src_map);
+	ctx->check_src = 0;
+	h.fh.handle_bytes = sf->handle_len;
+	h.fh.handle_type = sf->handle_type;
+	memcpy(h.fh.f_handle, sf->handle, sf->handle_len);
+	src = open_by_handle_at(fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return -errno;
+	ret = extent_map_build(src, &ctx->check_src_map);
+	close(src);
+	if (!ret)
+		ctx->check_src = id + 1;
+	return ret;
+}
+
+static bool clone_holds(struct send_ctx *ctx, int fd,
+			const struct send_piece *p)
+{
+	if (!ctx->check_map_made) {
+		if (extent_map_build(fd, &ctx->check_map))
+			return false;
+		ctx->check_map_made = true;
+	}
+	if (map_source(ctx, fd, p->file))
+		return false;
+	return ctx->check_map.source == EXTENT_SOURCE_TREE_SEARCH &&
+	       ctx->check_src_map.source == EXTENT_SOURCE_TREE_SEARCH &&
+	       same_extents(&ctx->check_map, p->start, &ctx->check_src_map,
+			    p->src_off, p->end - p->start);
+}
+
+int send_clone_checked(struct send_ctx *ctx, int fd, const char *path,
+		       const struct send_piece *p)
+{
+	if (clone_holds(ctx, fd, p))
+		return send_clone(ctx, path, p);
+	return send_range_plain(ctx, fd, path, p->start, p->end);
+}
+
+void send_clone_checks_end(struct send_ctx *ctx)
+{
+	if (ctx->check_map_made)
+		extent_map_release(&ctx->check_map);
+	ctx->check_map_made = false;
+	if (ctx->check_src)
+		extent_map_release(&ctx->check_src_map);
+	ctx->check_src = 0;
 }

@@ -33,10 +33,9 @@ struct share_file {
 	uint8_t handle_len;
 	uint16_t subvol; /* send: the stream's subvolume it was sent in */
 	int handle_type;
-	union {
-		unsigned char handle[24]; /* copy: file handle */
-		char *path;		  /* send: its path in the stream */
-	} u;
+	/* copy: the DEST file's handle; send: the source file's */
+	unsigned char handle[24];
+	char *path; /* send: its path in the stream */
 };
 
 /* One written range of a source extent; 40 bytes. */

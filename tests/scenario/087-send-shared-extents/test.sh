@@ -31,12 +31,13 @@ make_shared_tree "$SRC"
 _log "one snapshot: its own sharing as CLONE"
 run_check "$ENCIO" -q send -f "$TEST_TMP/one.stream" "$SRC/snap1"
 btrfs receive --dump -f "$TEST_TMP/one.stream" >"$TEST_TMP/one.dump" || _fail "btrfs receive --dump"
-for f in text text.reflink random.reflink tail.reflink self dup2; do
+for f in mixed text.reflink random.reflink tail.reflink middle self dup2; do
 	grep -qE "^clone +\./snap1/$f " "$TEST_TMP/one.dump" || _fail "no CLONE for $f"
 done
-# the walk (in name order) meets middle before random, mixed before text:
-# their shared data is cloned from the first met
-grep -qE '^clone +\./snap1/random .* from=\./snap1/middle ' "$TEST_TMP/one.dump" || _fail "no CLONE from middle"
+# the walk (in inode order, as btrfs send) meets random before middle, text
+# before mixed: their shared data is cloned from the first met
+grep -qE '^clone +\./snap1/middle .* from=\./snap1/random ' "$TEST_TMP/one.dump" || _fail "no CLONE from random"
+grep -qE '^clone +\./snap1/mixed .* from=\./snap1/text ' "$TEST_TMP/one.dump" || _fail "no CLONE from text"
 ! grep -qE '^(write|encoded_write) +\./snap1/text.reflink ' "$TEST_TMP/one.dump" || _fail "data of text.reflink sent"
 # btrfs send finds sharing within the snapshot too: no bigger than its stream
 btrfs -q send --compressed-data -f "$TEST_TMP/one.btrfs" "$SRC/snap1" || _fail "btrfs send"
