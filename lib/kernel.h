@@ -11,6 +11,7 @@
 
 #include <linux/btrfs.h>
 #include <linux/btrfs_tree.h>
+#include <stdint.h>
 
 /* fs/btrfs/compression.h: enum btrfs_compression_type, as stored on disk. */
 #define BTRFS_COMPRESS_NONE 0
@@ -142,5 +143,17 @@ enum btrfs_send_attr {
 	BTRFS_SEND_A_VERITY_SIG_DATA = 35,
 	BTRFS_SEND_A_MAX = 35,
 };
+
+/*
+ * fs/btrfs/export.h: the file handle of an inode by number, subvolume
+ * and generation (struct btrfs_fid's first three fields, packed), of
+ * type FILEID_BTRFS_WITHOUT_PARENT.
+ */
+#define BTRFS_FID_TYPE_WITHOUT_PARENT 0x4d
+struct btrfs_fid_without_parent {
+	uint64_t objectid;
+	uint64_t root_objectid;
+	uint32_t gen;
+} __attribute__((packed));
 
 #endif

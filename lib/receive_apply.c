@@ -227,6 +227,9 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 
 	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
 	dir_cache_inherits_forget(ctx);
+	ret = flags_xattr(ctx, path, name, data, len);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;
@@ -243,6 +246,9 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 
 	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
 	dir_cache_inherits_forget(ctx);
+	ret = flags_xattr(ctx, path, name, NULL, 0);
+	if (ret)
+		return ret < 0 ? ret : 0;
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
 	if (ret)
 		return ret;

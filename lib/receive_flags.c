@@ -11,11 +11,21 @@
  * of a directory). They are kept by file handle, which renames later in
  * the stream do not change. A flag DEST does not take is noted in the
  * receive's stats, for a warning.
+ *
+ * What a directory passes on to the inodes made in it (its nocow, compress
+ * and nocompress flags, its btrfs.compression property, its default ACL)
+ * waits for the end too: btrfs send makes every new inode under an orphan
+ * name in the subvolume's root and moves it after, and a flag or property
+ * of the root or of the directory set before would be taken by the new
+ * inode. At the end the flags go first, then the xattrs: btrfs refuses the
+ * compression property of a nocow inode.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "receive_internal.h"
 
@@ -27,20 +37,47 @@ static void refuse(struct receive_ctx *ctx, unsigned int flags)
 	ctx->stats.flags_refused.flags |= flags;
 }
 
+/* The xattrs a directory passes on to new inodes. */
+static const char *const inherited_xattrs[] = { "btrfs.compression",
+						"system.posix_acl_default" };
+
 void flags_forget(struct receive_ctx *ctx)
 {
+	size_t i;
+
 	free(ctx->late);
 	ctx->late = NULL;
 	ctx->nr_late = ctx->cap_late = 0;
+	for (i = 0; i < ctx->nr_late_x; i++)
+		free(ctx->late_x[i].value);
+	free(ctx->late_x);
+	ctx->late_x = NULL;
+	ctx->nr_late_x = ctx->cap_late_x = 0;
 }
 
-/* Keep @flags of the inode open at @fd for flags_finish(). */
-static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags)
+static int handle_of(int fd, union late_handle *h)
+{
+	int mount_id;
+
+	h->fh.handle_bytes = LATE_HANDLE_MAX;
+	return name_to_handle_at(fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) ?
+		       -errno :
+		       0;
+}
+
+static bool same_handle(const union late_handle *a, const union late_handle *b)
+{
+	return a->fh.handle_type == b->fh.handle_type &&
+	       a->fh.handle_bytes == b->fh.handle_bytes &&
+	       !memcmp(a->fh.f_handle, b->fh.f_handle, a->fh.handle_bytes);
+}
+
+/* Keep @flags of @mask of the inode open at @fd for flags_finish(). */
+static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags,
+		    unsigned int mask)
 {
 	struct late_flags *l, *grown;
-	struct file_handle *fh;
 	size_t cap;
-	int mount_id;
 
 	if (ctx->nr_late == ctx->cap_late) {
 		cap = ctx->cap_late ? ctx->cap_late * 2 : 64;
@@ -51,14 +88,13 @@ static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags)
 		ctx->cap_late = cap;
 	}
 	l = &ctx->late[ctx->nr_late];
-	fh = &l->handle.fh;
-	fh->handle_bytes = LATE_HANDLE_MAX;
-	if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH)) {
+	if (handle_of(fd, &l->handle)) {
 		/* no handle, no way back to the inode at the end */
 		refuse(ctx, flags);
 		return 0;
 	}
 	l->flags = flags;
+	l->mask = mask;
 	ctx->nr_late++;
 	return 0;
 }
@@ -102,7 +138,8 @@ static int open_inode(struct receive_ctx *ctx, const char *path, bool *own)
 int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 {
 	unsigned int want = inode_flags_from_btrfs(attr);
-	unsigned int late = want & FLAGS_LATE;
+	unsigned int late = want & FLAGS_LATE, mask = FLAGS_LATE;
+	struct stat st;
 	bool own;
 	int fd, ret;
 
@@ -116,7 +153,14 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 	}
 	if (fd < 0)
 		return fd;
-	/* Late flags not wanted go now: they would refuse what follows. */
+	if (!fstat(fd, &st) && S_ISDIR(st.st_mode)) {
+		late |= want & INODE_FLAGS_EARLY;
+		mask |= INODE_FLAGS_EARLY;
+	}
+	/*
+	 * Late flags not wanted go now: they would refuse what follows, or
+	 * pass on what they should not.
+	 */
 	ret = inode_flags_set(fd, want, INODE_FLAGS_KEPT & ~late,
 			      &ctx->stats.flags_refused);
 	if (ret < 0) {
@@ -125,11 +169,133 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 	}
 	/* btrfs leaves nocow off a file with data, and says nothing */
 	refuse(ctx, want & ~late & ~inode_flags_get(fd));
-	ret = late ? late_add(ctx, fd, late) : 0;
+	ret = late ? late_add(ctx, fd, late, mask) : 0;
 out:
 	if (own)
 		close(fd);
 	return ret;
+}
+
+static const char *inherited_xattr(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(inherited_xattrs) / sizeof(*inherited_xattrs);
+	     i++)
+		if (!strcmp(name, inherited_xattrs[i]))
+			return inherited_xattrs[i];
+	return NULL;
+}
+
+/*
+ * Forget what was kept of @name for the directory @h, which is removed:
+ * whether there was any.
+ */
+static bool late_xattr_drop(struct receive_ctx *ctx, const union late_handle *h,
+			    const char *name)
+{
+	size_t i, kept = 0;
+	bool dropped;
+
+	for (i = 0; i < ctx->nr_late_x; i++) {
+		struct late_xattr *x = &ctx->late_x[i];
+
+		if (x->name == name && same_handle(&x->handle, h)) {
+			free(x->value);
+			continue;
+		}
+		ctx->late_x[kept++] = *x;
+	}
+	dropped = kept < ctx->nr_late_x;
+	ctx->nr_late_x = kept;
+	return dropped;
+}
+
+static int late_xattr_add(struct receive_ctx *ctx, const union late_handle *h,
+			  const char *name, const void *data, size_t len)
+{
+	struct late_xattr *x, *grown;
+	size_t cap;
+
+	if (ctx->nr_late_x == ctx->cap_late_x) {
+		cap = ctx->cap_late_x ? ctx->cap_late_x * 2 : 16;
+		grown = realloc(ctx->late_x, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		ctx->late_x = grown;
+		ctx->cap_late_x = cap;
+	}
+	x = &ctx->late_x[ctx->nr_late_x];
+	x->value = malloc(len ? len : 1);
+	if (!x->value)
+		return -ENOMEM;
+	memcpy(x->value, data, len);
+	x->len = len;
+	x->name = name;
+	x->handle = *h;
+	ctx->nr_late_x++;
+	return 0;
+}
+
+int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
+		const void *data, size_t len)
+{
+	const char *kept = inherited_xattr(name);
+	union late_handle h;
+	struct stat st;
+	bool own, dir;
+	int fd, ret;
+
+	if (!kept)
+		return 0;
+	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
+	if (ret)
+		return ret;
+	fd = open_inode(ctx, path, &own);
+	if (fd == -EINVAL)
+		return 0;
+	if (fd < 0)
+		return fd;
+	dir = !fstat(fd, &st) && S_ISDIR(st.st_mode);
+	/* no handle, no way back to it at the end: now, then */
+	if (!dir || handle_of(fd, &h)) {
+		ret = 0;
+	} else if (!data) {
+		/* removed before it was set: nothing to remove now */
+		ret = late_xattr_drop(ctx, &h, kept) &&
+		      fgetxattr(fd, kept, NULL, 0) < 0 && errno == ENODATA;
+	} else {
+		late_xattr_drop(ctx, &h, kept);
+		ret = late_xattr_add(ctx, &h, kept, data, len);
+		ret = ret ? fail(ctx, ret, "keep the xattr") : 1;
+	}
+	if (own)
+		close(fd);
+	return ret;
+}
+
+/* The directories' inherited xattrs, in the stream's order. */
+static int xattrs_finish(struct receive_ctx *ctx)
+{
+	size_t i;
+	int fd, ret;
+
+	for (i = 0; i < ctx->nr_late_x; i++) {
+		struct late_xattr *x = &ctx->late_x[i];
+
+		fd = open_by_handle_at(ctx->subvol_fd, &x->handle.fh,
+				       O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0 && (errno == ESTALE || errno == ENOENT))
+			continue;
+		if (fd < 0)
+			return fail(ctx, errno,
+				    "open a directory to set its xattrs");
+		ret = fsetxattr(fd, x->name, x->value, x->len, 0) ? -errno : 0;
+		close(fd);
+		if (ret)
+			return fail(ctx, ret, "set a directory's xattr");
+	}
+	return 0;
 }
 
 /*
@@ -156,12 +322,15 @@ int flags_finish(struct receive_ctx *ctx)
 		if (fd < 0)
 			return fail(ctx, errno,
 				    "open an inode to set its flags");
-		ret = inode_flags_set(fd, l->flags, FLAGS_LATE,
+		ret = inode_flags_set(fd, l->flags, l->mask,
 				      &ctx->stats.flags_refused);
 		close(fd);
 		if (ret < 0)
 			return fail(ctx, ret, "set the inode flags");
 	}
+	ret = xattrs_finish(ctx);
+	if (ret)
+		return ret;
 	flags_forget(ctx);
 	return 0;
 }

@@ -67,13 +67,27 @@ struct pending_node {
 /* btrfs' handles are 20 bytes; 40 with a parent, which is not asked for */
 #define LATE_HANDLE_MAX 40
 
-/* Flags of an inode set when its subvolume is finished (receive_flags.c). */
+union late_handle {
+	struct file_handle fh;
+	char bytes[sizeof(struct file_handle) + LATE_HANDLE_MAX];
+};
+
+/*
+ * Flags of an inode set when its subvolume is finished (receive_flags.c):
+ * @flags of @mask.
+ */
 struct late_flags {
 	unsigned int flags;
-	union {
-		struct file_handle fh;
-		char bytes[sizeof(struct file_handle) + LATE_HANDLE_MAX];
-	} handle;
+	unsigned int mask;
+	union late_handle handle;
+};
+
+/* An xattr a directory passes on, set when its subvolume is finished. */
+struct late_xattr {
+	const char *name; /* one of receive_flags.c's inherited xattrs */
+	void *value;
+	size_t len;
+	union late_handle handle;
 };
 
 struct receive_ctx {
@@ -121,10 +135,16 @@ struct receive_ctx {
 
 	struct pending_node pending;
 
-	/* The subvolume's sync, append-only and immutable flags, for its end. */
+	/*
+	 * For the subvolume's end: its sync, append-only and immutable
+	 * flags, and what its directories pass on to new inodes.
+	 */
 	struct late_flags *late;
 	size_t nr_late;
 	size_t cap_late;
+	struct late_xattr *late_x;
+	size_t nr_late_x;
+	size_t cap_late_x;
 
 	/* The paths of the command being applied, resolved. */
 	char path_buf[2][PATH_MAX];
@@ -247,6 +267,13 @@ int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
 
 /* receive_flags.c */
 int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr);
+/*
+ * SET_XATTR or REMOVE_XATTR (@data NULL) of @name on @path: 1 where it is
+ * kept for the end (an xattr a directory passes on), 0 where it is the
+ * caller's to apply now, or -errno.
+ */
+int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
+		const void *data, size_t len);
 int flags_finish(struct receive_ctx *ctx);
 void flags_forget(struct receive_ctx *ctx);
 

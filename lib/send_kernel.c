@@ -10,6 +10,11 @@
  * here. Each command is relayed as it comes, but the SUBVOL or SNAPSHOT
  * command, which takes the name asked for, and END, which is ours to
  * place when several subvolumes make one stream.
+ *
+ * The kernel sends FILEATTR for an inode whose flags changed, none for a
+ * new inode: a new file's or directory's flags are added right after its
+ * creation (a file is still empty there, the only time btrfs takes
+ * nocow), read from the inode the orphan name oINO-GEN-N names.
  */
 #include <endian.h>
 #include <errno.h>
@@ -19,12 +24,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <btrfsutil.h>
+
+#include "inode_flags.h"
 #include "kernel.h"
 #include "send_priv.h"
 
 struct relay {
 	struct send_ctx *ctx;
 	const char *name; /* the subvolume's name in the stream, or NULL */
+	int root_fd;
+	uint64_t root_id;
 };
 
 static uint64_t attr_u64(const struct stream_cmd *cmd, unsigned int attr)
@@ -89,6 +99,67 @@ static void count_cmd(struct send_stats *st, const struct stream_cmd *cmd)
 	}
 }
 
+/* The inode the orphan name at the end of @path names in the subvolume. */
+static int open_orphan(const struct relay *r, const struct stream_attr *path)
+{
+	union {
+		struct file_handle fh;
+		char bytes[sizeof(struct file_handle) +
+			   sizeof(struct btrfs_fid_without_parent)];
+	} h;
+	struct btrfs_fid_without_parent fid;
+	unsigned long long ino, gen, n;
+	char last[NAME_MAX + 1];
+	const char *slash;
+	size_t len;
+	int fd;
+
+	slash = memrchr(path->data, '/', path->len);
+	slash = slash ? slash + 1 : (const char *)path->data;
+	len = path->len - (size_t)(slash - (const char *)path->data);
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(last, slash, len);
+	last[len] = '\0';
+	if (sscanf(last, "o%llu-%llu-%llu", &ino, &gen, &n) != 3 ||
+	    gen > UINT32_MAX)
+		return -ENOENT;
+	fid.objectid = ino;
+	fid.root_objectid = r->root_id;
+	fid.gen = (uint32_t)gen;
+	h.fh.handle_bytes = sizeof(fid);
+	h.fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
+	memcpy(h.fh.f_handle, &fid, sizeof(fid));
+	fd = open_by_handle_at(r->root_fd, &h.fh,
+			       O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* FILEATTR of the new file or directory @cmd made, if it has flags. */
+static int new_inode_flags(struct relay *r, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	struct stream_writer *w = &r->ctx->w;
+	unsigned int flags;
+	int fd;
+
+	if (w->version < 2 || !path->present)
+		return 0;
+	fd = open_orphan(r, path);
+	if (fd < 0)
+		return 0;
+	flags = inode_flags_get(fd);
+	close(fd);
+	if (!flags)
+		return 0;
+	stream_begin_cmd(w, BTRFS_SEND_C_FILEATTR);
+	stream_put_bytes(w, BTRFS_SEND_A_PATH, path->data, path->len);
+	stream_put_u64(w, BTRFS_SEND_A_FILEATTR,
+		       inode_flags_to_btrfs(flags,
+					    cmd->type == BTRFS_SEND_C_MKFILE));
+	return stream_end_cmd(w);
+}
+
 static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 {
 	struct send_ctx *ctx = r->ctx;
@@ -102,6 +173,9 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 		ret = put_subvol(r, cmd);
 	else
 		ret = stream_put_cmd(&ctx->w, cmd);
+	if (!ret && (cmd->type == BTRFS_SEND_C_MKFILE ||
+		     cmd->type == BTRFS_SEND_C_MKDIR))
+		ret = new_inode_flags(r, cmd);
 	if (ret)
 		return encio_error_set(ctx->e, -ret, "write stream to",
 				       ctx->out_name, false, 0);
@@ -170,6 +244,13 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
 		return send_fail(ctx, errno, "open", 0, false);
+	r.root_fd = root_fd;
+	if (btrfs_util_subvolume_id_fd(root_fd, &r.root_id)) {
+		ret = send_fail(ctx, errno ?: EIO,
+				"look up the subvolume id of", 0, false);
+		close(root_fd);
+		return ret;
+	}
 	send_kernel_init(&ks, root_fd, parent_id, clone_ids, nr_clone_ids,
 			 ctx->w.version, ctx->opts.no_data);
 	/* a pass made before, if made for this: else the kernel's, now */
