@@ -313,6 +313,68 @@ static void fresh_set(struct receive_ctx *ctx, const char *path)
 		strcpy(ctx->fresh_path, path);
 }
 
+static bool xattr_present(int fd, const char *name)
+{
+	return fgetxattr(fd, name, NULL, 0) >= 0 || errno != ENODATA;
+}
+
+/*
+ * Whether the directory @d passes anything on to an inode made in it: true
+ * where that cannot be told.
+ */
+static bool dir_inherits(struct dir_slot *d)
+{
+	unsigned int flags = 0;
+	int fd;
+
+	if (d->inherits_known)
+		return d->inherits;
+	fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d->inherits = fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
+		      (flags & (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)) ||
+		      xattr_present(fd, "btrfs.compression") ||
+		      xattr_present(fd, "system.posix_acl_default");
+	d->inherits_known = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	return d->inherits;
+}
+
+/*
+ * The file or directory just made at @last in @pfd (open at @fd, or -1),
+ * which its directory passed flags, a compression property or ACLs on
+ * to: without them. The stream says what the inode has (the xattrs btrfs
+ * send sends, the flags encio send sends); where it says nothing the
+ * inode has nothing, as the source's. ENODATA is what most removals give.
+ */
+static void strip_inherited(int pfd, const char *last, enum mk_kind kind,
+			    int fd)
+{
+	unsigned int flags = 0;
+	int own = -1;
+
+	if (kind != MK_FILE && kind != MK_DIR)
+		return;
+	if (fd < 0) {
+		own = openat(pfd, last,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (own < 0)
+			return;
+		fd = own;
+	}
+	if (!ioctl(fd, FS_IOC_GETFLAGS, &flags) &&
+	    (flags & INODE_FLAGS_EARLY)) {
+		flags &= ~INODE_FLAGS_EARLY;
+		ioctl(fd, FS_IOC_SETFLAGS, &flags);
+	}
+	fremovexattr(fd, "btrfs.compression");
+	fremovexattr(fd, "system.posix_acl_access");
+	if (kind == MK_DIR)
+		fremovexattr(fd, "system.posix_acl_default");
+	if (own >= 0)
+		close(own);
+}
+
 int path_create_node(struct receive_ctx *ctx, const char *path,
 		     enum mk_kind kind, mode_t type, dev_t rdev,
 		     const char *target)
@@ -350,6 +412,9 @@ int path_create_node(struct receive_ctx *ctx, const char *path,
 	}
 	if (ret)
 		return -errno;
+	if (ctx->last_dir && dir_inherits(ctx->last_dir))
+		strip_inherited(pfd, last, kind,
+				kind == MK_FILE ? ctx->write_fd : -1);
 	fresh_set(ctx, path);
 	return 0;
 }
@@ -364,33 +429,6 @@ int pending_flush(struct receive_ctx *ctx)
 	p->active = false;
 	return path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
 				p->target);
-}
-
-static bool xattr_present(int fd, const char *name)
-{
-	return fgetxattr(fd, name, NULL, 0) >= 0 || errno != ENODATA;
-}
-
-/*
- * Whether the directory @d passes anything on to an inode made in it: true
- * where that cannot be told.
- */
-static bool dir_inherits(struct dir_slot *d)
-{
-	unsigned int flags = 0;
-	int fd;
-
-	if (d->inherits_known)
-		return d->inherits;
-	fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d->inherits = fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
-		      (flags & (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)) ||
-		      xattr_present(fd, "btrfs.compression") ||
-		      xattr_present(fd, "system.posix_acl_default");
-	d->inherits_known = fd >= 0;
-	if (fd >= 0)
-		close(fd);
-	return d->inherits;
 }
 
 /* A node made at @to comes out as one made at @from. */

@@ -71,3 +71,31 @@ for p in z g late sub; do
 		_fail "$f took its directory's compression property"
 done
 cmp "$SRC/s2/nocow/g" "$DST/b/s2/nocow/g" || _fail "g differs"
+
+_log "the root flagged nocow in the stream, before a reflinked file is made"
+run_check btrfs -q subvolume create "$SRC/r"
+random_bytes 65536 a >"$SRC/r/a"
+run_check btrfs -q subvolume snapshot -r "$SRC/r" "$SRC/r1"
+cp --reflink=always "$SRC/r/a" "$SRC/r/b"
+chattr +C "$SRC/r"
+run_check btrfs -q subvolume snapshot -r "$SRC/r" "$SRC/r2"
+btrfs -q send --compressed-data "$SRC/r1" | "$ENCIO" -q receive "$DST/b" || _fail "receive failed"
+btrfs -q send --compressed-data -p "$SRC/r1" "$SRC/r2" | "$ENCIO" -q receive "$DST/b" ||
+	_fail "the clone into a file made in the nocow root failed"
+cmp "$SRC/r2/b" "$DST/b/r2/b" || _fail "r2/b differs"
+[ -z "$(lsattr -d "$DST/b/r2/b" | cut -d' ' -f1 | tr -cd 'C')" ] || _fail "r2/b took the root's nocow"
+[ -n "$(lsattr -d "$DST/b/r2" | cut -d' ' -f1 | tr -cd 'C')" ] || _fail "r2 lost its nocow"
+
+_log "a directory made in a compress directory, its property removed"
+run_check btrfs -q subvolume create "$SRC/c"
+chattr +c "$SRC/c"
+mkdir "$SRC/c/n"
+run_check btrfs -q subvolume snapshot -r "$SRC/c" "$SRC/c1"
+mkdir "$SRC/c/n/w"
+btrfs property set "$SRC/c/n/w" compression ''
+random_bytes 5000 p >"$SRC/c/plain"
+btrfs property set "$SRC/c/plain" compression ''
+run_check btrfs -q subvolume snapshot -r "$SRC/c" "$SRC/c2"
+"$ENCIO" -q send "$SRC/c1" | "$ENCIO" -q receive "$DST/e" || _fail "receive failed"
+"$ENCIO" -q send -p "$SRC/c1" "$SRC/c2" | "$ENCIO" -q receive "$DST/e" || _fail "receive failed"
+check c2 e
