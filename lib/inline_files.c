@@ -19,6 +19,7 @@
 
 #include "extents.h"
 #include "inline_files.h"
+#include "inode_flags.h"
 #include "kernel.h"
 
 /* Tens of small files' items per search (measured: about 1.2 KiB each). */
@@ -255,6 +256,7 @@ static struct inline_file *inline_file_make(const struct inline_files *w,
 	f->mode = le32toh(ii.mode);
 	f->uid = le32toh(ii.uid);
 	f->gid = le32toh(ii.gid);
+	f->flags = inode_flags_from_btrfs(le64toh(ii.flags));
 	f->compression = extent_item_compression(w, e->extent_item,
 						 e->extent_len, f->size);
 	f->atime.tv_sec = (int64_t)le64toh(ii.atime.sec);

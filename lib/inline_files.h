@@ -33,6 +33,7 @@ struct inline_file {
 	uint32_t uid;
 	uint32_t gid;
 	uint32_t compression; /* BTRFS_ENCODED_IO_COMPRESSION_* */
+	unsigned int flags;   /* its inode flags kept, as FS_*_FL */
 	struct timespec atime;
 	struct timespec mtime;
 	uint32_t data_len; /* the extent's bytes as stored */

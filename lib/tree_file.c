@@ -220,6 +220,7 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 	f->root = t->root;
 	f->src_off = strlen(t->walk.src_root) + 1;
 	walk_inline_file_stat(t, inl, &f->st);
+	f->src_flags = inl->flags;
 	f->no_xattrs = true;
 	f->inline_data = (struct copy_inline){
 		.compression = inl->compression,

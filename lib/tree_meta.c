@@ -314,8 +314,8 @@ int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op)
  * Walker, on the file just made, before its data: nocow and compression
  * (flags, then the btrfs.compression property) decide how it is stored;
  * the other flags but sync, append-only and immutable with them. A file
- * made from the source's items (no source fd) keeps what its directory
- * passed on.
+ * made from the source's items (no source fd) has the flags of its inode
+ * item and no xattrs: nothing its directory passed on stays.
  */
 int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 			  const char **op)
@@ -323,9 +323,18 @@ int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 	struct inode_flags_refused *r = &t->ctx->flags_refused;
 	int ret;
 
-	if (f->job.src_fd < 0)
-		return 0;
 	*op = "set inode flags of";
+	if (f->job.src_fd < 0) {
+		ret = inode_flags_set(dst_fd, f->src_flags & ~FS_SYNC_FL,
+				      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);
+		if (ret < 0)
+			return ret;
+		*op = "remove btrfs.compression of";
+		if (fremovexattr(dst_fd, "btrfs.compression") &&
+		    errno != ENODATA)
+			return -errno;
+		return 0;
+	}
 	f->src_flags = inode_flags_get(f->job.src_fd);
 	ret = inode_flags_set(dst_fd, f->src_flags & ~FS_SYNC_FL,
 			      INODE_FLAGS_KEPT & ~INODE_FLAGS_LATE, r);

@@ -18,9 +18,9 @@ encio send | btrfs receive, b encio send | encio receive, c btrfs send
 --compressed-data | encio receive, i b with one step interrupted (SIGINT or
 SIGKILL of a side, or the pipe closed) and received again, copy encio copy
 -r of each snapshot. Each step's stream is made once per sender (saved:
-encio's may not be larger than btrfs send's, FILEATTR commands left out of
-both, since btrfs send sends no flags of new inodes) and fed through a
-pipe.
+encio's may not be larger than btrfs send's, FILEATTR and FALLOCATE
+commands left out of both: they carry flags of new inodes and preallocated
+ranges, which btrfs send does not send) and fed through a pipe.
 
 What is compared: type, content, size, symlink target, device numbers,
 hard-link group, mode, owner, mtime (atime never, ctime cannot be kept),
@@ -819,11 +819,12 @@ def send_args(step):
     return a
 
 
+SEND_C_FALLOCATE = 23
 SEND_C_FILEATTR = 24
 
 
-def fileattr_bytes(path):
-    """The bytes of a send stream's FILEATTR commands (header included)."""
+def shape_bytes(path):
+    """The bytes of a send stream's FALLOCATE and FILEATTR commands."""
     total = 0
     with open(path, "rb") as f:
         data = f.read()
@@ -833,7 +834,7 @@ def fileattr_bytes(path):
             pos += 17
             continue
         length, cmd = struct.unpack_from("<IH", data, pos)
-        if cmd == SEND_C_FILEATTR:
+        if cmd in (SEND_C_FALLOCATE, SEND_C_FILEATTR):
             total += 10 + length
         pos += 10 + length
     return total
@@ -1210,10 +1211,11 @@ class Checker:
             fb, (rcb, _, _) = self.streams.get("btrfs", k)
             if rce or rcb:
                 continue
-            # FILEATTR of new inodes carries what btrfs send does not
-            # send at all: it is not counted against encio's stream.
-            se = os.path.getsize(fe) - fileattr_bytes(fe)
-            sb = os.path.getsize(fb) - fileattr_bytes(fb)
+            # FILEATTR (flags of new inodes) and FALLOCATE (preallocated
+            # ranges) carry what btrfs send does not send at all: they
+            # are not counted against encio's stream.
+            se = os.path.getsize(fe) - shape_bytes(fe)
+            sb = os.path.getsize(fb) - shape_bytes(fb)
             if se > sb:
                 m = MethodA(self)
                 m.name, m.desc = "size", "the size of encio send's stream"
