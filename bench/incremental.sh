@@ -18,10 +18,15 @@
 #
 # usage: bench/incremental.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of
 #                                                 free memory; ROUNDS 3)
+# Environment: ENCIO_BASE=PATH times another encio build in the same rounds
+# too (base-pipe, base-null: a change against the version before it).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
+ENCIO_BASE=${ENCIO_BASE:-}
+[ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
+METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null${ENCIO_BASE:+ base-pipe base-null}"
 
 SIZES=()
 source "$top/bench/corpus.sh"
@@ -98,6 +103,13 @@ run_one()
 	encio-null)
 		"$ENCIO" -q send -p "$parent" "$snap" >/dev/null || echo "encio send -p failed" >&2
 		;;
+	base-pipe)
+		"$ENCIO_BASE" -q send -p "$parent" "$snap" | "$ENCIO_BASE" -q receive "$to" ||
+			echo "base encio send -p | receive failed" >&2
+		;;
+	base-null)
+		"$ENCIO_BASE" -q send -p "$parent" "$snap" >/dev/null || echo "base encio send -p failed" >&2
+		;;
 	btrfs-null)
 		btrfs -q send --compressed-data -p "$parent" "$snap" >/dev/null 2>&1 ||
 			echo "btrfs send -p failed" >&2
@@ -121,7 +133,7 @@ run_one()
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (caches dropped, sync included)"
 for c in many big; do
 	for ((r = 0; r < ROUNDS; r++)); do
-		for m in encio-pipe btrfs-pipe encio-null btrfs-null kernel-null; do
+		for m in $METHODS; do
 			run_one "$c" "$m"
 		done
 	done
@@ -143,6 +155,15 @@ echo
 for c in many big; do
 	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")"
 done
+if [ -n "$ENCIO_BASE" ]; then
+	echo
+	for c in many big; do
+		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-base-pipe]}")" \
+			-v e="$(med "${TIMES[$c-encio-null]}")" -v f="$(med "${TIMES[$c-base-null]}")" \
+			'BEGIN { printf "%s: ENCIO_BASE send -p | receive %.2f s (%.2fx encio'"'"'s), send -p >null %.2f s (%.2fx)\n", c, b, b / a, f, f / e }'
+		printf '  %-5s base pipe %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-base-pipe]}")"
+	done
+fi
 echo
 echo "Ratio to encio within each round, round by round:"
 for c in many big; do

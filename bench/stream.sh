@@ -13,10 +13,15 @@
 #
 # usage: bench/stream.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of free
 #                                            memory; ROUNDS defaults to 3)
+# Environment: ENCIO_BASE=PATH times another encio build's send | receive
+# in the same rounds too (base-pipe: a change against the version before).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
+ENCIO_BASE=${ENCIO_BASE:-}
+[ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
+METHODS="encio-pipe btrfs-pipe encio-file btrfs-file${ENCIO_BASE:+ base-pipe}"
 
 source "$top/bench/corpus.sh"
 
@@ -34,6 +39,10 @@ run_one()
 	btrfs-pipe)
 		btrfs -q send --compressed-data "$snap" 2>/dev/null | btrfs -q receive "$DST" ||
 			echo "btrfs send|receive failed" >&2
+		;;
+	base-pipe)
+		"$ENCIO_BASE" -q send "$snap" | "$ENCIO_BASE" -q receive "$DST" ||
+			echo "base encio send|receive failed" >&2
 		;;
 	encio-file)
 		/usr/bin/time -f %M -o "$work/rss-file" "$ENCIO" -q receive -f "$stream" "$DST" ||
@@ -62,7 +71,7 @@ done
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
 for c in many big; do
 	for ((r = 0; r < ROUNDS; r++)); do
-		for m in encio-pipe btrfs-pipe encio-file btrfs-file; do
+		for m in $METHODS; do
 			run_one "$c" "$m"
 		done
 	done
@@ -86,5 +95,13 @@ for c in many big; do
 	printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
 	printf '  %-5s file     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-file]}" "${TIMES[$c-btrfs-file]}")"
 done
+if [ -n "$ENCIO_BASE" ]; then
+	echo
+	for c in many big; do
+		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-base-pipe]}")" \
+			'BEGIN { printf "%s: ENCIO_BASE send | receive %.2f s (%.2fx encio'"'"'s)\n", c, b, b / a }'
+		printf '  %-5s base pipe %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-base-pipe]}")"
+	done
+fi
 echo
 echo "encio peak RSS: ${RSS[*]}"

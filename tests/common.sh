@@ -79,6 +79,15 @@ run_mustfail()
 	[ $rc -eq 1 ] || _fail "$msg: expected exit 1, got $rc: $*"
 }
 
+# require_stream_gen: sets GEN, tests/unit/stream-gen of the build under
+# test (made if missing); the test cannot run without it
+require_stream_gen()
+{
+	GEN=$(dirname "$ENCIO")/tests/unit/stream-gen
+	[ -x "$GEN" ] || make -C "$(dirname "$ENCIO")" -s tests/unit/stream-gen >/dev/null 2>&1 ||
+		_not_run "needs tests/unit/stream-gen (make check builds it)"
+}
+
 require_root()
 {
 	[ "$(id -u)" = 0 ] || _not_run "needs root"

@@ -6,9 +6,7 @@
 # the subvolume not marked received.
 source "$(dirname "$0")/../../common.sh"
 require_root
-GEN=$(dirname "$ENCIO")/tests/unit/stream-gen
-[ -x "$GEN" ] || make -C "$(dirname "$ENCIO")" -s tests/unit/stream-gen >/dev/null 2>&1 ||
-	_not_run "needs tests/unit/stream-gen (make check builds it)"
+require_stream_gen
 
 make_btrfs dst 256M
 DST=$MNT

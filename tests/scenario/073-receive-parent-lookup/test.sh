@@ -8,9 +8,7 @@
 # btrfs receive is run on the same inputs and compared.
 source "$(dirname "$0")/../../common.sh"
 require_root
-GEN=$(dirname "$ENCIO")/tests/unit/stream-gen
-[ -x "$GEN" ] || make -C "$(dirname "$ENCIO")" -s tests/unit/stream-gen >/dev/null 2>&1 ||
-	_not_run "needs tests/unit/stream-gen (make check builds it)"
+require_stream_gen
 # A receive that loops would never end: each one gets a bound.
 LIMIT=30
 

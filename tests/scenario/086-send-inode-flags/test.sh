@@ -10,9 +10,7 @@ source "$(dirname "$0")/../../common.sh"
 require_root
 command -v lsattr >/dev/null || _not_run "needs lsattr (e2fsprogs)"
 command -v btrfs >/dev/null || _not_run "needs btrfs (btrfs-progs)"
-GEN=$(dirname "$ENCIO")/tests/unit/stream-gen
-[ -x "$GEN" ] || make -C "$(dirname "$ENCIO")" -s tests/unit/stream-gen >/dev/null 2>&1 ||
-	_not_run "needs tests/unit/stream-gen (make check builds it)"
+require_stream_gen
 
 make_btrfs src 512M
 SRC=$MNT
