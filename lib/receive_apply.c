@@ -266,10 +266,11 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	ret = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
-	dir_cache_setgid_forget(ctx, path);
 	if (write_fd_holds(ctx, path))
 		return fchmod(ctx->write_fd, mode & 07777) ? -errno : 0;
 	pfd = path_open_parent(ctx, path, last);
+	/* after the open, which may cache the directory's mode of before */
+	dir_cache_setgid_forget(ctx, path);
 	if (pfd < 0)
 		return pfd;
 	/*
@@ -303,10 +304,10 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	    !strcmp(path, ctx->fresh_path))
 		return 0;
 	ctx->fresh_valid = false;
-	dir_cache_setgid_forget(ctx, path);
 	if (write_fd_holds(ctx, path))
 		return fchown(ctx->write_fd, uid, gid) ? -errno : 0;
 	pfd = path_open_parent(ctx, path, last);
+	dir_cache_setgid_forget(ctx, path);
 	if (pfd < 0)
 		return pfd;
 	return fchownat(pfd, last, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
