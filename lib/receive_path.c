@@ -199,8 +199,9 @@ int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	close_fd(&slot->fd);
 	memcpy(slot->path, path, len);
 	slot->path[len] = '\0';
+	/* not O_PATH: dir_inherits() asks its flags and xattrs */
 	fd = path_openat2_beneath(ctx->subvol_fd, len ? slot->path : ".",
-				  O_PATH | O_DIRECTORY);
+				  O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return resolve_failed(ctx, fd);
 	slot->fd = fd;
@@ -325,18 +326,19 @@ static bool xattr_present(int fd, const char *name)
 static bool dir_inherits(struct dir_slot *d)
 {
 	unsigned int flags = 0;
-	int fd;
+	ssize_t names;
 
 	if (d->inherits_known)
 		return d->inherits;
-	fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d->inherits = fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
+	/* most directories have no xattr at all: one call tells */
+	names = flistxattr(d->fd, NULL, 0);
+	d->inherits = ioctl(d->fd, FS_IOC_GETFLAGS, &flags) ||
 		      (flags & (FS_NOCOW_FL | FS_COMPR_FL | FS_NOCOMP_FL)) ||
-		      xattr_present(fd, "btrfs.compression") ||
-		      xattr_present(fd, "system.posix_acl_default");
-	d->inherits_known = fd >= 0;
-	if (fd >= 0)
-		close(fd);
+		      names < 0 ||
+		      (names > 0 &&
+		       (xattr_present(d->fd, "btrfs.compression") ||
+			xattr_present(d->fd, "system.posix_acl_default")));
+	d->inherits_known = true;
 	return d->inherits;
 }
 
