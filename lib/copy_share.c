@@ -143,24 +143,13 @@ static void job_offer(struct copy_job *job)
 {
 	struct share_file *sf =
 		share_file_get(&job->ctx->share, job->share_file);
-	struct {
-		struct file_handle fh;
-		unsigned char bytes[sizeof(sf->handle)];
-	} h;
-	int mnt;
 
 	if (sf->state != SHARE_PENDING)
 		return;
-	h.fh.handle_bytes = sizeof(h.bytes);
-	if (name_to_handle_at(job->dst_fd, "", &h.fh, &mnt, AT_EMPTY_PATH)) {
-		share_file_set_state(&job->ctx->share, job->share_file,
-				     SHARE_FAILED);
-		return;
-	}
-	memcpy(sf->handle, h.fh.f_handle, h.fh.handle_bytes);
-	sf->handle_len = h.fh.handle_bytes;
-	sf->handle_type = h.fh.handle_type;
-	share_file_set_state(&job->ctx->share, job->share_file, SHARE_READY);
+	share_file_set_state(&job->ctx->share, job->share_file,
+			     share_file_keep_handle(sf, job->dst_fd) ?
+				     SHARE_FAILED :
+				     SHARE_READY);
 }
 
 /*
@@ -172,21 +161,13 @@ static void job_offer(struct copy_job *job)
 static int clone_source(struct copy_job *job, uint32_t id)
 {
 	struct copy_ctx *ctx = job->ctx;
-	struct share_file *sf = share_file_get(&ctx->share, id);
-	struct {
-		struct file_handle fh;
-		unsigned char bytes[sizeof(sf->handle)];
-	} h;
 	int fd;
 
 	if (ctx->clone_fd >= 0 && ctx->clone_file == id)
 		return ctx->clone_fd;
-	h.fh.handle_bytes = sf->handle_len;
-	h.fh.handle_type = sf->handle_type;
-	memcpy(h.fh.f_handle, sf->handle, sf->handle_len);
-	fd = open_by_handle_at(job->dst_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	fd = share_file_open(share_file_get(&ctx->share, id), job->dst_fd);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (ctx->clone_fd >= 0)
 		close(ctx->clone_fd);
 	ctx->clone_fd = fd;

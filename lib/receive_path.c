@@ -349,10 +349,9 @@ static bool dir_inherits(struct dir_slot *d)
  * send sends, the flags encio send sends); where it says nothing the
  * inode has nothing, as the source's. ENODATA is what most removals give.
  */
-static void strip_inherited(int pfd, const char *last, enum mk_kind kind,
-			    int fd)
+static void strip_inherited(struct receive_ctx *ctx, int pfd, const char *last,
+			    enum mk_kind kind, int fd)
 {
-	unsigned int flags = 0;
 	int own = -1;
 
 	if (kind != MK_FILE && kind != MK_DIR)
@@ -364,11 +363,7 @@ static void strip_inherited(int pfd, const char *last, enum mk_kind kind,
 			return;
 		fd = own;
 	}
-	if (!ioctl(fd, FS_IOC_GETFLAGS, &flags) &&
-	    (flags & INODE_FLAGS_EARLY)) {
-		flags &= ~INODE_FLAGS_EARLY;
-		ioctl(fd, FS_IOC_SETFLAGS, &flags);
-	}
+	inode_flags_set(fd, 0, INODE_FLAGS_EARLY, &ctx->stats.flags_refused);
 	fremovexattr(fd, "btrfs.compression");
 	fremovexattr(fd, "system.posix_acl_access");
 	if (kind == MK_DIR)
@@ -415,7 +410,7 @@ int path_create_node(struct receive_ctx *ctx, const char *path,
 	if (ret)
 		return -errno;
 	if (ctx->last_dir && dir_inherits(ctx->last_dir))
-		strip_inherited(pfd, last, kind,
+		strip_inherited(ctx, pfd, last, kind,
 				kind == MK_FILE ? ctx->write_fd : -1);
 	fresh_set(ctx, path);
 	return 0;

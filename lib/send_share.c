@@ -136,25 +136,6 @@ static int push_plan(struct send_ctx *ctx, size_t first,
 	return ret;
 }
 
-/* The source file @fd, by handle, for the clone checks of those after it. */
-static int keep_handle(struct share_file *sf, int fd)
-{
-	union {
-		struct file_handle fh;
-		unsigned char
-			bytes[sizeof(struct file_handle) + sizeof(sf->handle)];
-	} h;
-	int mnt;
-
-	h.fh.handle_bytes = sizeof(sf->handle);
-	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
-		return -errno;
-	memcpy(sf->handle, h.fh.f_handle, h.fh.handle_bytes);
-	sf->handle_len = h.fh.handle_bytes;
-	sf->handle_type = h.fh.handle_type;
-	return 0;
-}
-
 static int new_file(struct send_ctx *ctx, int fd, const char *path,
 		    uint32_t *id)
 {
@@ -164,7 +145,8 @@ static int new_file(struct send_ctx *ctx, int fd, const char *path,
 	if (ret)
 		return ret;
 	sf = share_file_get(&ctx->share, *id);
-	ret = keep_handle(sf, fd);
+	/* by handle, for the clone checks of those after it */
+	ret = share_file_keep_handle(sf, fd);
 	if (ret) {
 		share_file_set_state(&ctx->share, *id, SHARE_FAILED);
 		return ret;
@@ -288,24 +270,15 @@ static bool same_extents(const struct extent_map *a, uint64_t pos,
 /* The map of share file @id now, opened by its handle beside @fd. */
 static int map_source(struct send_ctx *ctx, int fd, uint32_t id)
 {
-	const struct share_file *sf = share_file_get(&ctx->share, id);
-	union {
-		struct file_handle fh;
-		unsigned char
-			bytes[sizeof(struct file_handle) + sizeof(sf->handle)];
-	} h;
 	int src, ret;
 
 	if (ctx->check_src == id + 1)
 		return 0;
 	extent_map_release(&ctx->check_src_map);
 	ctx->check_src = 0;
-	h.fh.handle_bytes = sf->handle_len;
-	h.fh.handle_type = sf->handle_type;
-	memcpy(h.fh.f_handle, sf->handle, sf->handle_len);
-	src = open_by_handle_at(fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	src = share_file_open(share_file_get(&ctx->share, id), fd);
 	if (src < 0)
-		return -errno;
+		return src;
 	ret = extent_map_build(src, &ctx->check_src_map);
 	close(src);
 	if (!ret)

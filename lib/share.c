@@ -4,6 +4,7 @@
  */
 #include <btrfsutil.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -306,6 +307,38 @@ int share_fs_of(struct share_index *si, int fd, const struct stat *st,
 	*fs = f - si->fs;
 	si->devs[si->nr_devs++] = (struct share_dev){ st->st_dev, *fs };
 	return 0;
+}
+
+union share_handle {
+	struct file_handle fh;
+	unsigned char bytes[sizeof(struct file_handle) +
+			    sizeof(((struct share_file *)0)->handle)];
+};
+
+int share_file_keep_handle(struct share_file *sf, int fd)
+{
+	union share_handle h;
+	int mnt;
+
+	h.fh.handle_bytes = sizeof(sf->handle);
+	if (name_to_handle_at(fd, "", &h.fh, &mnt, AT_EMPTY_PATH))
+		return -errno;
+	memcpy(sf->handle, h.fh.f_handle, h.fh.handle_bytes);
+	sf->handle_len = h.fh.handle_bytes;
+	sf->handle_type = h.fh.handle_type;
+	return 0;
+}
+
+int share_file_open(const struct share_file *sf, int mount_fd)
+{
+	union share_handle h;
+	int fd;
+
+	h.fh.handle_bytes = sf->handle_len;
+	h.fh.handle_type = sf->handle_type;
+	memcpy(h.fh.f_handle, sf->handle, sf->handle_len);
+	fd = open_by_handle_at(mount_fd, &h.fh, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 int share_file_new(struct share_index *si, uint32_t *id)

@@ -129,6 +129,16 @@ static inline void share_file_set_state(struct share_index *si, uint32_t id,
 	si->state_gen++;
 }
 
+/*
+ * The inode open at @fd kept in @sf by its file handle (which names the
+ * inode and its generation, never a path: a name swapped meanwhile leads
+ * nowhere else, a file removed is ESTALE); share_file_open() opens it
+ * again, read-only, beside @mount_fd (any descriptor of its filesystem).
+ * Both return 0 or a descriptor, else -errno.
+ */
+int share_file_keep_handle(struct share_file *sf, int fd);
+int share_file_open(const struct share_file *sf, int mount_fd);
+
 /* Whether @fe is an extent that may be shared (may enter the index). */
 bool share_extent_may_share(const struct share_index *si, uint32_t fs,
 			    const struct file_extent *fe);
