@@ -125,14 +125,24 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	return 1;
 }
 
-int inode_reopen(int fd)
+static int reopen(int fd, int how)
 {
 	char proc[32];
 	int rfd;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	rfd = open(proc, how | O_CLOEXEC);
 	return rfd < 0 ? -errno : rfd;
+}
+
+int inode_reopen(int fd)
+{
+	return reopen(fd, O_RDONLY | O_NONBLOCK);
+}
+
+int inode_reopen_rw(int fd)
+{
+	return reopen(fd, O_RDWR | O_NOCTTY);
 }
 
 #define COMPRESSION_PROP "btrfs.compression"

@@ -44,6 +44,8 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 
 /* An O_PATH fd opened again for reading (flags and xattrs need it). */
 int inode_reopen(int fd);
+/* A regular file's fd opened again for reading and writing. */
+int inode_reopen_rw(int fd);
 
 /*
  * The btrfs.compression property (zstd, zlib, lzo) of @dst_fd made that of

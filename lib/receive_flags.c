@@ -4,7 +4,8 @@
  *
  * nocow, compress, nocompress, noatime and nodump are set when FILEATTR
  * comes: encio send puts a file's right after its MKFILE, while it is
- * empty, the only time btrfs takes nocow. Sync, append-only and immutable
+ * empty, the only time btrfs takes nocow; a file the kernel's stream gives
+ * nocow (or takes it from) after its data is written again. Sync, append-only and immutable
  * wait for the end of the subvolume, just before it is made read-only:
  * sync would make every later write synchronous, and the other two refuse
  * what later commands do to the inode (its data, times, xattrs, entries
@@ -24,8 +25,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "receive_internal.h"
 
@@ -135,6 +138,94 @@ static int open_inode(struct receive_ctx *ctx, const char *path, bool *own)
 	return fd;
 }
 
+/* The data of @from written to @to, holes left out, up to @size. */
+static int data_copy(int from, int to, off_t size, void *buf, size_t len)
+{
+	off_t data, hole, at;
+	ssize_t got;
+
+	for (data = 0; data < size; data = hole) {
+		data = lseek(from, data, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno;
+		hole = lseek(from, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		for (at = data; at < hole; at += got) {
+			got = pread(from, buf,
+				    (size_t)hole - at < len ?
+					    (size_t)(hole - at) :
+					    len,
+				    at);
+			if (got <= 0)
+				return got ? -errno : -EIO;
+			if (pwrite(to, buf, (size_t)got, at) != got)
+				return errno ? -errno : -EIO;
+		}
+	}
+	return 0;
+}
+
+/* An unnamed file in the subvolume, with the nocow flag of @like. */
+static int twin_open(struct receive_ctx *ctx, int like)
+{
+	struct inode_flags_refused ignored = { 0 };
+	int fd = openat(ctx->subvol_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
+			0600);
+
+	if (fd < 0)
+		return -errno;
+	if (inode_flags_set(fd, inode_flags_get(like), FS_NOCOW_FL, &ignored) <
+	    0) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+#define TURN_BUF (1U << 20)
+
+/*
+ * btrfs turns nocow on or off only while a file is empty, and the kernel
+ * sends an existing file's FILEATTR after its data: the file @fd, of
+ * @size, is emptied, given @want's nocow, and given its data back, held
+ * meanwhile by a clone in an unnamed file (a clone between a nocow and a
+ * copy-on-write file is refused, so the way back is plain writes). The
+ * inode stays the same, and so do its links.
+ */
+static int nocow_turn(struct receive_ctx *ctx, int fd, unsigned int want,
+		      off_t size)
+{
+	int rw, twin, ret;
+	void *buf = NULL;
+
+	rw = inode_reopen_rw(fd);
+	if (rw < 0)
+		return rw;
+	twin = twin_open(ctx, rw);
+	if (twin < 0) {
+		close(rw);
+		return twin;
+	}
+	buf = malloc(TURN_BUF);
+	ret = buf ? 0 : -ENOMEM;
+	if (!ret && ioctl(twin, FICLONE, rw))
+		ret = data_copy(rw, twin, size, buf, TURN_BUF);
+	if (!ret)
+		ret = ftruncate(rw, 0) ? -errno : 0;
+	if (!ret)
+		ret = inode_flags_set(rw, want, FS_NOCOW_FL,
+				      &ctx->stats.flags_refused);
+	if (ret >= 0)
+		ret = data_copy(twin, rw, size, buf, TURN_BUF);
+	if (!ret)
+		ret = ftruncate(rw, size) ? -errno : 0;
+	free(buf);
+	close(twin);
+	close(rw);
+	return ret;
+}
+
 int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 {
 	unsigned int want = inode_flags_from_btrfs(attr);
@@ -167,7 +258,14 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 		ret = fail(ctx, ret, "set the inode flags");
 		goto out;
 	}
-	/* btrfs leaves nocow off a file with data, and says nothing */
+	if (S_ISREG(st.st_mode) && st.st_size &&
+	    (want ^ inode_flags_get(fd)) & FS_NOCOW_FL) {
+		ret = nocow_turn(ctx, fd, want, st.st_size);
+		if (ret < 0) {
+			ret = fail(ctx, ret, "turn nocow on or off");
+			goto out;
+		}
+	}
 	refuse(ctx, want & ~late & ~inode_flags_get(fd));
 	ret = late ? late_add(ctx, fd, late, mask) : 0;
 out:
