@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "payload.h"
 #include "receive_internal.h"
@@ -400,6 +402,47 @@ static int rcv_write(const char *path, uint64_t offset, const void *data,
 	return write_plain(ctx, fd, data, len, offset);
 }
 
+#define CLONE_COPY_BUF (1U << 20)
+
+/*
+ * The @len bytes at @src_off of @src written at @off of @fd: btrfs clones
+ * nothing between a nocow and a copy-on-write file, and the flags a stream
+ * gives after data (encio receive turns them, btrfs receive does not) can
+ * leave the two files of a CLONE the source had alike unalike here.
+ */
+static int clone_by_copy(struct receive_ctx *ctx, int fd, int src, uint64_t off,
+			 uint64_t src_off, uint64_t len)
+{
+	char *buf = malloc(CLONE_COPY_BUF);
+	ssize_t got;
+	int ret = buf ? 0 : -ENOMEM;
+
+	while (!ret && len) {
+		got = pread(src, buf,
+			    len < CLONE_COPY_BUF ? len : CLONE_COPY_BUF,
+			    src_off);
+		if (got <= 0) {
+			ret = got ? -errno : -ENODATA;
+			break;
+		}
+		ret = write_plain(ctx, fd, buf, got, off);
+		off += got;
+		src_off += got;
+		len -= got;
+	}
+	free(buf);
+	if (!ret && ctx->events.note)
+		ctx->events.note(
+			"a clone between a nocow and a copy-on-write file was copied",
+			ctx->events.arg);
+	return ret;
+}
+
+static bool nocow_unalike(int a, int b)
+{
+	return (inode_flags_get(a) ^ inode_flags_get(b)) & FS_NOCOW_FL;
+}
+
 static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 		     const uint8_t *clone_uuid, uint64_t clone_ctransid,
 		     const char *clone_path, uint64_t clone_offset, void *arg)
@@ -428,6 +471,11 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 					   .src_length = len,
 					   .dest_offset = offset };
 	ret = ioctl(fd, FICLONERANGE, &range) ? -errno : 0;
+	if (ret == -EINVAL && nocow_unalike(fd, src)) {
+		ret = clone_by_copy(ctx, fd, src, offset, clone_offset, len);
+		close(src);
+		return ret ? fail(ctx, ret, "copy the range to clone") : 0;
+	}
 	close(src);
 	if (ret)
 		return fail(ctx, ret, "clone the range");

@@ -9,6 +9,7 @@
 source "$(dirname "$0")/../../common.sh"
 require_root
 command -v lsattr >/dev/null || _not_run "needs lsattr (e2fsprogs)"
+command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
 
 make_btrfs src 512M compress=zstd
 SRC=$MNT
@@ -64,3 +65,25 @@ btrfs -q send --compressed-data "$SRC/s1" | "$ENCIO" -q receive "$DST/b" || _fai
 btrfs -q send --compressed-data -p "$SRC/s1" "$SRC/s2" | "$ENCIO" -q receive "$DST/b" ||
 	_fail "receive failed"
 check b
+
+_log "a clone between files the stream left unalike: copied"
+# Files made in a nocow root are nocow; btrfs send's full stream does not
+# say so, its later FILEATTR of one of them does, and the next snapshot
+# clones between the two: encio receive copies what it cannot clone.
+run_check btrfs -q subvolume create "$SRC/r"
+chattr +C "$SRC/r"
+random_bytes 131072 ra >"$SRC/r/a"
+random_bytes 131072 rb >"$SRC/r/b"
+sync
+run_check btrfs -q subvolume snapshot -r "$SRC/r" "$SRC/r1"
+chattr +A "$SRC/r/a"
+run_check btrfs -q subvolume snapshot -r "$SRC/r" "$SRC/r2"
+run_check xfs_io -c "reflink $SRC/r/b 0 65536 65536" "$SRC/r/a" >/dev/null
+run_check btrfs -q subvolume snapshot -r "$SRC/r" "$SRC/r3"
+btrfs -q send --compressed-data "$SRC/r1" | "$ENCIO" -q receive "$DST/b" || _fail "receive failed"
+btrfs -q send --compressed-data -p "$SRC/r1" "$SRC/r2" | "$ENCIO" -q receive "$DST/b" ||
+	_fail "receive failed"
+btrfs -q send --compressed-data -p "$SRC/r2" "$SRC/r3" | "$ENCIO" -q receive "$DST/b" ||
+	_fail "the clone between a nocow and a copy-on-write file failed"
+diff -r "$SRC/r3" "$DST/b/r3" || _fail "r3 differs"
+[ "$(nocow_of "$DST/b/r3/a")" = C ] || _fail "r3/a lost its nocow"
