@@ -125,7 +125,9 @@ int copy_share_plan(struct copy_job *job)
 			end = job->size;
 		plan.nr = 0;
 		ret = share_plan_range(si, fs, fe, fe->offset, end, job->size,
-				       fe->compression != BTRFS_COMPRESS_NONE,
+				       fe->compression != BTRFS_COMPRESS_NONE ?
+					       SHARE_CUT_WHOLE :
+					       SHARE_CUT_ANY,
 				       job->share_file, &plan);
 		for (j = 0; !ret && j < plan.nr; j++)
 			if (plan.p[j].clone)

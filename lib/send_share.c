@@ -162,6 +162,18 @@ static int new_file(struct send_ctx *ctx, int fd, const char *path,
 	return 0;
 }
 
+/*
+ * A compressed extent is cloned in part where btrfs send would, that is
+ * where a part sent before holds its start; each part left between clones
+ * is sent encoded where its encoded bytes are fewer, else plain. Cut
+ * elsewhere, it would make a longer stream than btrfs send's.
+ */
+static enum share_cut cut_of(const struct file_extent *fe)
+{
+	return fe->compression != BTRFS_COMPRESS_NONE ? SHARE_CUT_FROM_START :
+							SHARE_CUT_ANY;
+}
+
 int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		   const struct extent_map *map)
 {
@@ -179,7 +191,6 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 	for (i = 0; !ret && i < map->nr; i++) {
 		const struct file_extent *fe = &map->ext[i];
 		uint64_t end = fe->offset + fe->len;
-		bool whole = fe->compression != BTRFS_COMPRESS_NONE;
 
 		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC ||
 		    fe->offset >= map->size)
@@ -187,7 +198,7 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		if (end > map->size)
 			end = map->size;
 		plan.nr = 0;
-		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end, map->size, whole, file, &plan) ?:
+		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end, map->size, cut_of(fe), file, &plan) ?:
 			      push_plan(ctx, first, &plan, fe);
 	}
 	share_plan_release(&plan);

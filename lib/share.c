@@ -579,7 +579,7 @@ static int plan_whole(struct share_index *si, uint32_t fs,
 
 int share_plan_range(struct share_index *si, uint32_t fs,
 		     const struct file_extent *fe, uint64_t start, uint64_t end,
-		     uint64_t size, bool whole, uint32_t file,
+		     uint64_t size, enum share_cut cut, uint32_t file,
 		     struct share_plan *plan)
 {
 	uint64_t eo = fe->extent_offset + (start - fe->offset);
@@ -594,7 +594,11 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 				   false);
 	if (si->nr_slots)
 		first = *slot_find(si, fs, fe->disk_bytenr);
-	if (whole)
+	if (cut == SHARE_CUT_FROM_START &&
+	    !covering(si, first, eo, eo_end, eof, &next))
+		return write_piece(si, plan, fs, fe->disk_bytenr, eo, start,
+				   end - start, file, true);
+	if (cut == SHARE_CUT_WHOLE)
 		return plan_whole(si, fs, fe, eo, start, end - start, eof, file,
 				  plan, first);
 	while (eo < eo_end) {

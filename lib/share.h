@@ -143,18 +143,29 @@ int share_file_open(const struct share_file *sf, int mount_fd);
 bool share_extent_may_share(const struct share_index *si, uint32_t fs,
 			    const struct file_extent *fe);
 
+/* How a range is cut into clones and pieces to write. */
+enum share_cut {
+	SHARE_CUT_ANY,	 /* wherever a part was written before */
+	SHARE_CUT_WHOLE, /* cloned whole, or written whole */
+	/*
+	 * As btrfs send cuts a compressed extent: wherever, where a part
+	 * written before holds its start; else written whole.
+	 */
+	SHARE_CUT_FROM_START,
+};
+
 /*
  * Append to @plan the pieces of the file range [@start, @end) of @fe (a
  * range of one file of size @size, written to @file): parts of the source
  * extent written before, by a file not failed, as clones; the rest as
- * pieces to write, remembered as written by @file. A compressed extent is
- * cloned whole or written whole (@whole). Offsets and lengths of clones are
- * sector-aligned, but a tail that ends at the EOF of both files.
- * Extents that cannot be shared give one piece to write. 0 or -errno.
+ * pieces to write, remembered as written by @file, cut as @cut says.
+ * Offsets and lengths of clones are sector-aligned, but a tail that ends
+ * at the EOF of both files. Extents that cannot be shared give one piece
+ * to write. 0 or -errno.
  */
 int share_plan_range(struct share_index *si, uint32_t fs,
 		     const struct file_extent *fe, uint64_t start, uint64_t end,
-		     uint64_t size, bool whole, uint32_t file,
+		     uint64_t size, enum share_cut cut, uint32_t file,
 		     struct share_plan *plan);
 void share_plan_release(struct share_plan *plan);
 /*

@@ -74,10 +74,12 @@ static void plan(struct fixture *f, const struct file_extent *fe, uint64_t size,
 		 uint32_t file)
 {
 	f->plan.nr = 0;
-	assert_int_equal(share_plan_range(&f->si, 0, fe, fe->offset,
-					  fe->offset + fe->len, size,
-					  fe->compression != 0, file, &f->plan),
-			 0);
+	assert_int_equal(
+		share_plan_range(
+			&f->si, 0, fe, fe->offset, fe->offset + fe->len, size,
+			fe->compression != 0 ? SHARE_CUT_WHOLE : SHARE_CUT_ANY,
+			file, &f->plan),
+		0);
 }
 
 static void assert_piece(const struct share_piece *p, uint64_t off,
@@ -176,19 +178,19 @@ static void test_unaligned_tail(void **state)
 
 	f->plan.nr = 0;
 	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 10000, 10000,
-					  false, f->a, &f->plan),
+					  SHARE_CUT_ANY, f->a, &f->plan),
 			 0);
 	/* the same tail at the EOF of another file: cloned to its end */
 	f->plan.nr = 0;
 	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 10000, 10000,
-					  false, f->b, &f->plan),
+					  SHARE_CUT_ANY, f->b, &f->plan),
 			 0);
 	assert_int_equal(f->plan.nr, 1);
 	assert_piece(&f->plan.p[0], 0, 10000, true, f->a, 0);
 	/* not at its EOF: the whole sectors cloned, the rest written */
 	f->plan.nr = 0;
 	assert_int_equal(share_plan_range(&f->si, 0, &longer, 0, 12288, 1 << 20,
-					  false, f->b, &f->plan),
+					  SHARE_CUT_ANY, f->b, &f->plan),
 			 0);
 	assert_int_equal(f->plan.nr, 2);
 	assert_piece(&f->plan.p[0], 0, 8192, true, f->a, 0);
@@ -205,33 +207,97 @@ static void test_short_file_of_a_longer_ones_extent(void **state)
 	/* a: 30,462 bytes; b: its first 7,615, ending at b's EOF only */
 	f->plan.nr = 0;
 	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 30462, 30462,
-					  false, f->a, &f->plan),
+					  SHARE_CUT_ANY, f->a, &f->plan),
 			 0);
 	f->plan.nr = 0;
-	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 7615, 7615, false,
-					  f->b, &f->plan),
+	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 7615, 7615,
+					  SHARE_CUT_ANY, f->b, &f->plan),
 			 0);
 	assert_int_equal(f->plan.nr, 2);
 	assert_piece(&f->plan.p[0], 0, 4096, true, f->a, 0);
 	assert_piece(&f->plan.p[1], 4096, 3519, false, 0, 0);
 	/* under a sector: all of it written */
 	f->plan.nr = 0;
-	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 100, 100, false,
-					  f->b, &f->plan),
+	assert_int_equal(share_plan_range(&f->si, 0, &fe, 0, 100, 100,
+					  SHARE_CUT_ANY, f->b, &f->plan),
 			 0);
 	assert_int_equal(f->plan.nr, 1);
 	assert_piece(&f->plan.p[0], 0, 100, false, 0, 0);
 	/* a compressed extent, cloned whole or not at all */
 	f->plan.nr = 0;
-	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 30462, 30462, true,
-					  f->a, &f->plan),
+	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 30462, 30462,
+					  SHARE_CUT_WHOLE, f->a, &f->plan),
 			 0);
 	f->plan.nr = 0;
-	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 7615, 7615, true,
-					  f->b, &f->plan),
+	assert_int_equal(share_plan_range(&f->si, 0, &cz, 0, 7615, 7615,
+					  SHARE_CUT_WHOLE, f->b, &f->plan),
 			 0);
 	assert_int_equal(f->plan.nr, 1);
 	assert_false(f->plan.p[0].clone);
+}
+
+/* Plan all of @fe in a file of @size written to @file, cut as @cut. */
+static void plan_cut(struct fixture *f, const struct file_extent *fe,
+		     uint64_t size, enum share_cut cut, uint32_t file)
+{
+	f->plan.nr = 0;
+	assert_int_equal(share_plan_range(&f->si, 0, fe, fe->offset,
+					  fe->offset + fe->len, size, cut, file,
+					  &f->plan),
+			 0);
+}
+
+static void test_compressed_cut_from_start(void **state)
+{
+	struct fixture *f = *state;
+	/* a uses the first 64 KiB of a compressed extent of 128 KiB */
+	struct file_extent head =
+		regular(0, 64 * KiB, 98 << 20, 0, BTRFS_COMPRESS_ZSTD);
+	struct file_extent all =
+		regular(0, 128 * KiB, 98 << 20, 0, BTRFS_COMPRESS_ZSTD);
+
+	plan_cut(f, &head, 65 * KiB, SHARE_CUT_FROM_START, f->a);
+	assert_int_equal(f->plan.nr, 1);
+	assert_false(f->plan.p[0].clone);
+	/* b uses it all: the first half cloned, the rest to send */
+	plan_cut(f, &all, 128 * KiB, SHARE_CUT_FROM_START, f->b);
+	assert_int_equal(f->plan.nr, 2);
+	assert_piece(&f->plan.p[0], 0, 64 * KiB, true, f->a, 0);
+	assert_piece(&f->plan.p[1], 64 * KiB, 64 * KiB, false, 0, 0);
+	/* cut whole, nothing written before covers all of it */
+	plan_cut(f, &all, 128 * KiB, SHARE_CUT_WHOLE, f->b);
+	assert_int_equal(f->plan.nr, 1);
+	assert_false(f->plan.p[0].clone);
+}
+
+static void test_compressed_middle_not_cut(void **state)
+{
+	struct fixture *f = *state;
+	/* a uses 64 KiB from 32 KiB on of a compressed extent of 128 KiB */
+	struct file_extent mid =
+		regular(0, 64 * KiB, 99 << 20, 32 * KiB, BTRFS_COMPRESS_ZSTD);
+	struct file_extent all =
+		regular(0, 128 * KiB, 99 << 20, 0, BTRFS_COMPRESS_ZSTD);
+
+	plan_cut(f, &mid, 1 << 20, SHARE_CUT_FROM_START, f->a);
+	/* b's start is not among what a sent: b is sent whole */
+	plan_cut(f, &all, 128 * KiB, SHARE_CUT_FROM_START, f->b);
+	assert_int_equal(f->plan.nr, 1);
+	assert_piece(&f->plan.p[0], 0, 128 * KiB, false, 0, 0);
+}
+
+static void test_compressed_middle_cut_any(void **state)
+{
+	struct fixture *f = *state;
+	struct file_extent mid =
+		regular(0, 64 * KiB, 99 << 20, 32 * KiB, BTRFS_COMPRESS_ZSTD);
+	struct file_extent all =
+		regular(0, 128 * KiB, 99 << 20, 0, BTRFS_COMPRESS_ZSTD);
+
+	plan_cut(f, &mid, 1 << 20, SHARE_CUT_ANY, f->a);
+	plan_cut(f, &all, 128 * KiB, SHARE_CUT_ANY, f->b);
+	assert_int_equal(f->plan.nr, 3);
+	assert_piece(&f->plan.p[1], 32 * KiB, 64 * KiB, true, f->a, 0);
 }
 
 static void test_only_candidates_indexed(void **state)
@@ -324,6 +390,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_short_file_of_a_longer_ones_extent, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_compressed_cut_from_start,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compressed_middle_not_cut,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compressed_middle_cut_any,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_only_candidates_indexed,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_extents, setup,
