@@ -695,7 +695,27 @@ static int keep_default(struct subvols *s, int top_fd)
 	return ret;
 }
 
-/* SRC's copy: DEST, or DEST/basename(SRC) into an existing directory. */
+/*
+ * Whether the directory @path is the root of a mounted filesystem (its
+ * parent is on another device), which cannot be replaced: it is filled in
+ * place, as "@path/." is.
+ */
+static bool mount_root(const char *path)
+{
+	char parent[PATH_MAX];
+	struct stat st, up;
+
+	if (snprintf(parent, sizeof(parent), "%s/..", path) >=
+	    (int)sizeof(parent))
+		return false;
+	return !stat(path, &st) && S_ISDIR(st.st_mode) && !stat(parent, &up) &&
+	       (st.st_dev != up.st_dev || st.st_ino == up.st_ino);
+}
+
+/*
+ * SRC's copy: DEST, or DEST/basename(SRC) into an existing directory;
+ * DEST/. where DEST is a mount point.
+ */
 static int copy_root_name(struct subvols *s, const char *dest)
 {
 	char base[PATH_MAX];
@@ -710,6 +730,10 @@ static int copy_root_name(struct subvols *s, const char *dest)
 	else
 		n = snprintf(s->dst, sizeof(s->dst), "%.*s", (int)(len ?: 1),
 			     dest);
+	if (n > 0 && n < (int)sizeof(s->dst) && mount_root(s->dst))
+		n = snprintf(s->dst + n, sizeof(s->dst) - n, "%s",
+			     s->dst[n - 1] == '/' ? "." : "/.") +
+		    n;
 	return n < 0 || n >= (int)sizeof(s->dst) ?
 		       encio_error_set(s->e, ENAMETOOLONG, "copy to", dest,
 				       false, 0) :

@@ -158,7 +158,7 @@ static int tree_probe(struct tree *t, struct tree_file *f)
 	if (ctx->read_probed && ctx->read_dev == f->st.st_dev &&
 	    ctx->write_probed && ctx->write_dev == t->dst_dev)
 		return 0;
-	ret = copy_probe_fds(ctx, f->job.src_fd, t->sync_fd, f->src, t->dest,
+	ret = copy_probe_fds(ctx, f->job.src_fd, t->fs_fd, f->src, t->dest,
 			     &f->e);
 	if (ret)
 		return ret;
@@ -461,7 +461,7 @@ static void *tree_renamer(void *arg)
 		if (!t->r_busy)
 			break;
 		pthread_mutex_unlock(&t->lock);
-		if (!t->sync_failed && syncfs(t->sync_fd)) {
+		if (!t->sync_failed && syncfs(t->fs_fd)) {
 			encio_error_set(&e, errno, "sync", t->dest, false, 0);
 			t->sync_failed = true;
 			tree_stop(t, &e);
@@ -664,7 +664,16 @@ static int tree_setup(struct tree *t, struct encio_error *e)
 		t->sync_fd = -1;
 		return encio_error_set(e, ENOMEM, "copy to", t->dest, false, 0);
 	}
-	if (fstat(t->sync_fd, &st))
+	t->fs_fd = t->sync_fd;
+	if (!t->dest_is_dir && !stat(t->dest, &st) && S_ISDIR(st.st_mode)) {
+		t->fs_fd = open(t->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (t->fs_fd < 0) {
+			t->fs_fd = t->sync_fd;
+			return encio_error_set(e, errno, "open directory",
+					       t->dest, false, 0);
+		}
+	}
+	if (fstat(t->fs_fd, &st))
 		return encio_error_set(e, errno, "stat", t->dest, false, 0);
 	t->dst_dev = st.st_dev;
 	t->dest_acl_default = meta_has_default_acl(t->sync_fd);
@@ -702,6 +711,8 @@ static void tree_release(struct tree *t)
 		if (t->src_roots[i] >= 0)
 			close(t->src_roots[i]);
 	free(t->src_roots);
+	if (t->fs_fd >= 0 && t->fs_fd != t->sync_fd)
+		close(t->fs_fd);
 	if (t->dest_dir)
 		dst_dir_put(t->dest_dir);
 	else if (t->sync_fd >= 0)
@@ -753,6 +764,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 		.nr_srcs = nr_srcs,
 		.dest = dest,
 		.sync_fd = -1,
+		.fs_fd = -1,
 	};
 	struct encio_error se;
 	int i, ret;
@@ -765,7 +777,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	ret = tree_setup(&t, e);
 	if (ret)
 		goto out;
-	ret = copy_share_begin(ctx, t.sync_fd, (const char *const *)srcs,
+	ret = copy_share_begin(ctx, t.fs_fd, (const char *const *)srcs,
 			       nr_srcs);
 	if (ret) {
 		encio_error_set(e, -ret, "copy to", dest, false, 0);
@@ -788,7 +800,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	entry_make_links(&t);
 	entry_dirs_finish(&t);
 	/* The renames, links and directory metadata, durable too. */
-	if (syncfs(t.sync_fd)) {
+	if (syncfs(t.fs_fd)) {
 		encio_error_set(&se, errno, "sync", dest, false, 0);
 		tree_stop(&t, &se);
 	}

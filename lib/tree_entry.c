@@ -607,7 +607,7 @@ void entry_unstage(struct tree *t)
 			t->opts->kept(t->opts->arg, s->staging, s->final);
 		renamed |= !t->fatal;
 	}
-	if (renamed && syncfs(t->sync_fd)) {
+	if (renamed && syncfs(t->fs_fd)) {
 		encio_error_set(&e, errno, "sync", t->dest, false, 0);
 		tree_stop(t, &e);
 	}

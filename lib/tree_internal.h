@@ -194,6 +194,12 @@ struct tree {
 	ino_t root_ino;
 	int sync_fd;
 	/*
+	 * The filesystem written to, for syncfs, the probes and the share
+	 * index: DEST where it is a directory (with -T, a mount point's
+	 * parent is another filesystem), else sync_fd.
+	 */
+	int fs_fd;
+	/*
 	 * DEST (or its directory with one source not into it): sync_fd. The
 	 * copy of each source root is its entry named at root_off of
 	 * dst_root, and every path of DEST below it at root_off too.
