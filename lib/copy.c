@@ -28,6 +28,7 @@
 #include "copy.h"
 #include "cpool.h"
 #include "extents.h"
+#include "meta.h"
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		    uint64_t offset)
@@ -812,24 +813,18 @@ static void remove_stale_temps(int dir_fd, const char *name)
 }
 
 /*
- * Owner before mode (chown clears set-id bits), times, then the sync flag
+ * Owner, xattrs, mode and times as copy -r sets them, then the sync flag
  * (see copy_flags_early()).
  */
 static int copy_metadata(struct copy_job *job, const struct stat *st,
-			 unsigned int src_flags)
+			 unsigned int src_flags, const char **op)
 {
-	struct timespec times[2] = { st->st_atim, st->st_mtim };
-	int fd = job->dst_fd, ret;
+	int ret = meta_copy_file(job->src_fd, job->dst_fd, st, op);
 
-	if (fchown(fd, st->st_uid, st->st_gid) && errno != EPERM)
-		return -errno;
-	if (fchmod(fd, st->st_mode & 07777))
-		return -errno;
-	if (futimens(fd, times))
-		return -errno;
-	if (!(src_flags & FS_SYNC_FL))
-		return 0;
-	ret = inode_flags_set(fd, src_flags, FS_SYNC_FL,
+	if (ret || !(src_flags & FS_SYNC_FL))
+		return ret;
+	*op = "set inode flags of";
+	ret = inode_flags_set(job->dst_fd, src_flags, FS_SYNC_FL,
 			      &job->ctx->flags_refused);
 	return ret < 0 ? ret : 0;
 }
@@ -996,6 +991,7 @@ int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
 static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 		    const struct stat *st, unsigned int src_flags)
 {
+	const char *op;
 	int ret;
 
 	ret = copy_flags_early(job, src_flags);
@@ -1024,10 +1020,10 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 		if (ret)
 			return ret;
 	}
-	ret = copy_metadata(job, st, src_flags);
+	ret = copy_metadata(job, st, src_flags, &op);
 	if (ret)
-		return encio_error_set(job->e, ret, "set metadata of",
-				       job->dst_path, false, 0);
+		return encio_error_set(job->e, ret, op, job->dst_path, false,
+				       0);
 	ctx->stats.files++;
 	return 0;
 }

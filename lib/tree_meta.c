@@ -11,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "meta.h"
 #include "tree_internal.h"
 
 #define XATTR_LIST_BYTES 65536
@@ -451,4 +452,18 @@ void xattr_buf_release(struct xattr_buf *b)
 	free(b->value);
 	free(b->dst_list);
 	free(b->dst_value);
+}
+
+int meta_copy_file(int src_fd, int dst_fd, const struct stat *st,
+		   const char **op)
+{
+	struct entry_at src = { src_fd, NULL }, dst = { dst_fd, NULL };
+	struct xattr_buf b;
+	int ret;
+
+	*op = "set metadata of";
+	ret = xattr_buf_init(&b) ?:
+		      meta_set_metadata(&b, src, dst, st, NULL, META_PRUNE, op);
+	xattr_buf_release(&b);
+	return ret;
 }
