@@ -249,6 +249,15 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
  * The read-only snapshot a writable subvolume is copied from, left by a
  * run that stopped (its copy may be complete), or made now.
  */
+/* Whether the roots of subvolumes @a and @b have the same owner. */
+static bool same_owner(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !lstat(a, &sa) && !lstat(b, &sb) && sa.st_uid == sb.st_uid &&
+	       sa.st_gid == sb.st_gid;
+}
+
 static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
@@ -269,6 +278,13 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 		return encio_error_set(s->e, EEXIST,
 				       "snapshot (not a read-only snapshot)",
 				       en->snap, false, 0);
+	/* a subvolume planted at encio's name is never taken for the copy */
+	if (memcmp(info.parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
+	    !same_owner(en->src, en->snap))
+		return encio_error_set(
+			s->e, EEXIST,
+			"use (not a snapshot of the subvolume beside it, or not its owner's)",
+			en->snap, false, 0);
 	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
 	en->snap_ctransid = info.ctransid;
 	en->snap_made = true;

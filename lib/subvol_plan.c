@@ -74,14 +74,86 @@ static bool ends_with(const char *name, const char *suffix)
 	return len > slen && !strcmp(name + len - slen, suffix);
 }
 
-/* A temporary of encio's own, or a copy in flight: never copied. */
-static bool leftover(const char *rel)
+/*
+ * The length of the name of the subvolume that @rel would be encio's
+ * temporary snapshot of (.NAME.encio-snapshot, .NAME.encio-send-PID),
+ * with the directory before it; 0 for another name.
+ */
+static size_t snapshot_of_len(const char *rel, const char **name)
 {
-	const char *name = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
+	const char *mark = strstr(base, SEND_SNAPSHOT_MARK);
 
-	return name[0] == '.' && (strstr(name, SEND_SNAPSHOT_MARK) ||
-				  ends_with(name, PARTIAL_SUFFIX) ||
-				  ends_with(name, SNAPSHOT_SUFFIX));
+	*name = base + 1;
+	if (base[0] != '.')
+		return 0;
+	if (ends_with(base, SNAPSHOT_SUFFIX))
+		return strlen(base) - strlen(SNAPSHOT_SUFFIX) - 1;
+	return mark && mark > base + 1 ? (size_t)(mark - base - 1) : 0;
+}
+
+static const struct subvol_entry *entry_at(const struct subvol_plan *s,
+					   const char *rel, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		if (!strncmp(s->v[i].rel, rel, len) && !s->v[i].rel[len])
+			return &s->v[i];
+	return NULL;
+}
+
+/*
+ * Whether @en is a temporary of encio's own, never copied: a read-only
+ * snapshot named for the subvolume beside it, of that subvolume (its
+ * parent UUID). Anything else is copied, whatever its name: a user's
+ * subvolume named like a temporary, and a copy in flight that an earlier
+ * move left here (.NAME.encio-partial: nothing tells it from a user's).
+ */
+static bool temporary(const struct subvol_plan *s,
+		      const struct subvol_entry *en)
+{
+	const char *name, *base = strrchr(en->rel, '/');
+	const struct subvol_entry *of;
+	char rel[PATH_MAX];
+	size_t dir_len, len;
+
+	base = base ? base + 1 : en->rel;
+	len = snapshot_of_len(en->rel, &name);
+	if (!len || !en->read_only)
+		return false;
+	dir_len = base - en->rel;
+	if (snprintf(rel, sizeof(rel), "%.*s%.*s", (int)dir_len, en->rel,
+		     (int)len, name) >= (int)sizeof(rel))
+		return false;
+	of = entry_at(s, rel, strlen(rel));
+	return of &&
+	       !memcmp(en->info.parent_uuid, of->info.uuid, BTRFS_UUID_SIZE);
+}
+
+/* The temporaries of encio's own left out of the plan (temporary()). */
+static void drop_temporaries(struct subvol_plan *s)
+{
+	bool *drop = calloc(s->nr ?: 1, sizeof(*drop));
+	size_t i, kept = 0;
+
+	if (!drop)
+		return;
+	for (i = 0; i < s->nr; i++)
+		drop[i] = temporary(s, &s->v[i]);
+	for (i = 0; i < s->nr; i++) {
+		if (drop[i]) {
+			free(s->v[i].rel);
+			free(s->v[i].src);
+			free(s->v[i].snap);
+			continue;
+		}
+		s->v[kept] = s->v[i];
+		s->v[kept].family = kept;
+		kept++;
+	}
+	s->nr = kept;
+	free(drop);
 }
 
 /* Beside the subvolume @src: .NAME.encio-snapshot */
@@ -164,8 +236,7 @@ static int plan_list(struct subvol_plan *s, int src_fd)
 				       false, 0);
 	while (!ret && !(err = btrfs_util_subvolume_iterator_next_info(
 				 it, &path, &info))) {
-		if (!strncmp(path, prefix, plen) && path[plen] &&
-		    !leftover(path + plen))
+		if (!strncmp(path, prefix, plen) && path[plen])
 			ret = plan_add(s, path + plen, &info);
 		free(path);
 	}
@@ -177,6 +248,7 @@ static int plan_list(struct subvol_plan *s, int src_fd)
 		return encio_error_set(s->e, subvol_util_errno(err),
 				       "list the subvolumes below", s->src,
 				       false, 0);
+	drop_temporaries(s);
 	return 0;
 }
 
