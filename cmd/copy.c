@@ -771,7 +771,8 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	c->ctx.stats.files = c->tree.files;
 	if (ret == -EINTR && stop_signal)
 		error("interrupted: the subvolume in flight removed, those complete kept (a rerun resumes)");
-	else if (ret)
+	else if (ret && !c->failed)
+		/* else the entries that failed said it, each */
 		print_copy_error(&e);
 	print_kept(c);
 	return ret;

@@ -5,7 +5,7 @@
 # subvolume planted at a writable subvolume's snapshot name that is no
 # snapshot of it stops the move, naming it, and is neither copied as that
 # subvolume nor deleted; encio's own snapshot left by a stopped run is
-# used and not copied.
+# used and not copied. A move into itself is refused in one message.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -55,3 +55,11 @@ run_check btrfs -q subvolume snapshot -r "$SRC/data" "$SRC/.data.encio-snapshot"
 	{ cat "$TEST_TMP/c.out"; _fail "the move with encio's snapshot failed"; }
 diff -r "$SRC/data" "$DST/c/data" || _fail "data differs"
 [ ! -e "$DST/c/.data.encio-snapshot" ] || _fail "encio's snapshot was copied"
+
+_log "a move into itself: refused, in one message"
+if "$ENCIO" copy -r --subvolumes "$SRC" "$SRC/data/inside" >"$TEST_TMP/self.out" 2>&1; then
+	_fail "a move into itself was not refused"
+fi
+cat "$TEST_TMP/self.out"
+grep -q "into itself" "$TEST_TMP/self.out" || _fail "the refusal does not say why"
+[ "$(grep -c '^ERROR' "$TEST_TMP/self.out")" = 1 ] || _fail "more than one error for one refusal"
