@@ -847,7 +847,7 @@ static int copy_all(struct subvols *s)
 		return ret;
 	receive_set_progress(s->rcv, received_progress, s);
 	/* without it, each pass is made at its turn: no error */
-	subvol_ahead_start(&s->ahead, &s->plan);
+	subvol_ahead_start(&s->ahead, &s->plan, s->opts->stop);
 	for (i = 0; !ret && i <= s->plan.nr_order; i++) {
 		subvol_ahead_reach(s->ahead, i);
 		if (s->opts->stop && *s->opts->stop) {

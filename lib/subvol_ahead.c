@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "subvol_ahead.h"
 
@@ -64,6 +65,8 @@ struct subvol_ahead {
 	uint64_t bytes; /* their size */
 	/* set by subvol_ahead_end(): a pass under way stops too */
 	volatile sig_atomic_t quit;
+	/* the copy's: set, a wait for a pass ends, and the pass under way */
+	const volatile sig_atomic_t *stop;
 };
 
 static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
@@ -166,7 +169,8 @@ static void ahead_free(struct subvol_ahead *a)
 	free(a);
 }
 
-int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan)
+int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
+		       const volatile sig_atomic_t *stop)
 {
 	struct subvol_ahead *a;
 	sigset_t block, old;
@@ -176,6 +180,7 @@ int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan)
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
+	a->stop = stop;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->cond, NULL);
 	ret = plan_jobs(a, plan);
@@ -235,6 +240,28 @@ static bool job_fits(const struct ahead_job *j, const char *parent,
 	return true;
 }
 
+static bool stopped(const struct subvol_ahead *a)
+{
+	return a->stop && *a->stop;
+}
+
+/*
+ * A signal asking to stop sets the copy's flag and wakes no condition
+ * variable: the wait looks at it every tenth of a second.
+ */
+static void wait_a_while(struct subvol_ahead *a)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 100 * 1000 * 1000;
+	if (until.tv_nsec >= 1000 * 1000 * 1000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000 * 1000 * 1000;
+	}
+	pthread_cond_timedwait(&a->cond, &a->lock, &until);
+}
+
 const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
 					  const struct subvol_entry *en,
 					  const char *parent,
@@ -250,8 +277,10 @@ const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
 	for (i = 0; !j && i < a->nr_jobs; i++)
 		if (a->jobs[i].root == subvol_source(en))
 			j = &a->jobs[i];
-	while (j && j->state == AHEAD_MAKING)
-		pthread_cond_wait(&a->cond, &a->lock);
+	while (j && j->state == AHEAD_MAKING && !stopped(a))
+		wait_a_while(a);
+	if (stopped(a))
+		a->quit = 1;
 	if (j && j->state == AHEAD_MADE &&
 	    job_fits(j, parent, clones, nr_clones)) {
 		j->state = AHEAD_TAKEN;

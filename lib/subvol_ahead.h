@@ -8,6 +8,7 @@
 #ifndef ENCIO_SUBVOL_AHEAD_H
 #define ENCIO_SUBVOL_AHEAD_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "send.h"
@@ -20,9 +21,11 @@ struct subvol_ahead;
  * from the parent and with the clone sources the copy would give it if
  * every subvolume before it were copied. A writable subvolume's pass is of
  * its snapshot, which must exist by then. Returns 0 or -errno; *@a is
- * NULL, and nothing is made, on an error or with no pass to make.
+ * NULL, and nothing is made, on an error or with no pass to make. @stop
+ * (or NULL): the copy's flag, which ends a wait for a pass and the pass.
  */
-int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan);
+int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan,
+		       const volatile sig_atomic_t *stop);
 /*
  * The copy is at @pos in the copy order: passes of those before are of no
  * more use.
