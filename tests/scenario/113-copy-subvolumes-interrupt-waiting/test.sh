@@ -23,7 +23,7 @@ run_check btrfs -q subvolume snapshot -r "$SRC/v" "$SRC/s2"
 
 make_btrfs dst 2G
 DST=$MNT
-"$ENCIO" copy -r --subvolumes "$SRC" "$DST/x" >"$TEST_TMP/copy.out" 2>&1 &
+"$ENCIO" copy -rT --subvolumes "$SRC" "$DST/x" >"$TEST_TMP/copy.out" 2>&1 &
 pid=$!
 sleep 1
 start=$(date +%s%N)
@@ -35,5 +35,5 @@ cat "$TEST_TMP/copy.out"
 echo "exit status $rc, $took ms after SIGINT"
 [ "$rc" = 130 ] || _fail "exit status $rc after SIGINT, not 130"
 [ "$took" -lt 3000 ] || _fail "the copy took $took ms to stop"
-run_check "$ENCIO" -q copy -r --subvolumes "$SRC" "$DST/x"
+run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST/x"
 diff -r "$SRC/s2" "$DST/x/s2" || _fail "the rerun did not complete the move"
