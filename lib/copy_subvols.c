@@ -79,9 +79,13 @@ static int placement_open(struct subvols *s, const struct subvol_entry *en,
 	char dir[PATH_MAX], *slash;
 	int n;
 
-	n = en->rel[0] ?
-		    snprintf(p->dst, sizeof(p->dst), "%s/%s", s->dst, en->rel) :
-		    snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
+	/* below a mount point's "DEST/.", its entries are named DEST/NAME */
+	n = strlen(s->dst);
+	if (n >= 2 && !strcmp(s->dst + n - 2, "/."))
+		n -= 2;
+	n = en->rel[0] ? snprintf(p->dst, sizeof(p->dst), "%.*s/%s", n, s->dst,
+				  en->rel) :
+			 snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
 	if (n < 0 || n >= (int)sizeof(p->dst))
 		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
 				       false, 0);

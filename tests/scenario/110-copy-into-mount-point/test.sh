@@ -19,10 +19,11 @@ sync
 run_check btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/@data.1"
 
 make_btrfs moved 1G
-"$ENCIO" copy -rT --subvolumes "$SRC" "$MNT" >"$TEST_TMP/move.out" 2>&1 ||
+"$ENCIO" -v copy -rT --subvolumes "$SRC" "$MNT" >"$TEST_TMP/move.out" 2>&1 ||
 	{ cat "$TEST_TMP/move.out"; _fail "copy -rT --subvolumes into a mount point failed"; }
 cat "$TEST_TMP/move.out"
 ! grep -q "not btrfs" "$TEST_TMP/move.out" || _fail "the move took DEST for another filesystem"
+! grep -q "/\./" "$TEST_TMP/move.out" || _fail "the messages name DEST/./"
 [ "$(btrfs subvolume list "$MNT" | awk '{print $NF}' | sort | tr '\n' ' ')" = "@data @data.1 " ] ||
 	_fail "DEST's subvolumes: $(btrfs subvolume list "$MNT")"
 for p in topfile @data/big @data/big.reflink @data.1/big; do
