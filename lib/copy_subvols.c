@@ -15,6 +15,7 @@
  * redone).
  */
 #include <dirent.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -47,6 +48,7 @@ struct subvols {
 	const struct subvols_options *opts;
 	struct subvols_stats *stats;
 	struct encio_error *e;
+	struct timespec synced_at; /* SRC synced before its snapshots */
 	struct subvol_plan plan;
 	char dst[PATH_MAX];  /* SRC's copy */
 	const char **clones; /* read-only subvolumes in DEST, by SRC path */
@@ -145,11 +147,195 @@ static bool dir_empty(int dir_fd, const char *name)
 	return empty;
 }
 
+#define CHANGED_SEARCH_BYTES (64U << 10)
+
+static bool key_next(struct btrfs_ioctl_search_key *k,
+		     const struct btrfs_ioctl_search_header *last)
+{
+	k->min_objectid = last->objectid;
+	k->min_type = last->type;
+	k->min_offset = last->offset + 1;
+	if (last->offset != UINT64_MAX)
+		return true;
+	k->min_offset = 0;
+	if (++k->min_type)
+		return true;
+	return ++k->min_objectid != 0;
+}
+
 /*
- * What DEST holds at @en's name: nothing (0), its complete copy (1), an
- * empty directory (0, p->placeholder), or something else (-EEXIST).
+ * The directories of a subvolume that held encio's snapshots of the
+ * writable subvolumes in them: making and deleting those moved their
+ * ctime, and their mtime was put back, so an entry made or removed there
+ * since shows in their mtime.
  */
-static int dest_state(struct subvol_entry *en, struct placement *p)
+struct held_dirs {
+	uint64_t ino[16];
+	size_t nr;
+};
+
+static bool held(const struct held_dirs *h, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; h && i < h->nr; i++)
+		if (h->ino[i] == ino)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the inode item @item (@len bytes) of inode @ino changed after
+ * @since: its ctime, or its mtime for a directory of @h.
+ */
+static bool inode_changed(uint64_t ino, const void *item, uint32_t len,
+			  const struct timespec *since,
+			  const struct held_dirs *h)
+{
+	struct btrfs_inode_item ii;
+	uint64_t sec;
+	uint32_t nsec;
+
+	if (len < sizeof(ii))
+		return false;
+	memcpy(&ii, item, sizeof(ii));
+	sec = le64toh(held(h, ino) ? ii.mtime.sec : ii.ctime.sec);
+	nsec = le32toh(held(h, ino) ? ii.mtime.nsec : ii.ctime.nsec);
+	return sec > (uint64_t)since->tv_sec ||
+	       (sec == (uint64_t)since->tv_sec && nsec > since->tv_nsec);
+}
+
+/*
+ * Whether an inode of the subvolume open at @fd changed after @since, by
+ * its ctime: a look at a directory or file updates its atime, and with it
+ * the subvolume's ctransid, but no ctime. Only the leaves written after
+ * transaction @transid are read. 1, 0 or -errno.
+ */
+static int changed_since(int fd, uint64_t transid, const struct timespec *since,
+			 const struct held_dirs *h)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_header sh;
+	size_t used;
+	uint32_t i;
+	int ret = 0;
+
+	args = calloc(1, sizeof(*args) + CHANGED_SEARCH_BYTES);
+	if (!args)
+		return -ENOMEM;
+	args->key.max_objectid = UINT64_MAX;
+	args->key.min_type = BTRFS_INODE_ITEM_KEY;
+	args->key.max_type = BTRFS_INODE_ITEM_KEY;
+	args->key.max_offset = UINT64_MAX;
+	args->key.min_transid = transid + 1;
+	args->key.max_transid = UINT64_MAX;
+	for (;;) {
+		args->key.nr_items = UINT32_MAX;
+		args->buf_size = CHANGED_SEARCH_BYTES;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			ret = -errno;
+			break;
+		}
+		if (!args->key.nr_items)
+			break;
+		for (i = 0, used = 0; i < args->key.nr_items; i++) {
+			memcpy(&sh, (char *)args->buf + used, sizeof(sh));
+			used += sizeof(sh);
+			if (sh.type == BTRFS_INODE_ITEM_KEY &&
+			    inode_changed(sh.objectid, (char *)args->buf + used,
+					  sh.len, since, h))
+				ret = 1;
+			used += sh.len;
+		}
+		if (ret || !key_next(&args->key, &sh))
+			break;
+	}
+	free(args);
+	return ret;
+}
+
+/*
+ * Whether @en changed in SRC since the moment its copy (@info) holds, or
+ * only its ctransid moved (atimes): an inode changed after the snapshot
+ * was begun (stime; 0 where a stopped run made the snapshot: anything in
+ * a leaf written since counts), in a leaf written after it.
+ */
+static int src_changed(const struct subvols *s, const struct subvol_entry *en,
+		       const struct btrfs_util_subvolume_info *info)
+{
+	int fd = open(en->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	struct held_dirs h = { .nr = 0 };
+	char dir[PATH_MAX];
+	struct stat root, st;
+	size_t i;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &root)) {
+		close(fd);
+		return -errno;
+	}
+	for (i = 0; i < s->plan.nr; i++) {
+		const struct subvol_entry *in = &s->plan.v[i];
+
+		snprintf(dir, sizeof(dir), "%s", in->src);
+		if (in->read_only || in == en || stat(dirname(dir), &st) ||
+		    st.st_dev != root.st_dev)
+			continue;
+		if (h.nr == sizeof(h.ino) / sizeof(h.ino[0])) {
+			/* too many to tell apart: taken as changed */
+			close(fd);
+			return 1;
+		}
+		h.ino[h.nr++] = st.st_ino;
+	}
+	ret = changed_since(fd, info->stransid, &info->stime, &h);
+	close(fd);
+	return ret;
+}
+
+/*
+ * A writable subvolume's finished copy records the moment of SRC it holds
+ * where SRC has no received UUID of its own: its stransid is SRC's
+ * ctransid then (its received UUID stays none, so btrfs send names it by
+ * its own UUID). Its rtransid, the transaction that marked it, is where
+ * its ctransid stays until anyone changes it.
+ */
+static int writable_copy_state(const struct subvols *s,
+			       const struct subvol_entry *en, int fd,
+			       const struct btrfs_util_subvolume_info *info)
+{
+	int changed;
+
+	if (subvol_uuid_set(en->info.received_uuid))
+		return !memcmp(info->received_uuid, en->info.received_uuid,
+			       BTRFS_UUID_SIZE) ?
+			       1 :
+			       -EEXIST;
+	/* none of encio's: no mark, or received from something */
+	if (subvol_uuid_set(info->received_uuid) || !info->stransid)
+		return -EEXIST;
+	/* SRC now, not the snapshot: one a stopped run left may be older */
+	if (info->stransid == en->info.ctransid)
+		return 1;
+	changed = src_changed(s, en, info);
+	if (changed <= 0)
+		return changed ?: 1;
+	/* SRC changed since: copied again, unless the copy changed too */
+	if (info->ctransid <= info->rtransid)
+		return 2;
+	changed = changed_since(fd, info->rtransid, &info->rtime, NULL);
+	return changed < 0 ? changed : changed ? -ESTALE : 2;
+}
+
+/*
+ * What DEST holds at @en's name: nothing (0), its complete copy (1), a
+ * copy SRC changed since, to be replaced (2), an empty directory (0,
+ * p->placeholder), a copy both changed since (-ESTALE), or something else
+ * (-EEXIST).
+ */
+static int dest_state(const struct subvols *s, struct subvol_entry *en,
+		      struct placement *p)
 {
 	struct btrfs_util_subvolume_info info;
 	struct stat st;
@@ -168,27 +354,26 @@ static int dest_state(struct subvol_entry *en, struct placement *p)
 	if (fd < 0)
 		return -errno;
 	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
-	close(fd);
-	if (ret)
+	if (ret) {
+		close(fd);
 		return ret;
+	}
 	if (en->read_only) {
 		en->parent_ok = !memcmp(info.received_uuid,
 					subvol_expected_received(en),
 					BTRFS_UUID_SIZE);
-		return en->parent_ok ? 1 : -EEXIST;
+		ret = en->parent_ok ? 1 : -EEXIST;
+	} else if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY) {
+		ret = -EEXIST;
+	} else {
+		/* copied from the snapshot beside it, not finished yet */
+		en->parent_ok = en->snap_made &&
+				!memcmp(info.received_uuid, en->snap_uuid,
+					BTRFS_UUID_SIZE);
+		ret = en->parent_ok ? 1 : writable_copy_state(s, en, fd, &info);
 	}
-	if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY)
-		return -EEXIST;
-	/* copied from the snapshot beside it, not finished yet */
-	en->parent_ok =
-		en->snap_made &&
-		!memcmp(info.received_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
-	/* or finished: SRC's received UUID, or none */
-	return en->parent_ok || !memcmp(info.received_uuid,
-					en->info.received_uuid,
-					BTRFS_UUID_SIZE) ?
-		       1 :
-		       -EEXIST;
+	close(fd);
+	return ret;
 }
 
 /*
@@ -249,10 +434,6 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
 	return ret;
 }
 
-/*
- * The read-only snapshot a writable subvolume is copied from, left by a
- * run that stopped (its copy may be complete), or made now.
- */
 /* Whether the roots of subvolumes @a and @b have the same owner. */
 static bool same_owner(const char *a, const char *b)
 {
@@ -262,6 +443,10 @@ static bool same_owner(const char *a, const char *b)
 	       sa.st_gid == sb.st_gid;
 }
 
+/*
+ * The read-only snapshot a writable subvolume is copied from, left by a
+ * run that stopped (its copy may be complete), or made now.
+ */
 static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
@@ -272,6 +457,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 		if (errno != ENOENT)
 			return encio_error_set(s->e, errno ?: EIO, "look at",
 					       en->snap, false, 0);
+		en->snap_before = s->synced_at;
 		if (snapshot_make(s, en))
 			return -s->e->err;
 		if (btrfs_util_subvolume_info(en->snap, 0, &info))
@@ -437,8 +623,17 @@ static int finish_writable(struct subvols *s, struct subvol_entry *en,
 		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
 		rs.stransid = en->info.stransid;
 		rs.rtransid = en->info.rtransid;
+	} else {
+		/* the moment it holds: writable_copy_state() */
+		rs.stransid = en->snap_ctransid;
+		rs.stime.sec = en->snap_before.tv_sec;
+		rs.stime.nsec = en->snap_before.tv_nsec;
+		/* all of the copy in transactions before the mark's */
+		if (syncfs(fd))
+			ret = encio_error_set(s->e, errno, "sync", en->rel,
+					      false, 0);
 	}
-	if (ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
+	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
 		ret = encio_error_set(s->e, errno, "set the received UUID of",
 				      en->src, false, 0);
 	close(fd);
@@ -616,11 +811,29 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		return ret;
 	s->stats->current = p.dst;
 	s->stats->current_bytes = 0;
-	ret = dest_state(en, &p);
+	ret = dest_state(s, en, &p);
+	if (ret == -ESTALE) {
+		ret = encio_error_set(
+			s->e, ESTALE,
+			"update (it and its source changed since it was copied: move it away to copy it again)",
+			p.dst, false, 0);
+		goto out;
+	}
 	if (ret < 0) {
 		ret = encio_error_set(s->e, ret, "copy the subvolume to", p.dst,
 				      false, 0);
 		goto out;
+	}
+	if (ret == 2) {
+		if (btrfs_util_delete_subvolume_fd(p.dir_fd, p.name, 0)) {
+			ret = encio_error_set(
+				s->e, errno ?: EIO,
+				"replace the copy (its source changed since) of",
+				p.dst, false, 0);
+			goto out;
+		}
+		s->stats->replaced++;
+		ret = 0;
 	}
 	if (ret == 1) {
 		s->stats->skipped++;
@@ -780,6 +993,11 @@ static int dest_check(struct subvols *s)
 		return encio_error_set(s->e, errno, "open the directory of",
 				       s->dst, false, 0);
 	ok = on_btrfs(fd);
+	/* changes not committed yet show in no ctransid (dest_state()) */
+	if (ok && syncfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, errno, "sync", dir, false, 0);
+	}
 	close(fd);
 	return ok ? 0 :
 		    encio_error_set(s->e, EOPNOTSUPP,
@@ -828,13 +1046,58 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
  * passes ahead read them, and they give every writable subvolume one
  * moment. Those left by a run that stopped are taken again.
  */
+/* A writable subvolume's ctransid, read again after the sync. */
+static int src_refresh(struct subvols *s, struct subvol_entry *en)
+{
+	struct btrfs_util_subvolume_info info;
+
+	if (en->read_only)
+		return 0;
+	if (btrfs_util_subvolume_info(en->src, 0, &info))
+		return encio_error_set(s->e, errno ?: EIO, "read the subvolume",
+				       en->src, false, 0);
+	en->info.ctransid = info.ctransid;
+	return 0;
+}
+
 static int snapshots_make(struct subvols *s)
 {
+	struct timespec tick;
 	size_t i;
-	int ret = 0;
+	int fd, ret = 0;
 
+	/*
+	 * Data written before a snapshot completes in the transaction after
+	 * it, and moves its source's ctransid although the snapshot holds
+	 * it: synced first, a source's ctransid moves only with a change
+	 * the snapshot lacks (writable_copy_state()).
+	 */
+	/*
+	 * What a snapshot made after the sync lacks changed after it began:
+	 * a ctime later than this tells a change in SRC from a mere atime
+	 * update. ctimes come from the coarse clock: read on it, one tick
+	 * earlier.
+	 */
+	clock_gettime(CLOCK_REALTIME_COARSE, &s->synced_at);
+	clock_getres(CLOCK_REALTIME_COARSE, &tick);
+	s->synced_at.tv_nsec -= tick.tv_nsec;
+	if (s->synced_at.tv_nsec < 0) {
+		s->synced_at.tv_nsec += 1000 * 1000 * 1000;
+		s->synced_at.tv_sec--;
+	}
+	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				      0);
 	for (i = 0; !ret && i < s->plan.nr_order; i++)
-		ret = snapshot_find(s, &s->plan.v[s->plan.order[i]]);
+		ret = src_refresh(s, &s->plan.v[s->plan.order[i]]) ?:
+			      snapshot_find(s, &s->plan.v[s->plan.order[i]]);
+	/* the directories' times put back, on disk where they are compared */
+	if (!ret && syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				      0);
+	if (fd >= 0)
+		close(fd);
 	return ret;
 }
 

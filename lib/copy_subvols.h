@@ -22,6 +22,7 @@ struct subvols_stats {
 	uint64_t incremental;	/* of those, made as snapshots of copies */
 	uint64_t ahead;		/* of those, from a difference made ahead */
 	uint64_t skipped;	/* complete in DEST already */
+	uint64_t replaced;	/* in DEST, SRC changed since: copied again */
 	uint64_t bytes_written; /* file data written (logical) */
 	uint64_t encoded_bytes; /* of it, written without decoding */
 	uint64_t clones;	/* ranges cloned from data written before */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <btrfsutil.h>
+#include <time.h>
 
 #include "error.h"
 
@@ -32,6 +33,8 @@ struct subvol_entry {
 	char *snap;
 	uint8_t snap_uuid[BTRFS_UUID_SIZE];
 	uint64_t snap_ctransid;
+	/* a tick before this run made it; 0: a stopped run made it */
+	struct timespec snap_before;
 	bool snap_made;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
