@@ -49,6 +49,8 @@ struct subvols {
 	struct subvols_stats *stats;
 	struct encio_error *e;
 	struct timespec synced_at; /* SRC synced before its snapshots */
+	/* the directory descriptor a copy is made through, named in errors */
+	char fd_dir[32];
 	struct subvol_plan plan;
 	char dst[PATH_MAX];  /* SRC's copy */
 	const char **clones; /* read-only subvolumes in DEST, by SRC path */
@@ -541,6 +543,25 @@ static void received_progress(const struct receive_stats *rs, void *arg)
 		s->opts->progress(s->opts->arg, s->stats);
 }
 
+/*
+ * An error of the receiver names a path below @from, the descriptor of
+ * the directory the copy @dst is made in: named below @dst's directory.
+ */
+static void error_path_rebase(struct encio_error *e, const char *from,
+			      const char *dst)
+{
+	size_t len = strlen(from);
+	char dir[PATH_MAX], path[PATH_MAX];
+
+	if (strncmp(e->path, from, len) ||
+	    (e->path[len] && e->path[len] != '/'))
+		return;
+	snprintf(dir, sizeof(dir), "%s", dst);
+	if (snprintf(path, sizeof(path), "%s%s", dirname(dir), e->path + len) <
+	    (int)sizeof(path))
+		snprintf(e->path, sizeof(e->path), "%s", path);
+}
+
 /* The stream of @en (from @parent) received in p->dir_fd as p->partial. */
 static int transfer(struct subvols *s, const struct subvol_entry *en,
 		    const struct subvol_entry *parent, struct placement *p)
@@ -586,12 +607,17 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	close(fds[0]);
 	pthread_join(thread, NULL);
 	subvol_ahead_done(s->ahead, t.opts.pass);
-	/* the sender's error is the cause: the receiver saw a stream cut */
-	if (t.ret) {
+	/*
+	 * The sender's error is the cause, the receiver saw a stream cut;
+	 * but a closed pipe, which is the receiver's failure.
+	 */
+	if (t.ret && !(t.e.err == EPIPE && ret < 0)) {
 		*s->e = t.e;
 		ret = t.ret;
 	} else if (ret > 0) {
 		ret = encio_error_set(s->e, EIO, "receive", p->dst, false, 0);
+	} else if (ret < 0) {
+		error_path_rebase(s->e, dest, p->dst);
 	}
 	s->stats->bytes_written += rs->bytes_written - s->bytes_before;
 	s->stats->encoded_bytes += rs->encoded_bytes - encoded;
@@ -685,9 +711,12 @@ static int place(struct subvols *s, const struct subvol_entry *en,
 static void relay_report(void *arg, const struct encio_error *e)
 {
 	struct subvols *s = arg;
+	struct encio_error named = *e;
 
+	if (s->fd_dir[0])
+		error_path_rebase(&named, s->fd_dir, s->stats->current);
 	if (s->caller->report)
-		s->caller->report(s->caller->arg, e);
+		s->caller->report(s->caller->arg, &named);
 }
 
 static void relay_probed(void *arg)
@@ -784,7 +813,11 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 				       0);
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
+	snprintf(s->fd_dir, sizeof(s->fd_dir), "/proc/self/fd/%d", p->dir_fd);
 	ret = copy_tree(s, subvol_source(en), dest, true, &ts);
+	if (ret)
+		error_path_rebase(s->e, s->fd_dir, p->dst);
+	s->fd_dir[0] = '\0';
 	if (ret)
 		return ret;
 	fd = openat(p->dir_fd, p->partial,
@@ -1026,6 +1059,12 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 				!btrfs_util_subvolume_id_fd(fd, &id) &&
 				id != BTRFS_FS_TREE_OBJECTID;
 	s->plan.e = s->e;
+	/* the generations the copy order goes by, of data written already */
+	if (syncfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				       0);
+	}
 	ret = copy_root_name(s, dest) ?:
 		      dest_check(s)   ?:
 					subvol_plan_build(&s->plan, fd);
