@@ -317,7 +317,7 @@ static void print_summary_json(const struct copy_cmd *c)
 	if (c->subvolumes)
 		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
 		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
-		       "\"subvolumes_skipped\": %llu, "
+		       "\"subvolumes_skipped\": %llu, \"subvolumes_replaced\": %llu, "
 		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
 		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu",
 		       (unsigned long long)c->subvols.total,
@@ -325,6 +325,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.incremental,
 		       (unsigned long long)c->subvols.ahead,
 		       (unsigned long long)c->subvols.skipped,
+		       (unsigned long long)c->subvols.replaced,
 		       (unsigned long long)c->subvols.bytes_written,
 		       (unsigned long long)c->subvols.encoded_bytes,
 		       (unsigned long long)c->subvols.clones,
@@ -784,10 +785,10 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	char bytes[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
 		stream[PRETTY_SIZE_LEN];
 
-	printf("subvolumes: %llu of %llu copied (%llu as snapshots of copies, %llu differences made ahead), %llu complete already; %s written, %s of it encoded, %llu ranges cloned; %s of stream; %.3fs\n",
+	printf("subvolumes: %llu of %llu copied (%llu as snapshots of copies, %llu differences made ahead), %llu complete already, %llu copied again (changed in SRC); %s written, %s of it encoded, %llu ranges cloned; %s of stream; %.3fs\n",
 	       (unsigned long long)s->copied, (unsigned long long)s->total,
 	       (unsigned long long)s->incremental, (unsigned long long)s->ahead,
-	       (unsigned long long)s->skipped,
+	       (unsigned long long)s->skipped, (unsigned long long)s->replaced,
 	       pretty_size(bytes, s->bytes_written),
 	       pretty_size(encoded, s->encoded_bytes),
 	       (unsigned long long)s->clones,
