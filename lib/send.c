@@ -330,37 +330,6 @@ static int send_file_data(struct send_ctx *ctx, int dirfd, const char *name,
 	return ret;
 }
 
-static struct send_link **link_bucket(struct send_ctx *ctx,
-				      const struct stat *st)
-{
-	uint64_t h = (uint64_t)st->st_ino * 0x9e3779b97f4a7c15ULL ^ st->st_dev;
-
-	return &ctx->links[(h >> 20) % SEND_LINK_BUCKETS];
-}
-
-/* The first path of an inode with more links, or NULL (then remembered). */
-static const char *link_seen(struct send_ctx *ctx, const struct stat *st,
-			     const char *path, int *err)
-{
-	struct send_link **b = link_bucket(ctx, st), *l;
-
-	*err = 0;
-	for (l = *b; l; l = l->next)
-		if (l->dev == st->st_dev && l->ino == st->st_ino)
-			return l->path;
-	l = malloc(sizeof(*l));
-	if (!l || !(l->path = strdup(path))) {
-		free(l);
-		*err = -ENOMEM;
-		return NULL;
-	}
-	l->dev = st->st_dev;
-	l->ino = st->st_ino;
-	l->next = *b;
-	*b = l;
-	return NULL;
-}
-
 static int send_create(struct send_ctx *ctx, const char *path,
 		       const struct stat *st, const char *target)
 {
@@ -400,8 +369,6 @@ static int send_create(struct send_ctx *ctx, const char *path,
 	return send_end_cmd(ctx);
 }
 
-static int send_dir(struct send_ctx *ctx, int dirfd, const char *path);
-
 static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
 			const char *path, const struct stat *st)
 {
@@ -414,16 +381,92 @@ static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
 	return send_create(ctx, path, st, target);
 }
 
+/* LINK or RENAME (@cmd) of @from to @to. */
+static int send_two_paths(struct send_ctx *ctx, uint16_t cmd, const char *path,
+			  const char *other)
+{
+	stream_begin_cmd(&ctx->w, cmd);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
+	stream_put_string(&ctx->w,
+			  cmd == BTRFS_SEND_C_LINK ? BTRFS_SEND_A_PATH_LINK :
+						     BTRFS_SEND_A_PATH_TO,
+			  other);
+	return send_end_cmd(ctx);
+}
+
+static int node_path(struct send_ctx *ctx, uint32_t node, char *path)
+{
+	if (send_walk_path(&ctx->walk, node, path))
+		return send_fail(ctx, ENAMETOOLONG, "make the stream path of",
+				 0, false);
+	return 0;
+}
+
+/*
+ * Directory node @dir made in the stream where it is not yet: under its
+ * orphan name in the root, as btrfs send makes a directory an entry needs
+ * before its turn comes (it has a higher inode number); renamed into place
+ * at its turn (send_dir_node()). Its times, flags and the rest come at the
+ * end of the tree (send_dirs_meta()), after its entries.
+ */
+static int place_dir(struct send_ctx *ctx, uint32_t dir)
+{
+	struct stat st = { .st_mode = S_IFDIR };
+	struct send_node *n = &ctx->walk.nodes[dir];
+	char path[PATH_MAX];
+	int ret;
+
+	if (n->created)
+		return 0;
+	n->orphan = true;
+	st.st_ino = n->ino;
+	ret = node_path(ctx, dir, path) ?: send_create(ctx, path, &st, NULL);
+	ctx->walk.nodes[dir].created = !ret;
+	return ret;
+}
+
+/* Directory node @dir at its turn: made, or moved from its orphan name. */
+static int send_dir_node(struct send_ctx *ctx, uint32_t dir)
+{
+	struct stat st = { .st_mode = S_IFDIR };
+	struct send_node *n = &ctx->walk.nodes[dir];
+	char from[PATH_MAX], to[PATH_MAX];
+	int ret;
+
+	ctx->stats->dirs++;
+	ret = place_dir(ctx, n->parent);
+	if (ret)
+		return ret;
+	if (!n->created) {
+		st.st_ino = n->ino;
+		ret = node_path(ctx, dir, to) ?:
+						send_create(ctx, to, &st, NULL);
+		ctx->walk.nodes[dir].created = !ret;
+		return ret;
+	}
+	if (!n->orphan)
+		return 0;
+	ret = node_path(ctx, dir, from);
+	if (ret)
+		return ret;
+	n->orphan = false;
+	return node_path(ctx, dir, to) ?:
+		       send_two_paths(ctx, BTRFS_SEND_C_RENAME, from, to);
+}
+
 /*
  * Small files are sent in batches, so that their reads overlap instead of
- * waiting one round trip each: the entries of a batch are stat'ed, and its
- * regular files opened and mapped (path operations, with nothing in
- * flight); then the encoded reads of the files small enough are issued and
- * reaped; then every entry is sent in order (path operations again:
- * nothing in flight).
+ * waiting one round trip each: the entries of a batch, of one directory,
+ * are stat'ed, and its regular files opened and mapped (path operations,
+ * with nothing in flight); then the encoded reads of the files small
+ * enough are issued and reaped; then every entry is sent in order (path
+ * operations again: nothing in flight).
  */
 struct send_pending {
-	const char *name;
+	uint32_t node;	 /* the inode's first link */
+	size_t link;	 /* its place in ctx->walk.order */
+	size_t nr_links; /* the links that follow it there */
+	int dirfd;	 /* its directory, kept by the walk; or -errno */
 	struct stat st;
 	bool have_st;
 	int fd; /* a regular file opened and mapped, or -1 */
@@ -432,104 +475,131 @@ struct send_pending {
 	size_t first, last;
 };
 
-static int send_entry(struct send_ctx *ctx, int dirfd, struct send_pending *p,
-		      const char *path)
+/*
+ * The directories of the inode's links made (under orphan names where
+ * their turn is to come), the link with the shortest path now into *@best:
+ * the inode's data goes there, never under a longer path than btrfs send
+ * writes it under (the link of its first inode ref, in the same state of
+ * the tree).
+ */
+static int place_links(struct send_ctx *ctx, const struct send_pending *p,
+		       uint32_t *best)
 {
-	const struct stat *st = &p->st;
-	unsigned int dir_flags = 0;
-	const char *first;
-	int fd, ret;
+	size_t i, len, best_len = SIZE_MAX;
+	char path[PATH_MAX];
+	uint32_t link;
+	int ret;
 
-	meta_prefetch_walked(&ctx->walked);
-	ret = send_stopped(ctx);
-	if (ret)
-		return ret;
-	if (!p->have_st && fstatat(dirfd, p->name, &p->st, AT_SYMLINK_NOFOLLOW))
-		return send_fail(ctx, errno, "stat", 0, false);
-	if (is_stream_file(ctx, st))
-		return 0;
-	/*
-	 * A nested subvolume, or the empty directory standing for one in a
-	 * snapshot (inode 2, its times made up at each lookup): left out,
-	 * as btrfs send leaves it out.
-	 */
-	if (S_ISDIR(st->st_mode) && st->st_dev != ctx->root_dev)
-		return 0;
-	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1) {
-		first = link_seen(ctx, st, path, &ret);
-		if (ret)
-			return send_fail(ctx, ret, "remember link", 0, false);
-		if (first) {
-			ctx->stats->others++;
-			stream_begin_cmd(&ctx->w, BTRFS_SEND_C_LINK);
-			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-			stream_put_string(&ctx->w, BTRFS_SEND_A_PATH_LINK,
-					  first);
-			return send_end_cmd(ctx);
-		}
-	}
-	if (S_ISLNK(st->st_mode))
-		ret = send_symlink(ctx, dirfd, p->name, path, st);
-	else
-		ret = send_create(ctx, path, st, NULL);
-	if (ret)
-		return ret;
-	if (S_ISREG(st->st_mode)) {
-		ctx->stats->files++;
-		ret = send_file_fileattr(ctx, dirfd, p->fd, p->name, path, st);
+	for (i = 0; i < p->nr_links; i++) {
+		link = ctx->walk.order[p->link + i];
+		ret = place_dir(ctx, ctx->walk.nodes[link].parent) ?:
+			      node_path(ctx, link, path);
 		if (ret)
 			return ret;
-		if (p->fd >= 0)
-			ret = file_emit(ctx, p->fd, path, &p->map, p->first,
-					p->last, p->read, 0);
-		else
-			ret = send_file_data(ctx, dirfd, p->name, path, st);
-	} else if (S_ISDIR(st->st_mode)) {
-		ctx->stats->dirs++;
-		fd = openat(dirfd, p->name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return send_fail(ctx, errno, "open", 0, false);
-		dir_flags = inode_flags_get(fd);
-		ret = send_dir(ctx, fd, path);
-		close(fd);
-	} else {
-		ctx->stats->others++;
+		len = strlen(path);
+		if (len < best_len) {
+			best_len = len;
+			*best = link;
+		}
 	}
+	return 0;
+}
+
+/* The links of the inode but @best, to @at. */
+static int send_links(struct send_ctx *ctx, const struct send_pending *p,
+		      uint32_t best, const char *at)
+{
+	char path[PATH_MAX];
+	uint32_t link;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < p->nr_links; i++) {
+		link = ctx->walk.order[p->link + i];
+		if (link == best)
+			continue;
+		ctx->stats->others++;
+		ret = node_path(ctx, link, path) ?:
+			      send_two_paths(ctx, BTRFS_SEND_C_LINK, path, at);
+	}
+	return ret;
+}
+
+static int send_inode_data(struct send_ctx *ctx, struct send_pending *p,
+			   const char *at)
+{
+	const char *name = ctx->walk.nodes[p->node].name;
+	const struct stat *st = &p->st;
+	int ret;
+
+	ctx->stats->files++;
+	ret = send_file_fileattr(ctx, p->dirfd, p->fd, name, at, st);
 	if (ret)
 		return ret;
-	/* ctx->src names this entry again after the children's. */
-	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/%s",
-		 dirfd, p->name);
-	return send_inode_meta(ctx, path, st, dir_flags);
+	if (p->fd >= 0)
+		return file_emit(ctx, p->fd, at, &p->map, p->first, p->last,
+				 p->read, 0);
+	return send_file_data(ctx, p->dirfd, name, at, st);
 }
 
-struct dir_name {
-	ino_t ino;
-	char *name;
-};
-
-static int dir_name_cmp(const void *a, const void *b)
+static int send_inode(struct send_ctx *ctx, struct send_pending *p)
 {
-	const struct dir_name *x = a, *y = b;
+	const char *name = ctx->walk.nodes[p->node].name;
+	const struct stat *st = &p->st;
+	uint32_t best = p->node;
+	char at[PATH_MAX];
+	int ret;
 
-	if (x->ino != y->ino)
-		return x->ino < y->ino ? -1 : 1;
-	return strcmp(x->name, y->name);
+	ret = place_links(ctx, p, &best) ?: node_path(ctx, best, at);
+	if (ret)
+		return ret;
+	if (S_ISLNK(st->st_mode))
+		ret = send_symlink(ctx, p->dirfd, name, at, st);
+	else
+		ret = send_create(ctx, at, st, NULL);
+	if (ret)
+		return ret;
+	ctx->walk_node = best;
+	if (S_ISREG(st->st_mode))
+		ret = send_inode_data(ctx, p, at);
+	else
+		ctx->stats->others++;
+	ctx->walk_node = SEND_NODE_NONE;
+	ret = ret ?: send_links(ctx, p, best, at);
+	if (ret)
+		return ret;
+	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/%s",
+		 p->dirfd, name);
+	return send_inode_meta(ctx, at, st, 0);
 }
 
-/*
- * The names in @dirfd, in inode number order, the kernel's send order:
- * of two files sharing data, the one the kernel sends the data of comes
- * first, and the other clones it, so the stream has btrfs send's shape.
- * Freed by the caller.
- */
+static int send_entry(struct send_ctx *ctx, struct send_pending *p)
+{
+	const struct send_node *n = &ctx->walk.nodes[p->node];
+
+	meta_prefetch_walked(&ctx->walked);
+	send_walk_set_src(ctx, p->node);
+	if (p->dirfd < 0)
+		return p->dirfd;
+	if (!p->have_st &&
+	    fstatat(p->dirfd, n->name, &p->st, AT_SYMLINK_NOFOLLOW))
+		return send_fail(ctx, errno, "stat", 0, false);
+	if (p->st.st_ino != n->ino)
+		return send_fail(ctx, EAGAIN, "send (replaced while read)", 0,
+				 false);
+	if (is_stream_file(ctx, &p->st))
+		return 0;
+	if (S_ISDIR(p->st.st_mode))
+		return send_dir_node(ctx, p->node);
+	return send_inode(ctx, p);
+}
+
+/* The names in @dirfd, freed by the caller. */
 static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 {
 	size_t cap = 0, i;
 	struct dirent *de;
-	struct dir_name *v = NULL, *nv;
-	char **out;
+	char **v = NULL, **nv;
 	DIR *dir;
 	int fd = dup(dirfd), ret = 0;
 
@@ -552,33 +622,19 @@ static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
 				goto nomem;
 			v = nv;
 		}
-		v[*nr].ino = de->d_ino;
-		if (!(v[*nr].name = strdup(de->d_name)))
+		if (!(v[*nr] = strdup(de->d_name)))
 			goto nomem;
 		(*nr)++;
 	}
 	if (errno)
 		ret = send_fail(ctx, errno, "read directory", 0, false);
 	closedir(dir);
-	if (*nr)
-		qsort(v, *nr, sizeof(*v), dir_name_cmp);
-	out = malloc((*nr ? *nr : 1) * sizeof(*out));
-	if (!out) {
-		for (i = 0; i < *nr; i++)
-			free(v[i].name);
-		free(v);
-		*nr = 0;
-		return send_fail(ctx, ENOMEM, "read directory", 0, false);
-	}
-	for (i = 0; i < *nr; i++)
-		out[i] = v[i].name;
-	free(v);
-	*names = out;
+	*names = v;
 	return ret;
 nomem:
 	closedir(dir);
 	for (i = 0; i < *nr; i++)
-		free(v[i].name);
+		free(v[i]);
 	free(v);
 	*nr = 0;
 	return send_fail(ctx, ENOMEM, "read directory", 0, false);
@@ -587,30 +643,47 @@ nomem:
 #define SEND_BATCH 32
 
 /*
- * Take @name into the batch @b (*@nr entries); whether more can follow. A
- * regular file is read with the batch when its pieces fit in the engine
- * with those before; one that does not (it is streamed by windows, which
- * reuse ctx->pieces), a directory (its children reuse them too), a hard
- * link or an error ends the batch. send_entry() reports errors.
+ * Take the inode at @pos of the walk's order into the batch @b (*@nr
+ * entries), its links *@taken more; whether more can follow. A regular
+ * file is read with the batch when its pieces fit in the engine with those
+ * before; one that does not (it is streamed by windows, which reuse
+ * ctx->pieces), a directory, a hard-linked inode or an error ends the
+ * batch, and an entry of another directory starts the next one.
+ * send_entry() reports errors.
  */
-static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
-		       struct send_pending *b, size_t *nr)
+static bool batch_take(struct send_ctx *ctx, size_t pos, struct send_pending *b,
+		       size_t *nr, size_t *taken)
 {
-	struct send_pending *p = &b[(*nr)++];
-	size_t before = ctx->nr_pieces;
+	struct send_walk *w = &ctx->walk;
+	uint32_t node = w->order[pos];
+	const struct send_node *n = &w->nodes[node];
+	size_t before = ctx->nr_pieces, links = 1;
+	struct send_pending *p;
 
+	if (*nr && n->parent != w->nodes[b[0].node].parent)
+		return false;
+	while (pos + links < w->nr_order &&
+	       w->nodes[w->order[pos + links]].ino == n->ino)
+		links++;
+	p = &b[(*nr)++];
+	*taken += links;
 	memset(p, 0, sizeof(*p));
-	p->name = name;
+	p->node = node;
+	p->link = pos;
+	p->nr_links = links;
 	p->fd = -1;
-	if (fstatat(dirfd, name, &p->st, AT_SYMLINK_NOFOLLOW))
+	p->dirfd = send_walk_dirfd(ctx, n->parent);
+	if (p->dirfd < 0 || links > 1 ||
+	    fstatat(p->dirfd, n->name, &p->st, AT_SYMLINK_NOFOLLOW))
 		return false;
 	p->have_st = true;
 	if (S_ISDIR(p->st.st_mode) || is_stream_file(ctx, &p->st) ||
+	    p->st.st_ino != n->ino ||
 	    (S_ISREG(p->st.st_mode) && p->st.st_nlink > 1))
 		return false;
 	if (!S_ISREG(p->st.st_mode))
 		return *nr < SEND_BATCH;
-	p->fd = file_open_map(ctx, dirfd, name, &p->st, &p->map);
+	p->fd = file_open_map(ctx, p->dirfd, n->name, &p->st, &p->map);
 	if (p->fd < 0)
 		return false;
 	if (ctx->probe.read_mode != ENCIO_IO_NONE &&
@@ -626,27 +699,12 @@ static bool batch_take(struct send_ctx *ctx, int dirfd, const char *name,
 	return false;
 }
 
-/* Set the stream path and ctx->src of child @name of @path. */
-static int child_path(struct send_ctx *ctx, const char *path, size_t src_len,
-		      const char *name, char *child)
-{
-	if (snprintf(child, PATH_MAX, "%s%s%s", path, *path ? "/" : "", name) >=
-		    PATH_MAX ||
-	    snprintf(ctx->src + src_len, sizeof(ctx->src) - src_len, "/%s",
-		     name) >= (int)(sizeof(ctx->src) - src_len))
-		return send_fail(ctx, ENAMETOOLONG, "make the stream path of",
-				 0, false);
-	return 0;
-}
-
 /*
  * Send the batch @b of @nr entries: read, then each in order. Pieces an
  * error left unsent are released at the end.
  */
-static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
-		      size_t src_len, struct send_pending *b, size_t nr)
+static int send_batch(struct send_ctx *ctx, struct send_pending *b, size_t nr)
 {
-	char child[PATH_MAX];
 	size_t i;
 	int ret;
 
@@ -655,9 +713,7 @@ static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
 			send_issue_pieces(ctx, b[i].fd, b[i].first, b[i].last);
 	ret = send_reap_all(ctx);
 	for (i = 0; i < nr; i++) {
-		ret = ret ?: child_path(ctx, path, src_len, b[i].name, child);
-		ret = ret ?: send_entry(ctx, dirfd, &b[i], child);
-		ctx->src[src_len] = '\0';
+		ret = ret ?: send_stopped(ctx) ?: send_entry(ctx, &b[i]);
 		if (b[i].fd >= 0) {
 			extent_map_release(&b[i].map);
 			close(b[i].fd);
@@ -672,32 +728,62 @@ static int send_batch(struct send_ctx *ctx, int dirfd, const char *path,
 	return ret;
 }
 
-static int send_dir(struct send_ctx *ctx, int dirfd, const char *path)
+/*
+ * The directories' FILEATTR, xattrs, owner, mode and times, once their
+ * entries are all made (entries would inherit their nocow, compression and
+ * default ACL, and change their times); the root last.
+ */
+static int send_dirs_meta(struct send_ctx *ctx)
 {
-	size_t src_len = strlen(ctx->src), nr = 0, i, n;
-	struct send_pending batch[SEND_BATCH];
-	char **names = NULL;
-	int ret;
+	struct send_walk *w = &ctx->walk;
+	char path[PATH_MAX];
+	struct stat st;
+	size_t i;
+	uint32_t node;
+	int fd, ret = 0;
 
-	ret = list_dir(ctx, dirfd, &names, &nr);
-	ctx->nr_pieces = 0;
-	for (i = 0; !ret && i < nr; i += n) {
-		n = 0;
-		while (i + n < nr &&
-		       batch_take(ctx, dirfd, names[i + n], batch, &n))
-			;
-		ret = send_batch(ctx, dirfd, path, src_len, batch, n);
+	for (i = 0; !ret && i <= w->nr_order; i++) {
+		node = i < w->nr_order ? w->order[i] : 0;
+		if (!w->nodes[node].created)
+			continue;
+		send_walk_set_src(ctx, node);
+		fd = send_walk_dirfd(ctx, node);
+		if (fd < 0)
+			return fd;
+		if (fstat(fd, &st))
+			return send_fail(ctx, errno, "stat", 0, false);
+		snprintf(ctx->xattr_at, sizeof(ctx->xattr_at),
+			 "/proc/self/fd/%d/.", fd);
+		ret = node_path(ctx, node, path) ?:
+						   send_inode_meta(ctx, path, &st,
+								   inode_flags_get(fd));
 	}
-	for (i = 0; i < nr; i++)
-		free(names[i]);
-	free(names);
 	return ret;
 }
 
-/*
- * Add the sizes of the regular files beneath @dirfd to bytes_total, a
- * hard-linked inode's size shared among its names; best effort.
- */
+/* The tree at @fd (@st), its entries in inode-number order. */
+static int send_walk_tree(struct send_ctx *ctx, int fd, const struct stat *st)
+{
+	struct send_pending batch[SEND_BATCH];
+	size_t i, n, taken;
+	int ret;
+
+	ret = send_walk_list(ctx, fd, ctx->src, st);
+	ctx->nr_pieces = 0;
+	for (i = 0; !ret && i < ctx->walk.nr_order; i += taken) {
+		n = 0;
+		taken = 0;
+		while (i + taken < ctx->walk.nr_order &&
+		       batch_take(ctx, i + taken, batch, &n, &taken))
+			;
+		ret = send_batch(ctx, batch, n);
+	}
+	ret = ret ?: send_dirs_meta(ctx);
+	if (!ret && send_share_walk_end(ctx))
+		ret = send_fail(ctx, ENOMEM, "remember the paths of", 0, false);
+	return ret;
+}
+
 static void count_tree(struct send_ctx *ctx, int dirfd)
 {
 	char **names = NULL;
@@ -824,21 +910,6 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	return send_share_subvol(ctx, uuid, ctransid) ?: send_end_cmd(ctx);
 }
 
-static void links_clear(struct send_ctx *ctx)
-{
-	struct send_link *l, *next;
-	size_t i;
-
-	for (i = 0; i < SEND_LINK_BUCKETS; i++) {
-		for (l = ctx->links[i]; l; l = next) {
-			next = l->next;
-			free(l->path);
-			free(l);
-		}
-		ctx->links[i] = NULL;
-	}
-}
-
 /*
  * The tree at @root as subvolume @name; the END command if @last. The
  * root of a writable subvolume is refused here, on the directory opened,
@@ -873,18 +944,13 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		goto out;
 	}
 	ctx->root_dev = st.st_dev;
-	links_clear(ctx); /* links never reach into another subvolume */
 	prefetch_start(ctx, fd, &st);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;
 	ctx->stats->dirs++;
-	ret = send_dir(ctx, fd, "");
-	if (ret)
-		goto out;
-	snprintf(ctx->xattr_at, sizeof(ctx->xattr_at), "/proc/self/fd/%d/.",
-		 fd);
-	ret = send_inode_meta(ctx, "", &st, inode_flags_get(fd));
+	ret = send_walk_tree(ctx, fd, &st);
+	send_walk_release(&ctx->walk);
 	if (ret)
 		goto out;
 	if (last) {
@@ -899,7 +965,8 @@ out:
 
 static void ctx_release(struct send_ctx *ctx)
 {
-	links_clear(ctx);
+	send_walk_release(&ctx->walk);
+	free(ctx->share_nodes);
 	send_clone_checks_end(ctx);
 	send_share_end(ctx);
 	if (ctx->engine_ok)
@@ -926,6 +993,7 @@ static int ctx_new(struct send_ctx **ret, int out_fd, const char *out_name,
 	if (!ctx)
 		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
 	ctx->opts = *opts;
+	ctx->walk_node = SEND_NODE_NONE;
 	ctx->out_name = out_name;
 	ctx->stats = stats;
 	ctx->e = e;
@@ -1007,8 +1075,6 @@ static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			continue;
 		if (!fstat(fd, &st)) {
 			ctx->root_dev = st.st_dev;
-			links_clear(
-				ctx); /* links never reach into another subvolume */
 			prefetch_start(ctx, fd, &st);
 			count_tree(ctx, fd);
 			meta_prefetch_stop(&ctx->prefetch);

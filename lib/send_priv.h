@@ -25,15 +25,41 @@
 #define SEND_WRITE_MAX (128 * 1024)
 /* A v1 WRITE's data is one attribute, below 64 KiB: btrfs send's 48 KiB. */
 #define SEND_WRITE_MAX_V1 (48 * 1024)
-#define SEND_LINK_BUCKETS 4096
 /* The sector size assumed for preallocated ranges at EOF. */
 #define SEND_BLOCK 4096ULL
 
-struct send_link {
-	dev_t dev;
-	ino_t ino;
-	char *path;
-	struct send_link *next;
+/* An entry of the tree a full send walks (send_walk.c). */
+struct send_node {
+	uint64_t ino;
+	uint32_t parent; /* its directory's node; SEND_NODE_NONE: the root */
+	uint32_t seq;	 /* its place in the directory's readdir order */
+	char *name;
+	unsigned char type; /* DT_*; DT_UNKNOWN: left out */
+	bool created;	    /* a directory made in the stream */
+	bool orphan;	    /* made, under its orphan name in the root */
+};
+
+#define SEND_NODE_NONE UINT32_MAX
+/* Directories of the walk kept open. */
+#define SEND_DIR_CACHE 64
+
+struct send_dir_slot {
+	uint32_t node;
+	int fd;
+	uint64_t used; /* 0: free; else when last used */
+};
+
+struct send_walk {
+	char *root; /* its path, for messages */
+	int root_fd;
+	struct send_node *nodes; /* [0] is the root */
+	size_t nr, cap;
+	uint32_t *order; /* nodes but the root, by inode then link order */
+	size_t nr_order;
+	uint32_t *root_names; /* the root's entries, by name */
+	size_t nr_root_names;
+	struct send_dir_slot cache[SEND_DIR_CACHE];
+	uint64_t tick;
 };
 
 struct send_piece {
@@ -67,8 +93,8 @@ struct send_ctx {
 	struct send_options opts;
 	struct send_stats *stats;
 	struct encio_error *e;
-	struct send_link *links[SEND_LINK_BUCKETS];
-	char src[PATH_MAX]; /* full source path of the entry at hand */
+	struct send_walk walk; /* of the tree being sent */
+	char src[PATH_MAX];    /* full source path of the entry at hand */
 	/*
 	 * The entry at hand for its xattrs, as /proc/self/fd/DIRFD/NAME (or
 	 * /proc/self/fd/FD/. for the root): resolved in a directory already
@@ -88,6 +114,10 @@ struct send_ctx {
 	/* with share_on (the walk): data sent before is sent as CLONE */
 	struct share_index share;
 	bool share_on;
+	uint32_t walk_node; /* the node being sent; SEND_NODE_NONE: none */
+	/* share file -> walk node + 1 (0: none) while its subvolume is walked */
+	uint32_t *share_nodes;
+	size_t nr_share_nodes, cap_share_nodes;
 	struct send_subvol_id *subvols; /* of the stream so far */
 	size_t nr_subvols;
 	/*
@@ -135,6 +165,33 @@ int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 		    const struct extent_map *map);
 int send_btrfsutil_errno(int err);
 
+/*
+ * List the tree at @root_fd (@root, @st) into ctx->walk, nested subvolumes
+ * and mounts left out, in send order.
+ */
+int send_walk_list(struct send_ctx *ctx, int root_fd, const char *root,
+		   const struct stat *st);
+void send_walk_release(struct send_walk *w);
+/*
+ * The path of @node in the stream now (under the orphan name of a directory
+ * above it not in place yet), into @buf of PATH_MAX bytes.
+ */
+int send_walk_path(const struct send_walk *w, uint32_t node, char *buf);
+/*
+ * The orphan name of directory node @node, into @name (NAME_MAX + 1 bytes):
+ * btrfs send's form with generation 0, so never longer than the one btrfs
+ * send gives it, and none of the root's entries.
+ */
+void send_walk_orphan_name(const struct send_walk *w, uint32_t node,
+			   char *name);
+/*
+ * Directory node @dir, open (kept by the walk: not closed by the caller,
+ * valid until the next directory opened); -errno with ctx->e set.
+ */
+int send_walk_dirfd(struct send_ctx *ctx, uint32_t dir);
+/* ctx->src made the source path of @node. */
+int send_walk_set_src(struct send_ctx *ctx, uint32_t node);
+
 /* A subvolume sent, a parent or a clone source: its id and its path. */
 struct send_root {
 	uint64_t id;
@@ -179,6 +236,11 @@ bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
 			  const struct extent_map *map);
 int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		   const struct extent_map *map);
+/*
+ * The walk of a subvolume ends: the files it sent are named by their final
+ * paths from now on. -ENOMEM, else 0.
+ */
+int send_share_walk_end(struct send_ctx *ctx);
 /*
  * The clone piece @p of the file @fd: sent as CLONE if the file and its
  * source share that data now, else (a balance moved extents since the

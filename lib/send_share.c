@@ -136,6 +136,8 @@ static int push_plan(struct send_ctx *ctx, size_t first,
 	return ret;
 }
 
+static int send_share_node(struct send_ctx *ctx, uint32_t id);
+
 static int new_file(struct send_ctx *ctx, int fd, const char *path,
 		    uint32_t *id)
 {
@@ -159,6 +161,59 @@ static int new_file(struct send_ctx *ctx, int fd, const char *path,
 	/* what it writes is in the stream before anything that clones it */
 	share_file_set_state(&ctx->share, *id, SHARE_READY);
 	sf->subvol = ctx->nr_subvols - 1;
+	return send_share_node(ctx, *id);
+}
+
+/*
+ * The file @id sent from the walk's node at hand: its path in the stream
+ * is the node's, which changes as directories made under orphan names are
+ * renamed into place, until the walk of its subvolume ends.
+ */
+static int send_share_node(struct send_ctx *ctx, uint32_t id)
+{
+	uint32_t *nv;
+	size_t cap;
+
+	if (ctx->walk_node == SEND_NODE_NONE)
+		return 0;
+	if (id >= ctx->cap_share_nodes) {
+		cap = ctx->cap_share_nodes ? ctx->cap_share_nodes : 1024;
+		while (cap <= id)
+			cap *= 2;
+		nv = realloc(ctx->share_nodes, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		memset(nv + ctx->cap_share_nodes, 0,
+		       (cap - ctx->cap_share_nodes) * sizeof(*nv));
+		ctx->share_nodes = nv;
+		ctx->cap_share_nodes = cap;
+	}
+	ctx->share_nodes[id] = ctx->walk_node + 1;
+	if (id >= ctx->nr_share_nodes)
+		ctx->nr_share_nodes = id + 1;
+	return 0;
+}
+
+int send_share_walk_end(struct send_ctx *ctx)
+{
+	char path[PATH_MAX];
+	struct share_file *sf;
+	char *final;
+	size_t id;
+
+	for (id = 0; id < ctx->nr_share_nodes; id++) {
+		if (!ctx->share_nodes[id])
+			continue;
+		sf = share_file_get(&ctx->share, id);
+		if (send_walk_path(&ctx->walk, ctx->share_nodes[id] - 1,
+				   path) ||
+		    !(final = strdup(path)))
+			return -ENOMEM;
+		free(sf->path);
+		sf->path = final;
+		ctx->share_nodes[id] = 0;
+	}
+	ctx->nr_share_nodes = 0;
 	return 0;
 }
 
@@ -211,6 +266,16 @@ static int send_clone(struct send_ctx *ctx, const char *path,
 	const struct share_file *sf = share_file_get(&ctx->share, p->file);
 	const struct send_subvol_id *sv = &ctx->subvols[sf->subvol];
 	uint64_t len = p->end - p->start;
+	const char *from = sf->path;
+	char now[PATH_MAX];
+
+	if (p->file < ctx->nr_share_nodes && ctx->share_nodes[p->file]) {
+		if (send_walk_path(&ctx->walk, ctx->share_nodes[p->file] - 1,
+				   now))
+			return send_fail(ctx, ENAMETOOLONG,
+					 "make the stream path of", 0, false);
+		from = now;
+	}
 
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CLONE);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
@@ -218,7 +283,7 @@ static int send_clone(struct send_ctx *ctx, const char *path,
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_LEN, len);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_CLONE_UUID, sv->uuid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_CTRANSID, sv->ctransid);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_CLONE_PATH, sf->path);
+	stream_put_string(&ctx->w, BTRFS_SEND_A_CLONE_PATH, from);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CLONE_OFFSET, p->src_off);
 	ctx->stats->clones++;
 	ctx->stats->clone_bytes += len;
