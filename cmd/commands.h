@@ -15,6 +15,8 @@ struct global_options {
 	enum encio_io_mode io_mode;
 	int verbose; /* -1 with -q, 0 default, >0 with -v */
 	unsigned int queue_depth;
+	/* run as btrfs-send or btrfs-receive: btrfs-progs' messages only */
+	bool progs_names;
 };
 
 struct cmd_struct {

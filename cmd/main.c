@@ -116,6 +116,13 @@ static int parse_global_options(int argc, char **argv)
  * btrfs-progs-btrbk backend calls them), encio is that command: its
  * options follow the name directly, as they do 'btrfs send'.
  */
+static const char *program_name(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+
+	return base ? base + 1 : argv0;
+}
+
 static const struct cmd_struct *command_of_program(const char *argv0)
 {
 	static const struct {
@@ -125,10 +132,9 @@ static const struct cmd_struct *command_of_program(const char *argv0)
 		{ "btrfs-send", &cmd_struct_send },
 		{ "btrfs-receive", &cmd_struct_receive },
 	};
-	const char *base = strrchr(argv0, '/');
+	const char *base = program_name(argv0);
 	size_t i;
 
-	base = base ? base + 1 : argv0;
 	for (i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
 		if (strcmp(base, programs[i].name) == 0)
 			return programs[i].cmd;
@@ -144,8 +150,15 @@ int main(int argc, char **argv)
 
 	command_argv = argv;
 	program = argc > 0 ? command_of_program(argv[0]) : NULL;
-	if (program)
+	if (program) {
+		global_opts.progs_names = true;
+		if (argc == 2 && !strcmp(argv[1], "--version")) {
+			printf("%s (encio %s)\n", program_name(argv[0]),
+			       PACKAGE_VERSION);
+			return 0;
+		}
 		return program->fn(program, argc, argv);
+	}
 
 	ret = parse_global_options(argc, argv);
 	if (ret)

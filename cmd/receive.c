@@ -40,8 +40,8 @@ static const char *const receive_usage[] = {
 	"from a file, also the time left) when it is a terminal and the stream",
 	"comes from a file, not a pipe: a pipe's writer draws its own, as",
 	"'encio send' does on the same terminal; with --progress always. The",
-	"summary at the end is a line on standard output, or with --format=json",
-	"one JSON object there.",
+	"summary at the end is a line on standard error, or with --format=json",
+	"one JSON object on standard output.",
 	"",
 	"-f|--file FILE      read the stream from FILE instead of standard input",
 	"-e                  stop after the first END command instead of reading",
@@ -78,6 +78,7 @@ struct progress {
 	double last;
 	bool shown;
 	uint64_t total; /* the stream's size when it is a file, else 0 */
+	bool json;	/* stdout holds the JSON object only */
 };
 
 static double now(void)
@@ -127,15 +128,17 @@ static void print_summary_text(struct receive_ctx *ctx, double seconds)
 	char bytes[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
 		rate[PRETTY_SIZE_LEN];
 
-	printf("received %llu subvolume%s: %llu commands, %s written, %s encoded; extents %llu encoded, %llu decoded; io write %s; %.3fs, %s/s\n",
-	       (unsigned long long)s->subvols, s->subvols == 1 ? "" : "s",
-	       (unsigned long long)s->commands,
-	       pretty_size(bytes, s->bytes_written),
-	       pretty_size(encoded, s->encoded_bytes),
-	       (unsigned long long)s->extents_encoded,
-	       (unsigned long long)s->extents_decoded,
-	       p ? encio_io_mode_name(p->write_mode) : "none", seconds,
-	       pretty_size(rate, seconds > 0 ? s->bytes_written / seconds : 0));
+	fprintf(stderr,
+		"received %llu subvolume%s: %llu commands, %s written, %s encoded; extents %llu encoded, %llu decoded; io write %s; %.3fs, %s/s\n",
+		(unsigned long long)s->subvols, s->subvols == 1 ? "" : "s",
+		(unsigned long long)s->commands,
+		pretty_size(bytes, s->bytes_written),
+		pretty_size(encoded, s->encoded_bytes),
+		(unsigned long long)s->extents_encoded,
+		(unsigned long long)s->extents_decoded,
+		p ? encio_io_mode_name(p->write_mode) : "none", seconds,
+		pretty_size(rate,
+			    seconds > 0 ? s->bytes_written / seconds : 0));
 }
 
 /*
@@ -163,20 +166,25 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
 }
 
 /*
- * The text line after a receive that ended well, the JSON object after any
- * (its errors say what failed). A summary nobody got is an error: a script
+ * The text line after a receive that ended well, on standard error (btrfs
+ * receive's scripts read standard output for "At snapshot"; as
+ * btrfs-receive with -v only), the JSON object after any (its errors say
+ * what failed). A summary nobody got is an error: a script
  * would take the receive for done.
  */
 static int print_summary(struct receive_ctx *ctx, bool json, int ret,
 			 double seconds)
 {
+	FILE *f = json ? stdout : stderr;
+
 	if (json)
 		print_summary_json(ctx, seconds);
-	else if (!ret && global_opts.verbose >= 0)
+	else if (!ret && (global_opts.progs_names ? global_opts.verbose > 0 :
+						    global_opts.verbose >= 0))
 		print_summary_text(ctx, seconds);
-	if (fflush(stdout) == EOF || ferror(stdout)) {
-		error("cannot write the summary to stdout: %s",
-		      strerror(errno));
+	if (fflush(f) == EOF || ferror(f)) {
+		error("cannot write the summary to %s: %s",
+		      json ? "stdout" : "stderr", strerror(errno));
 		return 1;
 	}
 	return ret;
@@ -218,7 +226,16 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 	char u[37], p[37];
 
 	progress_end(&((struct progress *)arg)->shown);
-	verbose(0, "At %s %s", parent_uuid ? "snapshot" : "subvol", name);
+	/*
+	 * Where btrfs receive prints them, which its scripts read; "At
+	 * snapshot" on stderr when stdout holds the JSON object.
+	 */
+	if (!parent_uuid || ((struct progress *)arg)->json)
+		verbose(0, "At %s %s", parent_uuid ? "snapshot" : "subvol",
+			name);
+	else if (global_opts.verbose >= 0 &&
+		 (printf("At snapshot %s\n", name) < 0 || fflush(stdout)))
+		error("cannot write to stdout: %s", strerror(errno));
 	if (global_opts.verbose < 1)
 		return;
 	print_uuid(u, uuid);
@@ -413,6 +430,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	receive_set_events(ctx, &events);
 	if (opts->chroot && global_opts.verbose >= 0)
 		show_chroot(argv[optind]);
+	progress.json = args.json;
 	progress.start = now(); /* the first call shows, as send's */
 	if (!stream_from_pipe(fd, &progress.total) && isatty(STDERR_FILENO))
 		args.progress = true;

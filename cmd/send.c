@@ -275,7 +275,20 @@ static FILE *json_output(const struct send_output *out, const char *file)
 	return stdout;
 }
 
-/* A summary nobody got is an error: a script would take the send for done. */
+/*
+ * "At subvol PATH", btrfs send's line its scripts read: as btrfs-send unless
+ * -q, as encio send with -v (its summary names what was sent).
+ */
+static bool say_at_subvol(void)
+{
+	return global_opts.progs_names ? global_opts.verbose >= 0 :
+					 global_opts.verbose > 0;
+}
+
+/*
+ * The summary: as btrfs-send with -v only, btrfs send having none. A
+ * summary nobody got is an error: a script would take the send for done.
+ */
 static int print_summary(const struct send_args *args,
 			 const struct send_stats *s, double seconds)
 {
@@ -283,7 +296,8 @@ static int print_summary(const struct send_args *args,
 
 	if (args->json)
 		print_summary_json(f, s, seconds);
-	else if (global_opts.verbose >= 0)
+	else if (global_opts.progs_names ? global_opts.verbose > 0 :
+					   global_opts.verbose >= 0)
 		print_summary_text(s, seconds);
 	if (fflush(f) == EOF || ferror(f)) {
 		error("cannot write the summary to %s: %s",
@@ -466,7 +480,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	args.json_out = json_output(&out, file);
 	progress.start = now(); /* the first call shows */
-	for (i = optind; global_opts.verbose > 0 && i < argc; i++)
+	for (i = optind; say_at_subvol() && i < argc; i++)
 		fprintf(stderr, "At subvol %s\n", argv[i]);
 	if (args.progress) {
 		opts.progress = show_progress;

@@ -89,7 +89,8 @@ cleanup() {
 	[ -n "$scratch_loop" ] && losetup -d "$scratch_loop"
 	# Never rm -r: a mount point that would not unmount must not be emptied.
 	if [ -n "$tmp" ]; then
-		rm -f "$tmp/btrfs" "$tmp/local.config"
+		rm -f "$tmp/btrfs" "$tmp/btrfs-send" "$tmp/btrfs-receive" \
+			"$tmp/local.config"
 		rmdir "$tmp/test" "$tmp/scratch" "$tmp"
 	fi
 	rm -f "$img_dir/encio-xfstests.$$.test.img" \
@@ -123,7 +124,7 @@ if ! $peer; then
 	cat >"$prog" <<WRAP
 #!/bin/bash
 real=$(printf %q "$real_btrfs")
-encio=$(printf %q "$encio")
+links=$(printf %q "$tmp")
 log=$(printf %q "$results/encio-calls.log")
 WRAP
 	cat >>"$prog" <<'WRAP'
@@ -156,9 +157,11 @@ esac
 # Best effort: a test running this as an unprivileged user cannot write the
 # log, and a message about it would land in the test's golden output.
 { echo "$cmd ${opts[*]} ${args[*]:$((i + 1))}" >>"$log"; } 2>/dev/null
-exec "$encio" "$cmd" "${opts[@]}" "${args[@]:$((i + 1))}"
+exec "$links/btrfs-$cmd" "${opts[@]}" "${args[@]:$((i + 1))}"
 WRAP
 	chmod +x "$prog"
+	# encio as btrfs-send and btrfs-receive prints what btrfs-progs prints
+	ln -s "$encio" "$tmp/btrfs-send" && ln -s "$encio" "$tmp/btrfs-receive" || exit 1
 	: >"$results/encio-calls.log"
 fi
 

@@ -105,7 +105,7 @@ DST=$MNT
 mkdir "$DST/c" "$DST/p" "$DST/cat"
 
 _log "v2 --compressed-data, full then incremental"
-run_check "$ENCIO" receive -f "$S/v2c" "$DST/c" | tee "$TEST_TMP/out"
+run_check "$ENCIO" receive -f "$S/v2c" "$DST/c" 2>&1 | tee "$TEST_TMP/out"
 grep -q "received 1 subvolume:" "$TEST_TMP/out" || _fail "no summary"
 grep -qE "extents [1-9][0-9]* encoded, 0 decoded" "$TEST_TMP/out" || _fail "extents not written encoded"
 compare_trees "$SRC/snap1" "$DST/c/snap1"
@@ -127,7 +127,7 @@ compare_trees "$SRC/snap2" "$DST/p/snap2"
 check_received "$SRC/snap2" "$DST/p/snap2"
 
 _log "two streams in one"
-run_check "$ENCIO" receive -f "$S/two" "$DST/cat" | tee "$TEST_TMP/out"
+run_check "$ENCIO" receive -f "$S/two" "$DST/cat" 2>&1 | tee "$TEST_TMP/out"
 grep -q "received 2 subvolumes" "$TEST_TMP/out" || _fail "not two subvolumes"
 grep -q "io write ioctl" "$TEST_TMP/out" || _fail "auto did not write through the ioctl"
 compare_trees "$SRC/snap1" "$DST/cat/snap1"

@@ -5,7 +5,8 @@
 # runs with changes between them: every backup is exact, and every run
 # after the first is incremental (btrbk passes -p; the backup has a parent).
 #
-# The sending side is $BTRBK_SEND: "encio" (default) or "btrfs", which runs
+# Everything btrbk runs comes from a make install into a prefix first in
+# PATH. The sending side is $BTRBK_SEND: "encio" (default) or "btrfs", which runs
 # 'btrfs send --compressed-data' (btrfs-progs sending to encio receive).
 source "$(dirname "$0")/../../common.sh"
 require_root
@@ -19,24 +20,24 @@ DST=$MNT
 run_check btrfs -q subvolume create "$SRC/data"
 mkdir "$SRC/snapshots" "$DST/backups"
 
-# The programs btrbk's btrfs-progs-btrbk backend runs: btrfs-send and
-# btrfs-receive, and the btrfs subcommands Debian's btrfs-progs does not
-# ship as programs of their own.
-BIN=$TEST_TMP/bin
-mkdir "$BIN"
-ln -s "$ENCIO" "$BIN/btrfs-receive"
-if [ "$BTRBK_SEND" = encio ]; then
-	ln -s "$ENCIO" "$BIN/btrfs-send"
-else
-	printf '#!/bin/sh\nexec btrfs send --compressed-data "$@"\n' >"$BIN/btrfs-send"
-fi
-for sub in "subvolume list" "subvolume show" "subvolume snapshot" "subvolume delete" \
-	"filesystem usage" "qgroup destroy"; do
-	prog=btrfs-${sub/ /-}
-	command -v "$prog" >/dev/null && continue
-	printf '#!/bin/sh\nexec btrfs %s "$@"\n' "$sub" >"$BIN/$prog"
+# The programs btrbk's btrfs-progs-btrbk backend runs, from a make install
+# into a prefix of its own: encio and its btrfs-send and btrfs-receive
+# links, and the btrfs subcommands Debian's btrfs-progs does not ship as
+# programs (what --enable-btrfs-progs-links adds to make install).
+INST=$TEST_TMP/inst
+make -s -C "$TOP_BUILDDIR" install install-btrfs-progs-links prefix="$INST" >"$TEST_TMP/install.log" 2>&1 ||
+	_fail "make install: $(tail -5 "$TEST_TMP/install.log")"
+BIN=$INST/bin
+for prog in btrfs-send btrfs-receive btrfs-subvolume-list btrfs-subvolume-show \
+	btrfs-subvolume-snapshot btrfs-subvolume-delete btrfs-filesystem-usage btrfs-qgroup-destroy; do
+	[ -x "$BIN/$prog" ] || _fail "make install made no $prog"
 done
-chmod +x "$BIN"/btrfs-*
+[ -f "$INST/share/doc/encio/btrbk.conf.example" ] || _fail "no btrbk.conf.example installed"
+if [ "$BTRBK_SEND" = btrfs ]; then
+	rm "$BIN/btrfs-send"
+	printf '#!/bin/sh\nexec btrfs send --compressed-data "$@"\n' >"$BIN/btrfs-send"
+	chmod +x "$BIN/btrfs-send"
+fi
 export PATH=$BIN:$PATH
 
 cat >"$TEST_TMP/btrbk.conf" <<END

@@ -140,7 +140,10 @@ for tool in btrfs encio; do
 	[ $RC -eq 0 ] && [ -z "$ERR_OUT" ] || _fail "$tool -q: said '$ERR_OUT'"
 	[ -z "$OUT" ] || _fail "$tool -q: printed '$OUT'"
 	rcv $tool -f "$TEST_TMP/full" "$D/default"
-	[ $RC -eq 0 ] && [ "$ERR_OUT" = "At subvol s1" ] || _fail "$tool: said '$ERR_OUT'"
+	[ $RC -eq 0 ] && [ -z "$OUT" ] && [ "$(echo "$ERR_OUT" | head -1)" = "At subvol s1" ] ||
+		_fail "$tool: said '$ERR_OUT', printed '$OUT'"
+	[ $tool = btrfs ] || echo "$ERR_OUT" | sed -n 2p | grep -q '^received 1 subvolume: ' ||
+		_fail "encio receive gave no summary on stderr: '$ERR_OUT'"
 	rcv $tool -v -f "$TEST_TMP/full" "$D/v"
 	[ $RC -eq 0 ] || _fail "$tool -v failed"
 	eval "V_$tool=\$(echo \"\$ERR_OUT\" | grep '^receiving subvol ')"
