@@ -42,6 +42,7 @@ static int node_push(struct send_walk *w, uint64_t ino, uint32_t parent,
 	n->seq = seq;
 	n->type = type;
 	n->created = parent == SEND_NODE_NONE;
+	n->orphan = false;
 	w->nr++;
 	return 0;
 }

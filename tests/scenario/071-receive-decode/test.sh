@@ -35,7 +35,7 @@ for how in decode uring ioctl; do
 	decode) cmd=("$ENCIO" receive --force-decompress) ;;
 	*) cmd=("$ENCIO" "--io=$how" receive) ;;
 	esac
-	run_check "${cmd[@]}" -f "$S" "$DST/$how" | tee "$TEST_TMP/out"
+	run_check "${cmd[@]}" -f "$S" "$DST/$how" 2>&1 | tee "$TEST_TMP/out"
 	for f in zlib zstd lzo inline; do
 		cmp "$SRC/snap/$f" "$DST/$how/snap/$f" || _fail "$how: $f differs"
 	done

@@ -81,7 +81,7 @@ encoded d/c 0 65536 65536 0 1 good
 symlink d/s /etc/passwd
 end
 END
-run_check "$ENCIO" receive -f "$TEST_TMP/good.stream" "$DST/good" | tee "$TEST_TMP/out"
+run_check "$ENCIO" receive -f "$TEST_TMP/good.stream" "$DST/good" 2>&1 | tee "$TEST_TMP/out"
 grep -q "extents 3 encoded, 0 decoded" "$TEST_TMP/out" || _fail "extents not written encoded"
 [ "$(cat "$DST/good/vol/d/f")" = hello ] || _fail "write lost"
 [ "$(head -c 17 "$DST/good/vol/d/z")" = "encio stream-gen " ] || _fail "zstd extent wrong"

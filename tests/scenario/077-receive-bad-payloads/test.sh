@@ -53,7 +53,7 @@ _log "good payloads of each algorithm are written encoded"
 for alg in $ZLIB $ZSTD $LZO; do
 	stream "good-$alg" $alg good
 	mkdir "$DST/good-$alg"
-	run_check "$ENCIO" receive --verify -f "$TEST_TMP/good-$alg.stream" "$DST/good-$alg" >"$TEST_TMP/out"
+	run_check "$ENCIO" receive --verify -f "$TEST_TMP/good-$alg.stream" "$DST/good-$alg" >"$TEST_TMP/out" 2>&1
 	grep -q "extents 1 encoded, 0 decoded" "$TEST_TMP/out" || _fail "alg $alg: not written encoded"
 	[ "$(tail -c +4097 "$DST/good-$alg/vol/f" | head -c 17)" = "encio stream-gen " ] ||
 		_fail "alg $alg: data wrong"
