@@ -91,7 +91,7 @@ grep -q "extents 3 encoded, 0 decoded" "$TEST_TMP/out" || _fail "extents not wri
 "$ENCIO" -q receive --force-decompress -f "$TEST_TMP/good.stream" "$DST/good2" 2>/dev/null &&
 	_fail "a missing DEST must fail"
 mkdir "$DST/good2"
-"$ENCIO" receive --force-decompress -f "$TEST_TMP/good.stream" "$DST/good2" | grep -q "extents 0 encoded, 3 decoded" ||
+"$ENCIO" receive --force-decompress -f "$TEST_TMP/good.stream" "$DST/good2" 2>&1 | grep -q "extents 0 encoded, 3 decoded" ||
 	_fail "--force-decompress did not decode"
 cmp "$DST/good/vol/d/l" "$DST/good2/vol/d/l" || _fail "decoded lzo differs"
 cmp "$DST/good/vol/d/c" "$DST/good2/vol/d/c" || _fail "decoded zlib differs"
