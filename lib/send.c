@@ -409,26 +409,29 @@ static int node_path(struct send_ctx *ctx, uint32_t node, char *path)
  * at its turn (send_dir_node()). Its times, flags and the rest come at the
  * end of the tree (send_dirs_meta()), after its entries.
  */
-static int place_dir(struct send_ctx *ctx, uint32_t dir)
+static int mkdir_node(struct send_ctx *ctx, uint32_t dir)
 {
 	struct stat st = { .st_mode = S_IFDIR };
-	struct send_node *n = &ctx->walk.nodes[dir];
 	char path[PATH_MAX];
 	int ret;
 
-	if (n->created)
-		return 0;
-	n->orphan = true;
-	st.st_ino = n->ino;
+	st.st_ino = ctx->walk.nodes[dir].ino;
 	ret = node_path(ctx, dir, path) ?: send_create(ctx, path, &st, NULL);
 	ctx->walk.nodes[dir].created = !ret;
 	return ret;
 }
 
+static int place_dir(struct send_ctx *ctx, uint32_t dir)
+{
+	if (ctx->walk.nodes[dir].created)
+		return 0;
+	ctx->walk.nodes[dir].orphan = true;
+	return mkdir_node(ctx, dir);
+}
+
 /* Directory node @dir at its turn: made, or moved from its orphan name. */
 static int send_dir_node(struct send_ctx *ctx, uint32_t dir)
 {
-	struct stat st = { .st_mode = S_IFDIR };
 	struct send_node *n = &ctx->walk.nodes[dir];
 	char from[PATH_MAX], to[PATH_MAX];
 	int ret;
@@ -437,13 +440,8 @@ static int send_dir_node(struct send_ctx *ctx, uint32_t dir)
 	ret = place_dir(ctx, n->parent);
 	if (ret)
 		return ret;
-	if (!n->created) {
-		st.st_ino = n->ino;
-		ret = node_path(ctx, dir, to) ?:
-						send_create(ctx, to, &st, NULL);
-		ctx->walk.nodes[dir].created = !ret;
-		return ret;
-	}
+	if (!n->created)
+		return mkdir_node(ctx, dir);
 	if (!n->orphan)
 		return 0;
 	ret = node_path(ctx, dir, from);

@@ -50,7 +50,7 @@ static int node_push(struct send_walk *w, uint64_t ino, uint32_t parent,
 static int path_of(const struct send_walk *w, uint32_t node, char *buf,
 		   bool stream);
 
-static int set_src(struct send_ctx *ctx, uint32_t node)
+int send_walk_set_src(struct send_ctx *ctx, uint32_t node)
 {
 	char rel[PATH_MAX];
 	int ret = path_of(&ctx->walk, node, rel, false);
@@ -65,7 +65,7 @@ static int set_src(struct send_ctx *ctx, uint32_t node)
 static int walk_fail(struct send_ctx *ctx, uint32_t node, int err,
 		     const char *op)
 {
-	set_src(ctx, node);
+	send_walk_set_src(ctx, node);
 	return send_fail(ctx, err, op, 0, false);
 }
 
@@ -358,9 +358,4 @@ int send_walk_dirfd(struct send_ctx *ctx, uint32_t dir)
 	slot->fd = fd;
 	slot->used = ++w->tick;
 	return fd;
-}
-
-int send_walk_set_src(struct send_ctx *ctx, uint32_t node)
-{
-	return set_src(ctx, node);
 }
