@@ -503,6 +503,132 @@ static int partial_remove(struct subvols *s, struct placement *p)
 	return 0;
 }
 
+/*
+ * Subvolume @rel of the copy a rerun replaces moved into its replacement
+ * at the same path, where that has the directory and not the name; the
+ * directory's times kept.
+ */
+static int carry_nested(int old_fd, int new_fd, const char *rel)
+{
+	char dir[PATH_MAX], *slash;
+	const char *name = rel;
+	struct stat st;
+	int from, to, ret = 0;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+	}
+	from = subvol_open_beneath(old_fd, slash ? dir : "",
+				   O_RDONLY | O_DIRECTORY);
+	if (from < 0)
+		return from;
+	to = subvol_open_beneath(new_fd, slash ? dir : "",
+				 O_RDONLY | O_DIRECTORY);
+	if (to < 0) {
+		close(from);
+		return to == -ENOENT || to == -ENOTDIR ? 0 : to;
+	}
+	if (fstat(to, &st))
+		ret = -errno;
+	else if (renameat2(from, name, to, name, RENAME_NOREPLACE))
+		ret = errno == EEXIST ? 0 : -errno;
+	else if (futimens(to, (struct timespec[2]){ st.st_atim, st.st_mtim }))
+		ret = -errno;
+	close(to);
+	close(from);
+	return ret;
+}
+
+/* The paths of the subvolumes directly below @fd's, in @out (to free). */
+static int nested_list(int fd, char ***out, size_t *nr)
+{
+	struct btrfs_util_subvolume_iterator *iter;
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	char *rel, **v = NULL, **grown;
+	uint64_t id;
+	size_t n = 0;
+
+	*out = NULL;
+	*nr = 0;
+	err = btrfs_util_subvolume_id_fd(fd, &id);
+	if (!err)
+		err = btrfs_util_create_subvolume_iterator_fd(fd, 0, 0, &iter);
+	if (err)
+		return subvol_util_errno(err);
+	while (!(err = btrfs_util_subvolume_iterator_next_info(iter, &rel,
+							       &info))) {
+		if (info.parent_id != id) {
+			free(rel);
+			continue;
+		}
+		grown = realloc(v, (n + 1) * sizeof(*v));
+		if (!grown) {
+			free(rel);
+			err = BTRFS_UTIL_ERROR_NO_MEMORY;
+			errno = ENOMEM;
+			break;
+		}
+		v = grown;
+		v[n++] = rel;
+	}
+	btrfs_util_destroy_subvolume_iterator(iter);
+	*out = v;
+	*nr = n;
+	return err == BTRFS_UTIL_ERROR_STOP_ITERATION ? 0 :
+							subvol_util_errno(err);
+}
+
+/*
+ * The copy a rerun replaces, deleted once its replacement is complete.
+ * The copies of the subvolumes nested in it are moved into the
+ * replacement first, where it has their directory, so that their own
+ * turns find them, complete or to update, instead of copying them again;
+ * those whose directory is gone in SRC go with it.
+ */
+static int replace_copy(struct subvols *s, struct placement *p)
+{
+	int old_fd, new_fd, ret;
+	char **nested;
+	size_t i, nr;
+
+	old_fd = openat(p->dir_fd, p->name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (old_fd < 0)
+		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
+	new_fd = openat(p->dir_fd, p->partial,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (new_fd < 0) {
+		close(old_fd);
+		return encio_error_set(s->e, errno, "open the new copy of",
+				       p->dst, false, 0);
+	}
+	ret = nested_list(old_fd, &nested, &nr);
+	for (i = 0; i < nr; i++) {
+		if (!ret)
+			ret = carry_nested(old_fd, new_fd, nested[i]);
+		free(nested[i]);
+	}
+	free(nested);
+	close(new_fd);
+	close(old_fd);
+	if (ret)
+		return encio_error_set(
+			s->e, ret,
+			"move the subvolumes nested in it into the new copy of",
+			p->dst, false, 0);
+	if (btrfs_util_delete_subvolume_fd(
+		    p->dir_fd, p->name, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE))
+		return encio_error_set(
+			s->e, errno ?: EIO,
+			"replace the copy (its source changed since) of",
+			p->dst, false, 0);
+	return 0;
+}
+
 struct sender {
 	const char *path;
 	const char *stream; /* the stream's name in messages: the subvolume */
@@ -837,6 +963,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 {
 	const struct subvol_entry *parent;
 	struct placement p = { 0 };
+	bool replace;
 	int ret;
 
 	ret = placement_open(s, en, &p, top_fd);
@@ -857,17 +984,9 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 				      false, 0);
 		goto out;
 	}
-	if (ret == 2) {
-		if (btrfs_util_delete_subvolume_fd(p.dir_fd, p.name, 0)) {
-			ret = encio_error_set(
-				s->e, errno ?: EIO,
-				"replace the copy (its source changed since) of",
-				p.dst, false, 0);
-			goto out;
-		}
-		s->stats->replaced++;
+	replace = ret == 2;
+	if (replace)
 		ret = 0;
-	}
 	if (ret == 1) {
 		s->stats->skipped++;
 		if (s->opts->begin)
@@ -886,6 +1005,8 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 			       parent ? SUBVOLS_INCREMENTAL : SUBVOLS_FULL,
 			       parent ? parent->src : NULL, s->stats);
 	ret = parent ? transfer(s, en, parent, &p) : copy_whole(s, en, &p);
+	if (!ret && replace)
+		ret = replace_copy(s, &p);
 	if (!ret)
 		ret = place(s, en, &p);
 	if (ret) {
@@ -897,6 +1018,8 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	s->stats->copied++;
 	if (parent)
 		s->stats->incremental++;
+	if (replace)
+		s->stats->replaced++;
 out:
 	s->stats->current = NULL;
 	close(p.dir_fd);

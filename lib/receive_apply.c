@@ -329,6 +329,8 @@ static int rcv_utimes(const char *path, const struct timespec *atime,
 	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
+	if (!*path)
+		ctx->root_times_kept = false;
 	if (write_fd_holds(ctx, path))
 		return futimens(ctx->write_fd, ts) ? -errno : 0;
 	pfd = path_open_parent(ctx, path, last);

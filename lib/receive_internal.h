@@ -109,6 +109,14 @@ struct receive_ctx {
 	char subvol_name[NAME_MAX + 1];
 	uint8_t uuid[BTRFS_UUID_SIZE];
 	uint64_t ctransid;
+	/*
+	 * A snapshot's root directory times as its parent had them, put back
+	 * at its END unless the stream set them: the kernel's differences
+	 * make orphans in the root, and send no UTIMES for a root that only
+	 * they passed through (its inode did not change).
+	 */
+	struct timespec root_times[2];
+	bool root_times_kept;
 
 	/* Streams send many writes to one file in a row. */
 	int write_fd;

@@ -8,6 +8,9 @@
  * and syncfs() reported no error.
  */
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -77,6 +80,7 @@ static int start_subvol(struct receive_ctx *ctx, const char *name,
 		return fail(ctx, errno, "open the new subvolume");
 	subvol_close(ctx);
 	ctx->subvol_fd = fd;
+	ctx->root_times_kept = false;
 	ctx->subvol_errors = 0;
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
@@ -103,6 +107,8 @@ static int finish_subvol(struct receive_ctx *ctx)
 	ret = flags_finish(ctx);
 	if (ret)
 		return ret;
+	if (ctx->root_times_kept && futimens(ctx->subvol_fd, ctx->root_times))
+		return fail(ctx, errno, "set the times of the root directory");
 	if (syncfs(ctx->subvol_fd))
 		return fail(ctx, errno, "sync the filesystem");
 	memset(&rs, 0, sizeof(rs));
@@ -157,6 +163,92 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	return start_subvol(ctx, name, uuid, ctransid);
 }
 
+/*
+ * The entry standing for subvolume @rel of the parent in its snapshot (an
+ * empty directory numbered BTRFS_EMPTY_SUBVOL_DIR_OBJECTID), removed
+ * without changing the times of the directory it is in.
+ */
+static int drop_stand_in(struct receive_ctx *ctx, const char *rel)
+{
+	char dir[PATH_MAX], *slash;
+	const char *name = rel;
+	struct stat st, dst;
+	int fd, ret = 0;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+	}
+	fd = path_openat2_beneath(ctx->subvol_fd, slash ? dir : ".",
+				  O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISDIR(st.st_mode) ||
+	    st.st_ino != BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
+		goto out;
+	if (fstat(fd, &dst) || unlinkat(fd, name, AT_REMOVEDIR))
+		ret = -errno;
+	else if (futimens(fd, (struct timespec[2]){ dst.st_atim, dst.st_mtim }))
+		ret = -errno;
+out:
+	close(fd);
+	return ret;
+}
+
+/*
+ * A snapshot of a parent that has subvolumes nested in it (a writable
+ * subvolume's copy, with the others placed in it) holds an entry standing
+ * for each. The stream's sender had none (btrfs send leaves them out, and
+ * its differences never name them): removed, so that the snapshot is the
+ * sender's and a directory that held one can be removed.
+ */
+static int drop_stand_ins(struct receive_ctx *ctx, int parent)
+{
+	struct btrfs_util_subvolume_iterator *iter;
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	uint64_t parent_id;
+	char *rel;
+	int ret = 0;
+
+	err = btrfs_util_subvolume_id_fd(parent, &parent_id);
+	if (!err)
+		err = btrfs_util_create_subvolume_iterator_fd(parent, 0, 0,
+							      &iter);
+	if (err)
+		return fail(ctx, btrfsutil_errno(err),
+			    "list the subvolumes in the parent subvolume");
+	while (!ret && !(err = btrfs_util_subvolume_iterator_next_info(
+				 iter, &rel, &info))) {
+		if (info.parent_id == parent_id)
+			ret = drop_stand_in(ctx, rel);
+		free(rel);
+	}
+	btrfs_util_destroy_subvolume_iterator(iter);
+	if (ret)
+		return fail(ctx, ret,
+			    "remove what stands for a nested subvolume");
+	if (err != BTRFS_UTIL_ERROR_STOP_ITERATION)
+		return fail(ctx, btrfsutil_errno(err),
+			    "list the subvolumes in the parent subvolume");
+	return 0;
+}
+
+static int keep_root_times(struct receive_ctx *ctx)
+{
+	struct stat st;
+
+	if (fstat(ctx->subvol_fd, &st))
+		return fail(ctx, errno, "look at the new snapshot");
+	ctx->root_times[0] = st.st_atim;
+	ctx->root_times[1] = st.st_mtim;
+	ctx->root_times_kept = true;
+	return 0;
+}
+
 int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 		 const uint8_t *parent_uuid, uint64_t parent_ctransid,
 		 void *arg)
@@ -179,10 +271,15 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	err = btrfs_util_create_snapshot_fd2(parent, ctx->dest_fd, name, 0,
 					     NULL, NULL);
 	ret = btrfsutil_errno(err);
-	close(parent);
-	if (ret)
+	if (ret) {
+		close(parent);
 		return fail(ctx, ret, "snapshot the parent subvolume");
-	return start_subvol(ctx, name, uuid, ctransid);
+	}
+	ret = start_subvol(ctx, name, uuid, ctransid) ?:
+		      drop_stand_ins(ctx, parent)     ?:
+							keep_root_times(ctx);
+	close(parent);
+	return ret;
 }
 
 int rcv_end(void *arg)

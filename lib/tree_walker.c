@@ -81,14 +81,21 @@ static int root_target_check(struct tree *t)
 /*
  * A subvolume's root below the source root, left out with
  * skip_subvolumes: a directory on another device numbered as btrfs numbers
- * the root directory of every subvolume.
+ * the root directory of every subvolume. So is the empty directory that
+ * stands for a subvolume nested in the one a snapshot was taken of
+ * (numbered BTRFS_EMPTY_SUBVOL_DIR_OBJECTID, no inode of its own), as
+ * btrfs send leaves it out: the kernel's differences against the copy know
+ * nothing of it, and would fail to remove the directory holding it.
  */
 static bool nested_subvolume(const struct tree *t)
 {
 	const struct stat *st = &t->walk.st;
 
-	return t->opts->skip_subvolumes && S_ISDIR(st->st_mode) &&
-	       st->st_dev != t->src_dev &&
+	if (!t->opts->skip_subvolumes || !S_ISDIR(st->st_mode))
+		return false;
+	if (st->st_ino == BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
+		return true;
+	return st->st_dev != t->src_dev &&
 	       st->st_ino == BTRFS_FIRST_FREE_OBJECTID;
 }
 

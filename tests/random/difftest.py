@@ -219,9 +219,10 @@ def xattrs_of(path):
     return out
 
 
-def tree(root):
+def tree(root, nested=True):
     """{relative path: {attribute: value}}, with the inode numbers kept
-    aside to make hard-link groups and to see nested subvolumes."""
+    aside to make hard-link groups and to see nested subvolumes; with
+    nested False, a nested subvolume's root is not entered."""
     entries = {}
     inos = {}
     stack = ["."]
@@ -244,7 +245,7 @@ def tree(root):
         entries[rel] = a
         if not stat.S_ISDIR(st.st_mode):
             inos.setdefault(st.st_ino, []).append(rel)
-        elif rel == "." or st.st_ino != EMPTY_SUBVOL_DIR_INO:
+        elif rel == "." or (st.st_ino != EMPTY_SUBVOL_DIR_INO and (nested or st.st_ino != 256)):
             for e in sorted(os.listdir(p)):
                 stack.append(e if rel == "." else os.path.join(rel, e))
     for rel, a in entries.items():
@@ -1102,30 +1103,90 @@ class SubvolumesMethod(Method):
     subvolume, its nested subvolumes and every snapshot) onto a fresh
     filesystem's root: each snapshot arrives read-only, through the relay of
     the kernel's differences, with its flags; nothing named *encio* is left
-    on either side."""
+    on either side. In some seeds a first run is stopped (SIGINT, SIGKILL,
+    or DEST full) and the command run again. Then (finish) the live
+    subvolume and those in it change, the same command runs again and must
+    bring them over, and one more snapshot, sent with btrfs send -p into the
+    moved filesystem by btrfs receive, must come as on the control."""
     name, receiver = "sub", "encio"
     flags_kept = True
     desc = "encio copy -rT --subvolumes SRC DEST"
-    copy = True     # a nested subvolume's directory comes as in SRC
+
+    def setup(self):
+        super().setup()
+        self.r = random.Random("%d-sub" % self.ck.seed)
+        self.how = self.r.choice(["sigint", "sigkill", "enospc", None, None, None])
+        self.note = ""
+        self.hung = False
+        self.after = []         # the commands of finish(), for the reproducer
+
+    def copy_cmd(self):
+        return [self.ck.encio, "-q", "copy", "-rT", "--subvolumes", self.ck.hist.mnt, self.mnt]
 
     def shell(self, step, dest):
         if step is self.ck.steps[0]:
-            return "$ENCIO copy -rT --subvolumes \"$MNT\" %s" % dest
+            lines = []
+            if self.note:
+                lines.append("# first run stopped: %s" % self.note)
+            lines.append("$ENCIO copy -rT --subvolumes \"$MNT\" %s" % dest)
+            return "\n# ".join(lines + self.after)
         return "# (%s came with the first command)" % step["name"]
 
-    def step(self, k):
+    def interrupted_run(self):
+        """A first run stopped as self.how says, which the next run takes up."""
         env = self.ck.env
+        if self.how == "enospc":
+            src, dst = os.statvfs(self.ck.hist.mnt), os.statvfs(self.mnt)
+            used = (src.f_blocks - src.f_bfree) * src.f_frsize
+            room = int(used * self.r.uniform(0.05, 0.9))
+            ballast = os.path.join(self.mnt, "ballast")
+            size = max(0, dst.f_bavail * dst.f_frsize - room) // 4096 * 4096
+            env.run(["fallocate", "-l", str(size), ballast])
+            subprocess.run(["sync", "-f", self.mnt])
+            p = env.run(self.copy_cmd())
+            os.unlink(ballast)
+            subprocess.run(["sync", "-f", self.mnt])
+            self.note = "DEST with %d bytes free: exit %d %s" % (
+                room, p.returncode, p.stderr.decode(errors="replace").strip()[-300:])
+            return
+        delay = self.r.uniform(0, 0.8)
+        env.log("+ %s  (%s after %.3f s)" % (" ".join(self.copy_cmd()), self.how, delay))
+        p = subprocess.Popen(self.copy_cmd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env.procs.append(p)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT if self.how == "sigint" else signal.SIGKILL)
+        try:
+            _, err = p.communicate(timeout=120)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            err, rc = b"", "hung"
+        self.hung = rc == "hung"
+        self.note = "%s after %.3f s: exit %s %s" % (self.how, delay, rc,
+                                                      err.decode(errors="replace").strip()[-300:])
+
+    def run_copy(self):
+        p = self.ck.env.run(self.copy_cmd())
+        if p.returncode != 0:
+            return "encio copy -rT --subvolumes exited %d: %s" % (
+                p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
+        left = []
+        for m in (self.mnt, self.ck.hist.mnt):
+            left += subprocess.run(["find", m, "-name", "*encio*"], stdout=subprocess.PIPE,
+                                   text=True).stdout.split()
+        if left:
+            return "left behind: %s" % " ".join(left[:20])
+        return ""
+
+    def step(self, k):
         if k == 0:
-            p = env.run([self.ck.encio, "-q", "copy", "-rT", "--subvolumes", self.ck.hist.mnt, self.mnt])
-            if p.returncode != 0:
-                return False, "encio copy -rT --subvolumes exited %d: %s" % (
-                    p.returncode, p.stderr.decode(errors="replace").strip()[-2000:]), None
-            left = []
-            for m in (self.mnt, self.ck.hist.mnt):
-                left += subprocess.run(["find", m, "-name", "*encio*"], stdout=subprocess.PIPE,
-                                       text=True).stdout.split()
-            if left:
-                return False, "left behind: %s" % " ".join(left[:20]), None
+            if self.how:
+                self.interrupted_run()
+                if self.hung:
+                    return False, "the stopped copy hung (%s)" % self.note, None
+            err = self.run_copy()
+            if err:
+                return False, err, None
         dest = os.path.join(self.mnt, os.path.relpath(self.ck.steps[k]["path"], self.ck.hist.mnt))
         ro = subprocess.run(["btrfs", "property", "get", "-ts", dest, "ro"],
                             stdout=subprocess.PIPE, text=True).stdout.strip()
@@ -1133,10 +1194,96 @@ class SubvolumesMethod(Method):
             return False, "%s is not a read-only subvolume (%s)" % (dest, ro or "not a subvolume"), None
         return True, "", dest
 
+    def after_ops(self):
+        """Random changes to the live subvolume and those nested in it, run
+        and logged as the history's are, but kept out of its log (they come
+        after the copy)."""
+        h = self.ck.hist
+        keep_r, keep_len = h.r, len(h.log)
+        h.r = self.r
+        try:
+            for _ in range(self.r.randint(3, 15)):
+                h.do_op()
+            for rel, st in h.entries():
+                if rel != "." and stat.S_ISDIR(st.st_mode) and st.st_ino == 256 and self.r.random() < 0.5:
+                    h.op("write", ("path", rel + "/in-nested"), self.r.randrange(8192),
+                         self.r.randrange(1, 20000), "text", self.r.randrange(1 << 30))
+        finally:
+            self.after += h.log[keep_len:]
+            del h.log[keep_len:]
+            h.r = keep_r
+
+    def compare_live(self):
+        """The live subvolume and each nested in it against their copies."""
+        h = self.ck.hist
+        stack = ["."]
+        while stack:
+            rel = stack.pop()
+            src = h.V if rel == "." else os.path.join(h.V, rel)
+            got = os.path.join(self.mnt, "vol") if rel == "." else os.path.join(self.mnt, "vol", rel)
+            if not os.path.isdir(got):
+                return rel, [(".", "exists", True, False)]
+            exp_t, got_t = tree(src, nested=False), tree(got, nested=False)
+            for r, a in exp_t.items():
+                if r != "." and a["type"] == stat.S_IFDIR >> 12 and a["_ino"] == 256:
+                    stack.append(r if rel == "." else os.path.join(rel, r))
+            d = diff_trees(exp_t, got_t)
+            if d:
+                return rel, d
+        return None, []
+
+    def finish(self):
+        """(what, diffs) of the first check that fails, or None."""
+        h = self.ck.hist
+        self.after_ops()
+        subprocess.run(["sync", "-f", h.mnt])
+        self.after.append("$ENCIO copy -rT --subvolumes \"$MNT\" $D   # again, after the changes above")
+        err = self.run_copy()
+        if err:
+            return "the rerun after changes to the live subvolume: " + err, []
+        rel, d = self.compare_live()
+        if d:
+            return "the rerun after changes: vol/%s differs from its copy" % rel, d
+        ctl = next((m for m in self.ck.methods if m.name == "d"), None)
+        if ctl is None or not self.ck.ctrl_ok:
+            return None
+        last = self.ck.steps[-1]
+        name = "after-copy"
+        snap = os.path.join(h.S, name)
+        subprocess.run(["btrfs", "-q", "subvolume", "snapshot", "-r", h.V, snap], check=True)
+        stream = os.path.join(self.ck.env.dir, "stream-after-copy")
+        self.after.append('btrfs -q subvolume snapshot -r "$V" "$S"/%s' % name)
+        self.after.append('btrfs send -q -p %s "$S"/%s | btrfs receive $D/snaps' % (
+            shlex.quote(last["path"]), name))
+        p = self.ck.env.run(["btrfs", "send", "-q", "-p", last["path"], "-f", stream, snap])
+        if p.returncode != 0:
+            return None
+        got = {}
+        for where, out in ((os.path.join(ctl.mnt), "ctl"), (os.path.join(self.mnt, "snaps"), "sub")):
+            p = self.ck.env.run(["btrfs", "receive", "-q", "-f", stream, where])
+            if p.returncode != 0:
+                if out == "ctl":
+                    return None
+                return "btrfs receive of btrfs send -p %s into the moved filesystem exited %d: %s" % (
+                    last["name"], p.returncode, p.stderr.decode(errors="replace").strip()[-1000:]), []
+            got[out] = tree(os.path.join(where, name))
+        src = tree(snap)
+        d = self.ck.compare(ReceivedAfterCopy, src, got["ctl"], got["sub"])
+        if d:
+            return "btrfs send -p %s | btrfs receive into the moved filesystem differs from the control" % (
+                last["name"]), d
+        return None
+
+
+class ReceivedAfterCopy:
+    """btrfs receive of a btrfs send -p stream, compared as method c is."""
+    name, sender, receiver = "sub", "btrfs", "btrfs"
+    flags_kept = False
+
 
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
            "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod}
-DEFAULT_METHODS = "d,a,b,c,i,copy"
+DEFAULT_METHODS = "d,a,b,c,i,copy,sub"
 
 
 # ---------------------------------------------------------------------------
@@ -1193,28 +1340,39 @@ class Checker:
             time.time() - t0))
         srcs = [tree(st["path"]) for st in self.steps]
         ctrl = [None] * len(self.steps)
-        ctrl_ok = True
-        for m in sorted(self.methods, key=lambda m: m.name != "d"):
+        self.ctrl_ok = True
+        # the control first; sub last: its finish() changes the source
+        for m in sorted(self.methods, key=lambda m: (m.name != "d", m.name == "sub")):
             m.setup()
+            failed = False
             for k, st in enumerate(self.steps):
                 ok, err, res = m.step(k)
                 if m.name == "d":
                     if not ok:
                         self.notes.append("control failed at %s: %s (later steps not checked)" % (st["name"], err))
-                        ctrl_ok = False
+                        self.ctrl_ok = False
                         break
                     ctrl[k] = tree(res)
                     self.control_notes(k, srcs[k], ctrl[k])
                     continue
-                if not ctrl_ok and k >= len([c for c in ctrl if c is not None]):
+                if not self.ctrl_ok and k >= len([c for c in ctrl if c is not None]):
+                    failed = True
                     break
                 if not ok:
                     self.mismatches.append(Mismatch(m, st["name"], err))
+                    failed = True
                     break
                 diffs = self.compare(m, srcs[k], ctrl[k], tree(res))
                 if diffs:
                     self.mismatches.append(Mismatch(m, st["name"], "trees differ", diffs))
+                    failed = True
                     break
+            if not failed and hasattr(m, "finish"):
+                bad = m.finish()
+                if bad:
+                    mm = Mismatch(m, self.steps[-1]["name"], bad[0], bad[1])
+                    mm.after = True
+                    self.mismatches.append(mm)
         if any(m.sender == "encio" for m in self.methods):
             self.check_sizes()
         return not self.mismatches
@@ -1303,6 +1461,9 @@ class Checker:
                 repro.append(m.shell(st, "$D"))
                 if st["name"] == mm.snap:
                     break
+            if getattr(mm, "after", False):
+                repro.append("# then: %s" % mm.what)
+                continue
             repro.append("python3 %s compare $S/%s $D/%s%s" % (SELF, mm.snap, mm.snap,
                                                              "" if m.flags_kept else " --no-flags"))
         script += "\n# Checks that failed (ENCIO=%s):\n" % self.args.encio + "\n".join("# " + l for l in repro) + "\n"
@@ -1318,7 +1479,7 @@ class Checker:
             k = [s["name"] for s in self.steps].index(mm.snap)
             for rel, attr, e, g in mm.diffs[:25]:
                 extra = ""
-                if attr == "content":
+                if attr == "content" and not getattr(mm, "after", False):
                     res = os.path.join(mm.method.mnt, mm.snap, rel)
                     off = first_diff(os.path.join(self.steps[k]["path"], rel), res)
                     extra = " (first differing byte %s)" % off
