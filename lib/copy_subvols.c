@@ -582,14 +582,31 @@ static int nested_list(int fd, char ***out, size_t *nr)
 							subvol_util_errno(err);
 }
 
+/* Whether a subvolume of SRC is copied to @rel below DEST's top. */
+static bool planned(const struct subvols *s, const char *dir, const char *rel)
+{
+	size_t i, n = strlen(dir);
+
+	for (i = 0; i < s->plan.nr; i++) {
+		const char *r = s->plan.v[i].rel;
+
+		if (n ? !strncmp(r, dir, n) && r[n] == '/' &&
+				    !strcmp(r + n + 1, rel) :
+			!strcmp(r, rel))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The copy a rerun replaces, deleted once its replacement is complete.
- * The copies of the subvolumes nested in it are moved into the
- * replacement first, where it has their directory, so that their own
- * turns find them, complete or to update, instead of copying them again;
- * those whose directory is gone in SRC go with it.
+ * The copies of the subvolumes nested in it that SRC still has at their
+ * path are moved into the replacement first, where it has their
+ * directory, so that their own turns find them, complete or to update,
+ * instead of copying them again; the others go with it.
  */
-static int replace_copy(struct subvols *s, struct placement *p)
+static int replace_copy(struct subvols *s, const struct subvol_entry *en,
+			struct placement *p)
 {
 	int old_fd, new_fd, ret;
 	char **nested;
@@ -608,7 +625,7 @@ static int replace_copy(struct subvols *s, struct placement *p)
 	}
 	ret = nested_list(old_fd, &nested, &nr);
 	for (i = 0; i < nr; i++) {
-		if (!ret)
+		if (!ret && planned(s, en->rel, nested[i]))
 			ret = carry_nested(old_fd, new_fd, nested[i]);
 		free(nested[i]);
 	}
@@ -1006,7 +1023,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 			       parent ? parent->src : NULL, s->stats);
 	ret = parent ? transfer(s, en, parent, &p) : copy_whole(s, en, &p);
 	if (!ret && replace)
-		ret = replace_copy(s, &p);
+		ret = replace_copy(s, en, &p);
 	if (!ret)
 		ret = place(s, en, &p);
 	if (ret) {

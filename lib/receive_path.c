@@ -343,6 +343,24 @@ static bool dir_inherits(struct dir_slot *d)
 }
 
 /*
+ * A device, fifo or socket cannot be opened to be changed: its xattrs are
+ * removed through the magic link of a descriptor that holds it (O_PATH),
+ * which names that very inode, whatever its name names by then.
+ */
+static void strip_inherited_node(int pfd, const char *last)
+{
+	char proc[64];
+	int fd = openat(pfd, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	removexattr(proc, "btrfs.compression");
+	removexattr(proc, "system.posix_acl_access");
+	close(fd);
+}
+
+/*
  * The file or directory just made at @last in @pfd (open at @fd, or -1),
  * which its directory passed flags, a compression property or ACLs on
  * to: without them. The stream says what the inode has (the xattrs btrfs
@@ -354,8 +372,12 @@ static void strip_inherited(struct receive_ctx *ctx, int pfd, const char *last,
 {
 	int own = -1;
 
-	if (kind != MK_FILE && kind != MK_DIR)
+	if (kind == MK_SYMLINK)
+		return; /* a symlink inherits neither */
+	if (kind != MK_FILE && kind != MK_DIR) {
+		strip_inherited_node(pfd, last);
 		return;
+	}
 	if (fd < 0) {
 		own = openat(pfd, last,
 			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

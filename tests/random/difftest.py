@@ -1253,32 +1253,52 @@ class SubvolumesMethod(Method):
         subprocess.run(["btrfs", "-q", "subvolume", "snapshot", "-r", h.V, snap], check=True)
         stream = os.path.join(self.ck.env.dir, "stream-after-copy")
         self.after.append('btrfs -q subvolume snapshot -r "$V" "$S"/%s' % name)
-        self.after.append('btrfs send -q -p %s "$S"/%s | btrfs receive $D/snaps' % (
+        self.after.append('btrfs send -q -p %s "$S"/%s | $ENCIO receive $D/snaps   # and btrfs receive $D/by-btrfs-receive' % (
             shlex.quote(last["path"]), name))
         p = self.ck.env.run(["btrfs", "send", "-q", "-p", last["path"], "-f", stream, snap])
         if p.returncode != 0:
             return None
-        got = {}
-        for where, out in ((os.path.join(ctl.mnt), "ctl"), (os.path.join(self.mnt, "snaps"), "sub")):
-            p = self.ck.env.run(["btrfs", "receive", "-q", "-f", stream, where])
+        p = self.ck.env.run(["btrfs", "receive", "-q", "-f", stream, ctl.mnt])
+        if p.returncode != 0:
+            return None
+        ctl_t, src = tree(os.path.join(ctl.mnt, name)), tree(snap)
+        for rcv in ("encio", "btrfs"):
+            where = os.path.join(self.mnt, "snaps" if rcv == "encio" else "by-btrfs-receive")
+            os.makedirs(where, exist_ok=True)
+            cmd = ([self.ck.encio, "receive", "-q"] if rcv == "encio" else ["btrfs", "receive", "-q"])
+            p = self.ck.env.run(cmd + ["-f", stream, where])
+            err = p.stderr.decode(errors="replace").strip()
+            if p.returncode != 0 and rcv == "btrfs" and re.search(
+                    r"btrfs\.compression=\S+ failed: Invalid argument", err):
+                # btrfs receive gives no flags, and sets a compression
+                # property on a new file made in a nocow directory (the
+                # copy has SRC's flags; what btrfs receive made has none)
+                self.ck.notes.append("btrfs receive into the moved filesystem: %s" % err[-200:])
+                continue
             if p.returncode != 0:
-                if out == "ctl":
-                    return None
-                return "btrfs receive of btrfs send -p %s into the moved filesystem exited %d: %s" % (
-                    last["name"], p.returncode, p.stderr.decode(errors="replace").strip()[-1000:]), []
-            got[out] = tree(os.path.join(where, name))
-        src = tree(snap)
-        d = self.ck.compare(ReceivedAfterCopy, src, got["ctl"], got["sub"])
-        if d:
-            return "btrfs send -p %s | btrfs receive into the moved filesystem differs from the control" % (
-                last["name"]), d
+                return "%s receive of btrfs send -p %s into the moved filesystem exited %d: %s" % (
+                    rcv, last["name"], p.returncode, err[-1000:]), []
+            # btrfs receive applies no flags, and a new inode takes those of
+            # the copy's directories (SRC's), not those of the control's
+            skip = ("flags",) if rcv == "btrfs" else ()
+            d = [x for x in self.ck.compare(AfterCopy[rcv], src, ctl_t, tree(os.path.join(where, name)))
+                 if x[1] not in skip]
+            if d:
+                return "btrfs send -p %s | %s receive into the moved filesystem differs" % (
+                    last["name"], rcv), d
         return None
 
 
-class ReceivedAfterCopy:
-    """btrfs receive of a btrfs send -p stream, compared as method c is."""
-    name, sender, receiver = "sub", "btrfs", "btrfs"
-    flags_kept = False
+class AfterCopyReceive:
+    """A receive of a btrfs send -p stream into the moved filesystem,
+    compared as method c's."""
+    sender, flags_kept = "btrfs", False
+
+    def __init__(self, receiver):
+        self.name, self.receiver = "sub", receiver
+
+
+AfterCopy = {r: AfterCopyReceive(r) for r in ("encio", "btrfs")}
 
 
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
