@@ -54,6 +54,10 @@ struct subvols {
 	struct subvol_plan plan;
 	char dst[PATH_MAX];  /* SRC's copy */
 	const char **clones; /* read-only subvolumes in DEST, by SRC path */
+	uint64_t *clone_ids; /* and by the ids they were listed with */
+	/* the subvolume read at hand, by its descriptor: /proc/self/fd/N */
+	char src_proc[32];
+	const char *src_name; /* its path, for messages while it is copied */
 	struct receive_ctx *rcv;
 	struct subvol_ahead *ahead; /* NULL: each pass made at its turn */
 	uint64_t bytes_before; /* bytes_written before the subvolume at hand */
@@ -265,14 +269,13 @@ static int changed_since(int fd, uint64_t transid, const struct timespec *since,
 static int src_changed(const struct subvols *s, const struct subvol_entry *en,
 		       const struct btrfs_util_subvolume_info *info)
 {
-	int fd = open(en->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	int fd = subvol_entry_open(&s->plan, en, false), dir_fd, ret;
 	struct held_dirs h = { .nr = 0 };
-	char dir[PATH_MAX];
 	struct stat root, st;
 	size_t i;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &root)) {
 		close(fd);
 		return -errno;
@@ -280,9 +283,14 @@ static int src_changed(const struct subvols *s, const struct subvol_entry *en,
 	for (i = 0; i < s->plan.nr; i++) {
 		const struct subvol_entry *in = &s->plan.v[i];
 
-		snprintf(dir, sizeof(dir), "%s", in->src);
-		if (in->read_only || in == en || stat(dirname(dir), &st) ||
-		    st.st_dev != root.st_dev)
+		if (in->read_only || in == en)
+			continue;
+		dir_fd = subvol_entry_dir_open(&s->plan, in);
+		if (dir_fd < 0)
+			continue;
+		ret = fstat(dir_fd, &st);
+		close(dir_fd);
+		if (ret || st.st_dev != root.st_dev)
 			continue;
 		if (h.nr == sizeof(h.ino) / sizeof(h.ino[0])) {
 			/* too many to tell apart: taken as changed */
@@ -379,22 +387,23 @@ static int dest_state(const struct subvols *s, struct subvol_entry *en,
 }
 
 /*
- * The directory a snapshot is made in or deleted from, its times saved:
- * that directory is SRC's, and may be in a subvolume copied (or to be).
+ * The directory a snapshot is made in or deleted from, opened beneath
+ * SRC, its times saved: that directory is SRC's, and may be in a
+ * subvolume copied (or to be).
  */
-static int snapshot_dir_open(const char *snap, struct timespec times[2])
+static int snapshot_dir_open(struct subvols *s, const struct subvol_entry *en,
+			     struct timespec times[2])
 {
-	char dir[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd = subvol_entry_dir_open(&s->plan, en);
 
-	snprintf(dir, sizeof(dir), "%s", snap);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return encio_error_set(s->e, fd, "open the directory of",
+				       en->src, false, 0);
 	if (fstat(fd, &st)) {
 		close(fd);
-		return -errno;
+		return encio_error_set(s->e, errno, "open the directory of",
+				       en->src, false, 0);
 	}
 	times[0] = st.st_atim;
 	times[1] = st.st_mtim;
@@ -404,83 +413,137 @@ static int snapshot_dir_open(const char *snap, struct timespec times[2])
 /* Its times put back: making the snapshot changed nothing else in it. */
 static void snapshot_dir_close(int fd, const struct timespec times[2])
 {
-	if (fd >= 0) {
-		futimens(fd, times);
-		close(fd);
-	}
+	futimens(fd, times);
+	close(fd);
 }
 
-static int snapshot_make(struct subvols *s, struct subvol_entry *en)
+/* What SRC's subvolume @en is now: -ESTALE named, if not what was listed. */
+static int entry_open(struct subvols *s, const struct subvol_entry *en,
+		      bool snap)
 {
-	struct timespec times[2];
-	int dir_fd = snapshot_dir_open(en->snap, times), ret = 0;
+	int fd = subvol_entry_open(&s->plan, en, snap);
 
-	if (btrfs_util_create_snapshot(en->src, en->snap,
-				       BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
-				       NULL, NULL))
-		ret = encio_error_set(s->e, errno ?: EIO, "snapshot", en->snap,
-				      false, 0);
-	snapshot_dir_close(dir_fd, times);
-	return ret;
-}
-
-static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
-{
-	struct timespec times[2];
-	int dir_fd = snapshot_dir_open(en->snap, times), ret = 0;
-
-	if (btrfs_util_delete_subvolume(en->snap, 0))
-		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
-				      en->snap, false, 0);
-	snapshot_dir_close(dir_fd, times);
-	return ret;
-}
-
-/* Whether the roots of subvolumes @a and @b have the same owner. */
-static bool same_owner(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return !lstat(a, &sa) && !lstat(b, &sb) && sa.st_uid == sb.st_uid &&
-	       sa.st_gid == sb.st_gid;
+	if (fd == -ESTALE)
+		return encio_error_set(
+			s->e, ESTALE,
+			snap ? "copy (the snapshot is another since it was made)" :
+			       "copy (another subvolume is at its path since it was listed)",
+			snap ? en->snap : en->src, false, 0);
+	if (fd < 0)
+		return encio_error_set(s->e, fd, "open",
+				       snap ? en->snap : en->src, false, 0);
+	return fd;
 }
 
 /*
- * The read-only snapshot a writable subvolume is copied from, left by a
- * run that stopped (its copy may be complete), or made now.
+ * The snapshot at @en's snapshot name in @dir_fd, made now (@made) or by
+ * a run that stopped: taken only if it is a read-only snapshot of @en,
+ * and its root has @en's owner, so that a subvolume planted at encio's
+ * name is never taken for the copy.
  */
-static int snapshot_find(struct subvols *s, struct subvol_entry *en)
+static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
+			 int src_fd)
 {
 	struct btrfs_util_subvolume_info info;
+	struct stat st, src_st;
+	int fd, ret = 0;
 
-	if (!en->snap)
-		return 0;
-	if (btrfs_util_subvolume_info(en->snap, 0, &info)) {
-		if (errno != ENOENT)
-			return encio_error_set(s->e, errno ?: EIO, "look at",
-					       en->snap, false, 0);
-		en->snap_before = s->synced_at;
-		if (snapshot_make(s, en))
-			return -s->e->err;
-		if (btrfs_util_subvolume_info(en->snap, 0, &info))
-			return encio_error_set(s->e, errno ?: EIO, "snapshot",
-					       en->snap, false, 0);
-	}
-	if (!(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+	fd = openat(dir_fd, en->snap_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT :
+					 encio_error_set(s->e, errno, "look at",
+							 en->snap, false, 0);
+	if (fstat(fd, &st) || fstat(src_fd, &src_st))
+		ret = -errno;
+	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = -EEXIST;
+	else
+		ret = subvol_util_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret == -EEXIST ||
+	    (!ret && !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY)))
 		return encio_error_set(s->e, EEXIST,
 				       "snapshot (not a read-only snapshot)",
 				       en->snap, false, 0);
-	/* a subvolume planted at encio's name is never taken for the copy */
+	if (ret)
+		return encio_error_set(s->e, ret, "look at", en->snap, false,
+				       0);
 	if (memcmp(info.parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
-	    !same_owner(en->src, en->snap))
+	    st.st_uid != src_st.st_uid || st.st_gid != src_st.st_gid)
 		return encio_error_set(
 			s->e, EEXIST,
 			"use (not a snapshot of the subvolume beside it, or not its owner's)",
 			en->snap, false, 0);
 	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
+	en->snap_id = info.id;
 	en->snap_ctransid = info.ctransid;
 	en->snap_made = true;
 	return 0;
+}
+
+/*
+ * The read-only snapshot a writable subvolume is copied from, left by a
+ * run that stopped (its copy may be complete), or made now: by
+ * descriptors (BTRFS_IOC_SNAP_CREATE_V2), of the subvolume listed, in the
+ * directory it is in.
+ */
+static int snapshot_find(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd, src_fd, ret;
+
+	if (!en->snap)
+		return 0;
+	src_fd = entry_open(s, en, false);
+	if (src_fd < 0)
+		return src_fd;
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0) {
+		close(src_fd);
+		return dir_fd;
+	}
+	ret = snapshot_take(s, en, dir_fd, src_fd);
+	if (ret == -ENOENT) {
+		en->snap_before = s->synced_at;
+		ret = 0;
+		if (btrfs_util_create_snapshot_fd2(
+			    src_fd, dir_fd, en->snap_name,
+			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL))
+			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
+					      en->snap, false, 0);
+		snapshot_dir_close(dir_fd, times);
+		dir_fd = -1;
+		if (!ret) {
+			dir_fd = snapshot_dir_open(s, en, times);
+			ret = dir_fd < 0 ? dir_fd :
+					   snapshot_take(s, en, dir_fd, src_fd);
+		}
+		if (ret == -ENOENT)
+			ret = encio_error_set(s->e, ENOENT, "snapshot",
+					      en->snap, false, 0);
+	}
+	if (dir_fd >= 0)
+		snapshot_dir_close(dir_fd, times);
+	close(src_fd);
+	return ret;
+}
+
+/* The snapshot deleted by its id: whatever its name holds by now. */
+static int snapshot_delete(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd, ret = 0;
+
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0)
+		return dir_fd;
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
+		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
+				      en->snap, false, 0);
+	snapshot_dir_close(dir_fd, times);
+	return ret;
 }
 
 /* A copy left in flight by an earlier run: deleted, to be made again. */
@@ -693,39 +756,42 @@ static void received_progress(const struct receive_stats *rs, void *arg)
 static void error_path_rebase(struct encio_error *e, const char *from,
 			      const char *dst)
 {
-	size_t len = strlen(from);
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 
-	if (strncmp(e->path, from, len) ||
-	    (e->path[len] && e->path[len] != '/'))
-		return;
 	snprintf(dir, sizeof(dir), "%s", dst);
-	if (snprintf(path, sizeof(path), "%s%s", dirname(dir), e->path + len) <
-	    (int)sizeof(path))
-		snprintf(e->path, sizeof(e->path), "%s", path);
+	encio_error_rebase(e, from, dirname(dir));
 }
 
 /* The stream of @en (from @parent) received in p->dir_fd as p->partial. */
 static int transfer(struct subvols *s, const struct subvol_entry *en,
 		    const struct subvol_entry *parent, struct placement *p)
 {
-	struct sender t = { .path = subvol_source(en), .stream = en->src };
+	struct sender t = { .path = s->src_proc, .stream = en->src };
 	const struct receive_stats *rs;
 	char dest[64];
 	pthread_t thread;
 	uint64_t encoded;
-	int fds[2], ret;
+	int fds[2], ret, src_fd;
 	size_t nr;
 
-	if (pipe2(fds, O_CLOEXEC))
+	/* sent from a descriptor: what its path names may change */
+	src_fd = entry_open(s, en, en->snap != NULL);
+	if (src_fd < 0)
+		return src_fd;
+	if (pipe2(fds, O_CLOEXEC)) {
+		close(src_fd);
 		return encio_error_set(s->e, errno, "make a pipe for", en->src,
 				       false, 0);
-	nr = subvol_plan_clones(&s->plan, NULL, s->clones);
+	}
+	snprintf(s->src_proc, sizeof(s->src_proc), "/proc/self/fd/%d", src_fd);
+	nr = subvol_plan_clones(&s->plan, NULL, s->clones, s->clone_ids);
 	t.opts = (struct send_options){
 		.io_mode = s->opts->io_mode,
 		.depth = s->opts->depth,
 		.parent = subvol_source(parent),
+		.parent_id = subvol_source_id(parent),
 		.clones = s->clones,
+		.clone_ids = s->clone_ids,
 		.nr_clones = nr,
 		.name = p->partial,
 		.stop = s->opts->stop,
@@ -737,6 +803,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	if (ret) {
 		close(fds[0]);
 		close(fds[1]);
+		close(src_fd);
 		subvol_ahead_done(s->ahead, t.opts.pass);
 		return encio_error_set(s->e, ret, "start the sender of",
 				       en->src, false, 0);
@@ -749,7 +816,9 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	ret = receive_run(s->rcv, fds[0], en->src, dest, s->e);
 	close(fds[0]);
 	pthread_join(thread, NULL);
+	close(src_fd);
 	subvol_ahead_done(s->ahead, t.opts.pass);
+	encio_error_rebase(&t.e, s->src_proc, subvol_source(en));
 	/*
 	 * The sender's error is the cause, the receiver saw a stream cut;
 	 * but a closed pipe, which is the receiver's failure.
@@ -828,12 +897,16 @@ static int finish_writables(struct subvols *s, int top_fd)
 static int place(struct subvols *s, const struct subvol_entry *en,
 		 struct placement *p)
 {
-	char dir[PATH_MAX];
 	struct stat st;
-	bool restore;
+	bool restore = false;
+	int dir_fd;
 
-	snprintf(dir, sizeof(dir), "%s", en->src);
-	restore = en->rel[0] && !stat(dirname(dir), &st);
+	if (en->rel[0]) {
+		dir_fd = subvol_entry_dir_open(&s->plan, en);
+		restore = dir_fd >= 0 && !fstat(dir_fd, &st);
+		if (dir_fd >= 0)
+			close(dir_fd);
+	}
 	if (p->placeholder && unlinkat(p->dir_fd, p->name, AT_REMOVEDIR))
 		return encio_error_set(s->e, errno, "remove the directory",
 				       p->dst, false, 0);
@@ -858,6 +931,8 @@ static void relay_report(void *arg, const struct encio_error *e)
 
 	if (s->fd_dir[0])
 		error_path_rebase(&named, s->fd_dir, s->stats->current);
+	if (s->src_name)
+		encio_error_rebase(&named, s->src_proc, s->src_name);
 	if (s->caller->report)
 		s->caller->report(s->caller->arg, &named);
 }
@@ -947,20 +1022,36 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 {
 	char dest[64 + NAME_MAX];
 	struct tree_stats ts;
-	int fd, ret;
+	int fd, ret, src_fd;
 
+	src_fd = entry_open(s, en, en->snap != NULL);
+	if (src_fd < 0)
+		return src_fd;
 	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
-					   NULL))
+					   NULL)) {
+		close(src_fd);
 		return encio_error_set(s->e, errno ?: EIO,
 				       "create the subvolume", p->dst, false,
 				       0);
+	}
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
 	snprintf(s->fd_dir, sizeof(s->fd_dir), "/proc/self/fd/%d", p->dir_fd);
-	ret = copy_tree(s, subvol_source(en), dest, true, &ts);
-	if (ret)
+	/*
+	 * Read from a descriptor: what its path names may change. The tree
+	 * engine looks at its root without following it: "." in it.
+	 */
+	snprintf(s->src_proc, sizeof(s->src_proc), "/proc/self/fd/%d/.",
+		 src_fd);
+	s->src_name = subvol_source(en);
+	ret = copy_tree(s, s->src_proc, dest, true, &ts);
+	if (ret) {
 		error_path_rebase(s->e, s->fd_dir, p->dst);
+		encio_error_rebase(s->e, s->src_proc, s->src_name);
+	}
 	s->fd_dir[0] = '\0';
+	s->src_name = NULL;
+	close(src_fd);
 	if (ret)
 		return ret;
 	fd = openat(p->dir_fd, p->partial,
@@ -1210,7 +1301,8 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 					subvol_plan_build(&s->plan, fd);
 	if (!ret) {
 		s->clones = calloc(s->plan.nr ?: 1, sizeof(*s->clones));
-		if (!s->clones)
+		s->clone_ids = calloc(s->plan.nr ?: 1, sizeof(*s->clone_ids));
+		if (!s->clones || !s->clone_ids)
 			ret = encio_error_set(s->e, ENOMEM, "plan the copy of",
 					      s->plan.src, false, 0);
 	}
@@ -1229,12 +1321,18 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 static int src_refresh(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
+	int fd, ret;
 
 	if (en->read_only)
 		return 0;
-	if (btrfs_util_subvolume_info(en->src, 0, &info))
-		return encio_error_set(s->e, errno ?: EIO, "read the subvolume",
-				       en->src, false, 0);
+	fd = entry_open(s, en, false);
+	if (fd < 0)
+		return fd;
+	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret)
+		return encio_error_set(s->e, ret, "read the subvolume", en->src,
+				       false, 0);
 	en->info.ctransid = info.ctransid;
 	return 0;
 }
@@ -1330,6 +1428,7 @@ static void subvols_release(struct subvols *s)
 {
 	subvol_plan_release(&s->plan);
 	free(s->clones);
+	free(s->clone_ids);
 }
 
 int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
@@ -1346,6 +1445,7 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 	};
 	int ret;
 
+	s.plan.src_fd = -1;
 	s.topts = *topts;
 	s.topts.skip_subvolumes = true;
 	s.topts.count_first = false;

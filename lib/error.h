@@ -18,5 +18,11 @@ struct encio_error {
 /* Fill @e and return -err (err given either sign). */
 int encio_error_set(struct encio_error *e, int err, const char *op,
 		    const char *path, bool has_offset, uint64_t offset);
+/*
+ * The path in @e, if it is @from or below it, said from @to instead: a
+ * descriptor's /proc/self/fd/N, which a user never typed, by its name.
+ */
+void encio_error_rebase(struct encio_error *e, const char *from,
+			const char *to);
 
 #endif

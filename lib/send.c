@@ -1020,31 +1020,88 @@ fail:
 	return encio_error_set(e, err, "start", "send", false, 0);
 }
 
-/* A read-only snapshot of @path beside it, named into @snap. */
-static int snapshot_create(const char *path, char *snap, struct encio_error *e)
-{
-	char dir[PATH_MAX], base[PATH_MAX];
-	enum btrfs_util_error err;
+/* send --snapshot's temporary, held by descriptors */
+struct temp_snapshot {
+	int dir_fd; /* the directory it is made in, the subvolume's */
+	int fd;
+	uint64_t id;
+	char path[PATH_MAX]; /* its name, in messages */
+	char proc[32];	     /* /proc/self/fd/N of fd: what is sent */
+};
 
-	snprintf(dir, sizeof(dir), "%s", path);
+/*
+ * A read-only snapshot of the subvolume @path beside it, made from a
+ * descriptor of the subvolume into a descriptor of the directory it is in
+ * (BTRFS_IOC_SNAP_CREATE_V2), and opened there and checked to be a
+ * snapshot of it: the names on the way may change meanwhile.
+ */
+static int snapshot_create(const char *path, struct temp_snapshot *t,
+			   struct encio_error *e)
+{
+	struct btrfs_util_subvolume_info src, info;
+	char base[PATH_MAX], name[NAME_MAX + 1];
+	enum btrfs_util_error err;
+	int src_fd, ret;
+
+	t->dir_fd = t->fd = -1;
 	snprintf(base, sizeof(base), "%s", path);
-	if (snprintf(snap, PATH_MAX, "%s/.%s.encio-send-%d", dirname(dir),
-		     basename(base), (int)getpid()) >= PATH_MAX)
+	if (snprintf(name, sizeof(name), ".%s.encio-send-%d", basename(base),
+		     (int)getpid()) >= (int)sizeof(name))
 		return encio_error_set(e, ENAMETOOLONG, "snapshot", path, false,
 				       0);
-	if (btrfs_util_is_subvolume(path) != BTRFS_UTIL_OK)
-		return encio_error_set(e,
-				       errno == EINVAL ? EINVAL :
-				       errno	       ?:
-							 EINVAL,
-				       "snapshot (not a subvolume)", path,
-				       false, 0);
-	err = btrfs_util_create_snapshot(
-		path, snap, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL);
+	snprintf(base, sizeof(base), "%s", path);
+	snprintf(t->path, sizeof(t->path), "%s/%s", dirname(base), name);
+	src_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (src_fd < 0)
+		return encio_error_set(e, errno, "open", path, false, 0);
+	if (btrfs_util_is_subvolume_fd(src_fd) != BTRFS_UTIL_OK ||
+	    btrfs_util_subvolume_info_fd(src_fd, 0, &src)) {
+		close(src_fd);
+		return encio_error_set(e, EINVAL, "snapshot (not a subvolume)",
+				       path, false, 0);
+	}
+	/* the directory the subvolume is in: its root's ".." */
+	t->dir_fd = openat(src_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->dir_fd < 0) {
+		ret = encio_error_set(e, errno, "open the directory of", path,
+				      false, 0);
+		close(src_fd);
+		return ret;
+	}
+	err = btrfs_util_create_snapshot_fd2(
+		src_fd, t->dir_fd, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
+		NULL, NULL);
+	close(src_fd);
 	if (err)
 		return encio_error_set(e, send_btrfsutil_errno(err), "snapshot",
-				       snap, false, 0);
+				       t->path, false, 0);
+	t->fd = openat(t->dir_fd, name,
+		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->fd < 0 || btrfs_util_subvolume_info_fd(t->fd, 0, &info) ||
+	    memcmp(info.parent_uuid, src.uuid, BTRFS_UUID_SIZE) ||
+	    !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+		return encio_error_set(
+			e, ESTALE,
+			"send (another subvolume is at the name of its snapshot)",
+			t->path, false, 0);
+	t->id = info.id;
+	snprintf(t->proc, sizeof(t->proc), "/proc/self/fd/%d", t->fd);
 	return 0;
+}
+
+/* The temporary deleted by its id, whatever its name holds by now. */
+static int snapshot_delete(struct temp_snapshot *t, struct encio_error *e,
+			   int ret)
+{
+	if (t->id && btrfs_util_delete_subvolume_by_id_fd(t->dir_fd, t->id) &&
+	    !ret)
+		ret = encio_error_set(e, errno ?: EIO, "delete snapshot",
+				      t->path, false, 0);
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->dir_fd >= 0)
+		close(t->dir_fd);
+	return ret;
 }
 
 /* The subvolume's name in the stream: PATH's last component. */
@@ -1129,7 +1186,8 @@ static int send_one(struct send_ctx *ctx, const char *path,
 		    struct send_roots *roots, const struct send_root *parent,
 		    bool end)
 {
-	char snap[PATH_MAX], base[PATH_MAX], *name;
+	struct temp_snapshot snap;
+	char base[PATH_MAX], *name;
 	int ret;
 
 	ret = subvol_name(path, base, &name, ctx->e);
@@ -1141,15 +1199,15 @@ static int send_one(struct send_ctx *ctx, const char *path,
 		return roots ? send_kernel_one(ctx, path, ctx->opts.name, roots,
 					       parent, end) :
 			       send_tree(ctx, path, name, end);
-	ret = snapshot_create(path, snap, ctx->e);
+	ret = snapshot_create(path, &snap, ctx->e);
 	if (ret)
-		return ret;
-	ret = roots ? send_kernel_one(ctx, snap, name, roots, parent, end) :
-		      send_tree(ctx, snap, name, end);
-	if (btrfs_util_delete_subvolume(snap, 0) != BTRFS_UTIL_OK && !ret)
-		ret = encio_error_set(ctx->e, errno ?: EIO, "delete snapshot",
-				      snap, false, 0);
-	return ret;
+		return snapshot_delete(&snap, ctx->e, ret);
+	ret = roots ? send_kernel_one(ctx, snap.proc, name, roots, parent,
+				      end) :
+		      send_tree(ctx, snap.proc, name, end);
+	if (ret)
+		encio_error_rebase(ctx->e, snap.proc, snap.path);
+	return snapshot_delete(&snap, ctx->e, ret);
 }
 
 /*

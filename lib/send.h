@@ -35,6 +35,13 @@ struct send_options {
 	const char *parent;
 	const char *const *clones;
 	size_t nr_clones;
+	/*
+	 * In process (copy --subvolumes): the parent and clone sources by
+	 * the subvolume ids they were listed with, which paths may no longer
+	 * name; the paths above only name them in messages.
+	 */
+	uint64_t parent_id;
+	const uint64_t *clone_ids;
 	uint32_t proto;	 /* stream version: 1, 2; 0 is 2 */
 	bool no_data;	 /* the kernel's stream without file data */
 	bool one_stream; /* -e: one header, END after the last PATH only */

@@ -31,6 +31,13 @@ int send_roots_add(struct send_roots *r, const char *path,
 	return 0;
 }
 
+static void send_roots_add_id(struct send_roots *r, uint64_t id,
+			      const char *name)
+{
+	r->root[r->nr] = (struct send_root){ id, name };
+	r->ids[r->nr++] = id;
+}
+
 /*
  * The parent btrfs send picks among the clone sources for @root when -p
  * is not given: the subvolume @root was snapshotted from if it is one of
@@ -102,15 +109,24 @@ int send_roots_init(struct send_roots *r, const struct send_options *opts,
 	if (!r->root || !r->ids)
 		return encio_error_set(e, ENOMEM, "start", "send", false, 0);
 	for (i = 0; i < opts->nr_clones; i++) {
+		if (opts->clone_ids) {
+			send_roots_add_id(r, opts->clone_ids[i],
+					  opts->clones[i]);
+			continue;
+		}
 		ret = send_roots_add(r, opts->clones[i], e);
 		if (ret)
 			return ret;
 	}
 	if (!opts->parent)
 		return 0;
-	ret = send_roots_add(r, opts->parent, e);
-	if (ret)
-		return ret;
+	if (opts->parent_id) {
+		send_roots_add_id(r, opts->parent_id, opts->parent);
+	} else {
+		ret = send_roots_add(r, opts->parent, e);
+		if (ret)
+			return ret;
+	}
 	*parent = &r->root[r->nr - 1];
 	return 0;
 }

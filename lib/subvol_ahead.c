@@ -96,8 +96,8 @@ static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
 			if (!j->clones)
 				ret = -ENOMEM;
 			else
-				j->nr_clones = subvol_plan_clones(plan, copied,
-								  j->clones);
+				j->nr_clones = subvol_plan_clones(
+					plan, copied, j->clones, NULL);
 		}
 		copied[plan->order[pos]] = true;
 	}

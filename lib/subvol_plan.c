@@ -146,6 +146,7 @@ static void drop_temporaries(struct subvol_plan *s)
 			free(s->v[i].rel);
 			free(s->v[i].src);
 			free(s->v[i].snap);
+			free(s->v[i].snap_name);
 			continue;
 		}
 		s->v[kept] = s->v[i];
@@ -156,17 +157,23 @@ static void drop_temporaries(struct subvol_plan *s)
 	free(drop);
 }
 
-/* Beside the subvolume @src: .NAME.encio-snapshot */
-static char *snapshot_name(const char *src)
+/* Beside the subvolume @en: .NAME.encio-snapshot */
+static int snapshot_name(struct subvol_entry *en)
 {
-	char dir[PATH_MAX], base[PATH_MAX], *snap;
+	char dir[PATH_MAX], base[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "%s", src);
-	snprintf(base, sizeof(base), "%s", src);
-	if (asprintf(&snap, "%s/.%s" SNAPSHOT_SUFFIX, dirname(dir),
+	snprintf(dir, sizeof(dir), "%s", en->src);
+	snprintf(base, sizeof(base), "%s", en->src);
+	if (asprintf(&en->snap_name,
+		     "."
+		     "%s" SNAPSHOT_SUFFIX,
 		     basename(base)) < 0)
-		return NULL;
-	return snap;
+		return -ENOMEM;
+	if (asprintf(&en->snap, "%s/%s", dirname(dir), en->snap_name) < 0) {
+		free(en->snap_name);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int plan_add(struct subvol_plan *s, const char *rel,
@@ -192,7 +199,7 @@ static int plan_add(struct subvol_plan *s, const char *rel,
 	}
 	en->info = *info;
 	en->read_only = info->flags & BTRFS_ROOT_SUBVOL_RDONLY;
-	if (!en->read_only && !(en->snap = snapshot_name(en->src))) {
+	if (!en->read_only && snapshot_name(en)) {
 		free(en->rel);
 		free(en->src);
 		return -ENOMEM;
@@ -395,13 +402,17 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 }
 
 size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
-			  const char **out)
+			  const char **out, uint64_t *ids)
 {
 	size_t i, nr = 0;
 
-	for (i = 0; i < s->nr; i++)
-		if (copied_at(s, i, copied))
-			out[nr++] = subvol_source(&s->v[i]);
+	for (i = 0; i < s->nr; i++) {
+		if (!copied_at(s, i, copied))
+			continue;
+		if (ids)
+			ids[nr] = subvol_source_id(&s->v[i]);
+		out[nr++] = subvol_source(&s->v[i]);
+	}
 	return nr;
 }
 
@@ -415,6 +426,9 @@ const uint8_t *subvol_expected_received(const struct subvol_entry *en)
 
 int subvol_plan_build(struct subvol_plan *s, int src_fd)
 {
+	s->src_fd = fcntl(src_fd, F_DUPFD_CLOEXEC, 0);
+	if (s->src_fd < 0)
+		return encio_error_set(s->e, errno, "open", s->src, false, 0);
 	return plan_list(s, src_fd) ?: plan_order(s);
 }
 
@@ -426,7 +440,81 @@ void subvol_plan_release(struct subvol_plan *s)
 		free(s->v[i].rel);
 		free(s->v[i].src);
 		free(s->v[i].snap);
+		free(s->v[i].snap_name);
 	}
 	free(s->v);
 	free(s->order);
+	if (s->src_fd >= 0)
+		close(s->src_fd);
+	s->src_fd = -1;
+}
+
+int subvol_entry_dir_open(const struct subvol_plan *s,
+			  const struct subvol_entry *en)
+{
+	char dir[PATH_MAX], *slash;
+	int fd;
+
+	/* SRC itself: the directory it is in, named by the caller */
+	if (!en->rel[0]) {
+		snprintf(dir, sizeof(dir), "%s", s->src);
+		fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	snprintf(dir, sizeof(dir), "%s", en->rel);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	return subvol_open_beneath(s->src_fd, slash ? dir : "",
+				   O_RDONLY | O_DIRECTORY);
+}
+
+/* Whether @fd is the root of the subvolume @id, @uuid. */
+static int subvol_check(int fd, uint64_t id, const uint8_t *uuid)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return -ESTALE;
+	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	if (ret)
+		return ret;
+	if ((id && info.id != id) || memcmp(info.uuid, uuid, BTRFS_UUID_SIZE))
+		return -ESTALE;
+	return 0;
+}
+
+int subvol_entry_open(const struct subvol_plan *s,
+		      const struct subvol_entry *en, bool snap)
+{
+	int fd, dir_fd, ret;
+
+	if (snap) {
+		dir_fd = subvol_entry_dir_open(s, en);
+		if (dir_fd < 0)
+			return dir_fd;
+		fd = openat(dir_fd, en->snap_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+		close(dir_fd);
+	} else if (!en->rel[0]) {
+		fd = fcntl(s->src_fd, F_DUPFD_CLOEXEC, 0);
+		fd = fd < 0 ? -errno : fd;
+	} else {
+		fd = subvol_open_beneath(s->src_fd, en->rel,
+					 O_RDONLY | O_DIRECTORY);
+	}
+	if (fd < 0)
+		return fd;
+	ret = snap ? subvol_check(fd, 0, en->snap_uuid) :
+		     subvol_check(fd, en->info.id, en->info.uuid);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }

@@ -31,7 +31,9 @@ struct subvol_entry {
 	bool read_only;
 	/* writable: copied from this read-only snapshot of it (UUID) */
 	char *snap;
+	char *snap_name; /* its name, in the directory @en is in */
 	uint8_t snap_uuid[BTRFS_UUID_SIZE];
+	uint64_t snap_id;
 	uint64_t snap_ctransid;
 	/* a tick before this run made it; 0: a stopped run made it */
 	struct timespec snap_before;
@@ -46,6 +48,7 @@ struct subvol_entry {
 
 struct subvol_plan {
 	char src[PATH_MAX]; /* SRC without trailing slashes */
+	int src_fd;	    /* SRC, open: subvolumes are opened beneath it */
 	bool src_is_subvol; /* SRC is a subvolume's root (not the top one) */
 	struct encio_error *e;
 	struct subvol_entry *v;
@@ -73,14 +76,30 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 /*
  * The clone sources of a difference sent now: the source of every
  * subvolume in DEST (by @copied, or their flags when NULL, as above), in
- * the plan's order, into @out (room for s->nr). Returns how many.
+ * the plan's order, into @out (room for s->nr), and their subvolume ids
+ * into @ids unless it is NULL. Returns how many.
  */
 size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
-			  const char **out);
+			  const char **out, uint64_t *ids);
 /* The path @en is read from: its snapshot if it is writable, else itself. */
 static inline const char *subvol_source(const struct subvol_entry *en)
 {
 	return en->snap ?: en->src;
+}
+/*
+ * @en (with @snap, its snapshot) opened beneath SRC, following no symlink,
+ * and checked to be the subvolume listed (its id and UUID; the snapshot's
+ * UUID once made): -ESTALE if another is at its path now.
+ */
+int subvol_entry_open(const struct subvol_plan *s,
+		      const struct subvol_entry *en, bool snap);
+/* The directory @en is in, where its snapshot is made: beneath SRC. */
+int subvol_entry_dir_open(const struct subvol_plan *s,
+			  const struct subvol_entry *en);
+/* The subvolume id of subvol_source(). */
+static inline uint64_t subvol_source_id(const struct subvol_entry *en)
+{
+	return en->snap ? en->snap_id : en->info.id;
 }
 /* The UUID a copy of read-only @en is marked received with. */
 const uint8_t *subvol_expected_received(const struct subvol_entry *en);
