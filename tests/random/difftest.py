@@ -18,9 +18,11 @@ encio send | btrfs receive, b encio send | encio receive, c btrfs send
 --compressed-data | encio receive, i b with one step interrupted (SIGINT or
 SIGKILL of a side, or the pipe closed) and received again, copy encio copy
 -r of each snapshot, sub encio copy -rT --subvolumes of the whole source
-filesystem onto a fresh one's root (not in the default methods: it still
-fails on histories where a directory holding a nested subvolume is
-removed). Each step's stream is made once per sender (saved:
+filesystem onto a fresh one's root (in some seeds a first run stopped by
+SIGINT, SIGKILL or a full DEST, then run again; then changes to the live
+subvolume and those in it, the same command again, and one more snapshot
+sent by btrfs send -p into the moved copy, received by encio receive and
+by btrfs receive). Each step's stream is made once per sender (saved:
 encio's may not be larger than btrfs send's, FILEATTR and FALLOCATE
 commands left out of both: they carry flags of new inodes and preallocated
 ranges, which btrfs send does not send) and fed through a pipe.
