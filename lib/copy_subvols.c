@@ -1378,6 +1378,33 @@ static int snapshots_make(struct subvols *s)
 	return ret;
 }
 
+/*
+ * A run that failed or was stopped leaves no snapshot of its own in SRC:
+ * a writable subvolume whose copy is complete has it finished (marked
+ * with the moment it holds, so that a rerun takes it as complete or
+ * updates it), the other snapshots are deleted. What cannot be undone is
+ * reported; the failure that stopped the run stays the error.
+ */
+static void snapshots_drop(struct subvols *s, int top_fd)
+{
+	struct encio_error first = *s->e;
+	struct subvol_entry *en;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < s->plan.nr; i++) {
+		en = &s->plan.v[i];
+		if (!en->snap_made)
+			continue;
+		ret = en->in_dest && top_fd >= 0 ?
+			      finish_writable(s, en, top_fd) :
+			      snapshot_delete(s, en);
+		if (ret && s->caller->report)
+			s->caller->report(s->caller->arg, s->e);
+	}
+	*s->e = first;
+}
+
 static int copy_all(struct subvols *s)
 {
 	struct receive_options ro = { .io_mode = s->opts->io_mode,
@@ -1387,8 +1414,10 @@ static int copy_all(struct subvols *s)
 	size_t i;
 
 	ret = snapshots_make(s) ?: receive_ctx_new(&s->rcv, &ro, s->e);
-	if (ret)
+	if (ret) {
+		snapshots_drop(s, -1);
 		return ret;
+	}
 	receive_set_progress(s->rcv, received_progress, s);
 	/* without it, each pass is made at its turn: no error */
 	subvol_ahead_start(&s->ahead, &s->plan, s->opts->stop);
@@ -1418,6 +1447,8 @@ static int copy_all(struct subvols *s)
 		ret = finish_containers(s, top_fd)	  ?:
 			      finish_writables(s, top_fd) ?:
 			      keep_default(s, top_fd);
+	else
+		snapshots_drop(s, top_fd);
 	if (top_fd >= 0)
 		close(top_fd);
 	receive_ctx_free(s->rcv);

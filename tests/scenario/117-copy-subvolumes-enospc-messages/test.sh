@@ -1,6 +1,7 @@
 #!/bin/bash
 # copy -r --subvolumes onto a filesystem too small for it fails with the
-# cause, ENOSPC, naming paths a user knows: a subvolume copied whole names
+# cause, ENOSPC, leaving no snapshot of its own in SRC, and naming paths a
+# user knows: a subvolume copied whole names
 # the file in DEST (not /proc/self/fd/N/...), one received as a difference
 # names the receiver's failure (not the sender's broken pipe).
 source "$(dirname "$0")/../../common.sh"
@@ -19,8 +20,9 @@ cat "$TEST_TMP/whole.out"
 grep -q "No space left on device" "$TEST_TMP/whole.out" || _fail "the error is not ENOSPC"
 ! grep -q "/proc/self/fd" "$TEST_TMP/whole.out" || _fail "the error names a descriptor"
 grep -q "$MNT/m/" "$TEST_TMP/whole.out" || _fail "the error does not name the file in DEST"
+# the failed move leaves no snapshot of its own in SRC
+! ls -a "$SRC" | grep "encio" || _fail "a temporary left in SRC"
 run_check btrfs -q subvolume delete "$SRC/@whole"
-! ls -a "$SRC" | grep -q "encio" || run_check btrfs -q subvolume delete "$SRC/.@whole.encio-snapshot"
 
 run_check btrfs -q subvolume create "$SRC/@d"
 echo a >"$SRC/@d/a"
@@ -34,3 +36,10 @@ cat "$TEST_TMP/diff.out"
 grep -q "No space left on device" "$TEST_TMP/diff.out" || _fail "the error is not ENOSPC"
 ! grep -q "Broken pipe" "$TEST_TMP/diff.out" || _fail "the error is the sender's broken pipe"
 ! grep -q "/proc/self/fd" "$TEST_TMP/diff.out" || _fail "the error names a descriptor"
+! ls -a "$SRC" | grep "encio" || _fail "a temporary left in SRC"
+# with room enough, the same command completes the move
+rm "$SRC/@d/f5" "$SRC/@d/f4" "$SRC/@d/f3"
+run_check btrfs subvolume sync "$MNT"
+run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$MNT/m"
+diff -r "$SRC/@d" "$MNT/m/@d" || _fail "@d differs after the rerun"
+! ls -a "$SRC" | grep "encio" || _fail "a temporary left in SRC after the rerun"
