@@ -901,10 +901,23 @@ static int job_copy_to_eof(struct copy_job *job)
  * past an i_size inside a block writes zeros to the rest of that block,
  * which turns a hole or prealloc there into a data extent.
  */
+static int job_fallocate(struct copy_job *job, uint64_t start, uint64_t end)
+{
+	if (start < end &&
+	    fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, start, end - start) &&
+	    errno != EOPNOTSUPP)
+		return job_fail(job, errno, "fallocate", true, start);
+	return 0;
+}
+
+/* Those the job clones from a copy made before are left to the clone. */
 static int job_prealloc(struct copy_job *job)
 {
 	const struct file_extent *fe;
-	size_t i;
+	const struct share_piece *c;
+	uint64_t start, end;
+	size_t i, k = 0;
+	int ret;
 
 	for (i = 0; i < job->map.nr; i++) {
 		fe = &job->map.ext[i];
@@ -912,11 +925,22 @@ static int job_prealloc(struct copy_job *job)
 			continue;
 		job->ctx->stats.prealloc++;
 		copy_job_progress(job, fe->offset, fe->offset + fe->len);
-		if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, fe->offset,
-			      fe->len) &&
-		    errno != EOPNOTSUPP)
-			return job_fail(job, errno, "fallocate", true,
-					fe->offset);
+		start = fe->offset;
+		end = fe->offset + fe->len;
+		for (; k < job->clones.nr; k++) {
+			c = &job->clones.p[k];
+			if (c->off >= end)
+				break;
+			if (!c->prealloc || c->off + c->len <= start)
+				continue;
+			ret = job_fallocate(job, start, c->off);
+			if (ret)
+				return ret;
+			start = c->off + c->len;
+		}
+		ret = job_fallocate(job, start, end);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -936,15 +960,15 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (ret)
 		return job->err = encio_error_set(job->e, ret, "map extents of",
 						  job->src_path, false, 0);
-	ret = job_prealloc(job);
-	if (ret)
-		return ret;
 	if (job->ctx->share_on) {
 		ret = copy_share_plan(job);
 		if (ret)
 			return job_fail(job, -ret, "plan the clones of", false,
 					0);
 	}
+	ret = job_prealloc(job);
+	if (ret)
+		return ret;
 	/*
 	 * The new file grows with its writes: only a trailing hole or
 	 * prealloc range needs the size set (a transaction of its own).

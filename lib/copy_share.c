@@ -119,7 +119,10 @@ int copy_share_plan(struct copy_job *job)
 		const struct file_extent *fe = &job->map.ext[i];
 		uint64_t end = fe->offset + fe->len;
 
-		if (fe->kind != EXTENT_REGULAR || fe->offset >= job->size)
+		/* a prealloc range too: cloned, it stays one extent */
+		if ((fe->kind != EXTENT_REGULAR &&
+		     fe->kind != EXTENT_PREALLOC) ||
+		    fe->offset >= job->size)
 			continue;
 		if (end > job->size)
 			end = job->size;
@@ -129,10 +132,12 @@ int copy_share_plan(struct copy_job *job)
 					       SHARE_CUT_WHOLE :
 					       SHARE_CUT_ANY,
 				       job->share_file, &plan);
-		for (j = 0; !ret && j < plan.nr; j++)
-			if (plan.p[j].clone)
-				ret = share_plan_add_clone(&job->clones,
-							   &plan.p[j]);
+		for (j = 0; !ret && j < plan.nr; j++) {
+			if (!plan.p[j].clone)
+				continue;
+			plan.p[j].prealloc = fe->kind == EXTENT_PREALLOC;
+			ret = share_plan_add_clone(&job->clones, &plan.p[j]);
+		}
 		if (ret)
 			break;
 	}
@@ -220,6 +225,14 @@ bool copy_share_clone(struct copy_job *job)
 			stats->clones++;
 			stats->clone_bytes += c->len;
 			copy_job_progress(job, c->off, c->off + c->len);
+		} else if (c->prealloc) {
+			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, c->off,
+				      c->len) &&
+			    errno != EOPNOTSUPP)
+				job->err = encio_error_set(job->e, errno,
+							   "fallocate",
+							   job->dst_path, true,
+							   c->off);
 		} else if (copy_job_push_range(job, c->off, c->off + c->len,
 					       c->whole)) {
 			job->err = encio_error_set(job->e, ENOMEM, "copy",

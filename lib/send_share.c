@@ -80,8 +80,10 @@ static bool may_share(struct send_ctx *ctx, int fd, const struct stat *st,
 	    map->source != EXTENT_SOURCE_TREE_SEARCH ||
 	    share_fs_of(&ctx->share, fd, st, fs))
 		return false;
+	/* prealloc ranges go as FALLOCATE, never cloned */
 	for (i = 0; i < map->nr; i++)
-		if (share_extent_may_share(&ctx->share, *fs, &map->ext[i]))
+		if (map->ext[i].kind == EXTENT_REGULAR &&
+		    share_extent_may_share(&ctx->share, *fs, &map->ext[i]))
 			return true;
 	return false;
 }

@@ -359,8 +359,8 @@ static bool may_share(const struct share_fs *f, uint64_t bytenr);
 bool share_extent_may_share(const struct share_index *si, uint32_t fs,
 			    const struct file_extent *fe)
 {
-	return fe->kind == EXTENT_REGULAR && fe->disk_bytenr &&
-	       may_share(&si->fs[fs], fe->disk_bytenr);
+	return (fe->kind == EXTENT_REGULAR || fe->kind == EXTENT_PREALLOC) &&
+	       fe->disk_bytenr && may_share(&si->fs[fs], fe->disk_bytenr);
 }
 
 static bool may_share(const struct share_fs *f, uint64_t bytenr)
@@ -474,7 +474,8 @@ int share_plan_add_clone(struct share_plan *plan, const struct share_piece *c)
 	struct share_piece *last = plan->nr ? &plan->p[plan->nr - 1] : NULL;
 
 	if (last && last->clone && last->whole == c->whole &&
-	    last->file == c->file && last->off + last->len == c->off &&
+	    last->prealloc == c->prealloc && last->file == c->file &&
+	    last->off + last->len == c->off &&
 	    last->src_off + last->len == c->src_off) {
 		last->len += c->len;
 		return 0;

@@ -85,7 +85,8 @@ struct share_piece {
 	uint64_t off;
 	uint64_t len;
 	bool clone;
-	bool whole; /* a compressed extent's whole range */
+	bool whole;    /* a compressed extent's whole range */
+	bool prealloc; /* of a prealloc extent: fallocated if not cloned */
 	uint32_t file;
 	uint64_t src_off;
 };
