@@ -51,6 +51,7 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->opts = *opts;
 	ctx->clone_fd = -1;
+	ctx->holder_fd = -1;
 	ret = engine_init(&ctx->engine, &config);
 	if (ret)
 		return ret;
@@ -94,10 +95,13 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	verify_ctx_release(&ctx->verify);
 	if (ctx->clone_fd >= 0)
 		close(ctx->clone_fd);
+	if (ctx->holder_fd >= 0)
+		close(ctx->holder_fd);
 	if (ctx->share_on)
 		share_release(&ctx->share);
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->clone_fd = -1;
+	ctx->holder_fd = -1;
 }
 
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
@@ -283,6 +287,82 @@ static void job_issue_inline(struct copy_job *job, struct engine_req *req)
 	job->inflight++;
 }
 
+/* A request of the holder's: its index in job->holders, marked. */
+#define HOLDER_COOKIE (1ULL << 63)
+
+static void job_holder_state(struct copy_job *job, const struct share_piece *h,
+			     enum share_state state)
+{
+	if (share_file_get(&job->ctx->share, h->file)->state == SHARE_PENDING)
+		share_file_set_state(&job->ctx->share, h->file, state);
+}
+
+/*
+ * The next extent to write whole into the holder: read encoded from the
+ * part this file uses (the kernel returns the whole extent). Where
+ * encoded I/O cannot do it, the parts are written as they come instead.
+ */
+static bool job_issue_holder(struct copy_job *job, struct engine_req *req)
+{
+	const struct share_piece *h;
+
+	while (job->next_holder < job->holders.nr) {
+		h = &job->holders.p[job->next_holder++];
+		if (job->read_mode == ENCIO_IO_NONE ||
+		    job->write_mode == ENCIO_IO_NONE) {
+			job_holder_state(job, h, SHARE_FAILED);
+			continue;
+		}
+		engine_encoded_read(&job->ctx->engine, req, job->read_mode,
+				    job->src_fd, h->off);
+		req->priv = job;
+		req->cookie = HOLDER_COOKIE | (job->next_holder - 1);
+		job->inflight++;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The extent read for the holder, written there whole at its offset: the
+ * read's args say where this part starts in it, the write takes all of
+ * it. An extent that changed since it was mapped (another size, plain
+ * bytes) is not the one the index names: the holder's range fails, and
+ * the parts are written instead.
+ */
+static bool job_holder_read_done(struct copy_job *job, struct engine_req *req)
+{
+	const struct share_piece *h =
+		&job->holders.p[req->cookie & ~HOLDER_COOKIE];
+	struct btrfs_ioctl_encoded_io_args *a = &req->args;
+
+	if (req->res <= 0 ||
+	    a->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE ||
+	    a->unencoded_offset > a->unencoded_len) {
+		job_holder_state(job, h, SHARE_FAILED);
+		return false;
+	}
+	a->len = a->unencoded_len;
+	a->unencoded_offset = 0;
+	engine_encoded_write(&job->ctx->engine, req, job->write_mode,
+			     job->ctx->holder_fd, h->src_off, req->res);
+	return true;
+}
+
+static void job_holder_write_done(struct copy_job *job, struct engine_req *req)
+{
+	const struct share_piece *h =
+		&job->holders.p[req->cookie & ~HOLDER_COOKIE];
+
+	if (req->res < 0) {
+		job_holder_state(job, h, SHARE_FAILED);
+		return;
+	}
+	job->ctx->stats.extents_encoded++;
+	job->ctx->stats.encoded_bytes += req->len;
+	job_holder_state(job, h, SHARE_READY);
+}
+
 /*
  * Issue the next piece of work into @req.
  *
@@ -304,6 +384,8 @@ bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 		job_issue_inline(job, req);
 		return true;
 	}
+	if (job_issue_holder(job, req))
+		return true;
 	if (!job_refill(job))
 		return false;
 	r = &job->pending[job->nr_pending - 1];
@@ -541,6 +623,8 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 {
 	struct btrfs_ioctl_encoded_io_args *a = &req->args;
 
+	if (req->cookie & HOLDER_COOKIE)
+		return job_holder_read_done(job, req);
 	if (req->res < 0) {
 		job_fail(job, req->res, "encoded read", false, req->offset);
 		return false;
@@ -571,6 +655,10 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 
 static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 {
+	if (req->cookie & HOLDER_COOKIE) {
+		job_holder_write_done(job, req);
+		return;
+	}
 	if (req->res >= 0) {
 		job->ctx->stats.extents_encoded++;
 		job->ctx->stats.encoded_bytes += req->len;
@@ -664,7 +752,8 @@ bool copy_job_has_work(struct copy_job *job)
 {
 	if (job->err)
 		return false;
-	if (job->inline_data || job_refill(job))
+	if (job->inline_data || job->next_holder < job->holders.nr ||
+	    job_refill(job))
 		return true;
 	if (!copy_job_idle(job))
 		return false;

@@ -91,6 +91,7 @@ struct copy_ctx {
 	bool share_on;
 	int clone_fd;	     /* the clone source opened last, or -1 */
 	uint32_t clone_file; /* its share_file */
+	int holder_fd;	     /* share.holder_on: the holder (O_TMPFILE) */
 };
 
 /*
@@ -144,8 +145,10 @@ struct copy_job {
 	void *owner; /* the caller's */
 	bool share;  /* its ranges are in ctx->share */
 	uint32_t share_file;
-	struct share_plan clones; /* ranges to clone, in file order */
-	size_t next_clone;	  /* where job_refill() is in clones */
+	struct share_plan clones;  /* ranges to clone, in file order */
+	size_t next_clone;	   /* where job_refill() is in clones */
+	struct share_plan holders; /* extents to write into the holder */
+	size_t next_holder;	   /* the next one to read */
 	bool share_wait;    /* a clone waits for the writes of its source */
 	uint64_t share_gen; /* ctx->share.state_gen when it last looked */
 };

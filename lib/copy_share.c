@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "copy.h"
+#include "inode_flags.h"
 #include "kernel.h"
 
 /*
@@ -45,6 +46,34 @@ static int open_source(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * The holder of the compressed extents files use in parts: an unnamed
+ * file in DEST's directory, copy-on-write whatever that passes on (a
+ * clone between nocow and copy-on-write files is refused), gone with the
+ * run, its extents kept by the parts cloned from it. None where DEST
+ * takes no O_TMPFILE: those parts are written each.
+ */
+static void holder_open(struct copy_ctx *ctx, int dest_fd)
+{
+	unsigned int flags = 0;
+	int fd;
+
+	if (ctx->opts.recompress.alg != BTRFS_COMPRESS_NONE)
+		return;
+	fd = openat(dest_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if ((ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
+	     (flags & FS_NOCOW_FL &&
+	      inode_flags_set(fd, 0, INODE_FLAGS_EARLY, NULL)))) {
+		close(fd);
+		return;
+	}
+	ctx->holder_fd = fd;
+	ctx->share.holder_on = true;
+	ctx->share.holder_end = 0;
+}
+
 int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
 		     int nr)
 {
@@ -58,6 +87,9 @@ int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
 	if (ctx->share_on)
 		share_release(&ctx->share);
 	ctx->share_on = false;
+	if (ctx->holder_fd >= 0)
+		close(ctx->holder_fd);
+	ctx->holder_fd = -1;
 	if (fstatfs(dest_fd, &sfs))
 		return -errno;
 	if (sfs.f_type != BTRFS_SUPER_MAGIC)
@@ -78,6 +110,8 @@ int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
 	ctx->share_on = ctx->share.nr_fs > 0;
 	if (!ctx->share_on)
 		share_release(&ctx->share);
+	else
+		holder_open(ctx, dest_fd);
 	return 0;
 }
 
@@ -133,6 +167,11 @@ int copy_share_plan(struct copy_job *job)
 					       SHARE_CUT_ANY,
 				       job->share_file, &plan);
 		for (j = 0; !ret && j < plan.nr; j++) {
+			if (plan.p[j].holder) {
+				ret = share_plan_push(&job->holders,
+						      &plan.p[j]);
+				continue;
+			}
 			if (!plan.p[j].clone)
 				continue;
 			plan.p[j].prealloc = fe->kind == EXTENT_PREALLOC;
@@ -170,6 +209,8 @@ static int clone_source(struct copy_job *job, uint32_t id)
 	struct copy_ctx *ctx = job->ctx;
 	int fd;
 
+	if (share_file_get(&ctx->share, id)->handle_type == SHARE_HOLDER_HANDLE)
+		return ctx->holder_fd;
 	if (ctx->clone_fd >= 0 && ctx->clone_file == id)
 		return ctx->clone_fd;
 	fd = share_file_open(share_file_get(&ctx->share, id), job->dst_fd);
@@ -248,6 +289,7 @@ bool copy_share_clone(struct copy_job *job)
 void copy_share_end(struct copy_job *job)
 {
 	struct share_file *sf;
+	size_t i;
 
 	if (job->share) {
 		sf = share_file_get(&job->ctx->share, job->share_file);
@@ -256,6 +298,16 @@ void copy_share_end(struct copy_job *job)
 					     SHARE_FAILED);
 		job->share = false;
 	}
+	/* holder ranges it never wrote: those waiting for them write */
+	for (i = 0; i < job->holders.nr; i++) {
+		sf = share_file_get(&job->ctx->share, job->holders.p[i].file);
+		if (sf->state == SHARE_PENDING)
+			share_file_set_state(&job->ctx->share,
+					     job->holders.p[i].file,
+					     SHARE_FAILED);
+	}
+	share_plan_release(&job->holders);
+	job->next_holder = 0;
 	share_plan_release(&job->clones);
 	job->next_clone = 0;
 	job->share_wait = false;

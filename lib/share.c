@@ -461,7 +461,7 @@ static int ref_add(struct share_index *si, const struct share_ref *ref)
 	return 0;
 }
 
-static int plan_push(struct share_plan *plan, const struct share_piece *p)
+int share_plan_push(struct share_plan *plan, const struct share_piece *p)
 {
 	if (room((void **)&plan->p, plan->nr, &plan->cap, sizeof(*plan->p), 16))
 		return -ENOMEM;
@@ -480,7 +480,7 @@ int share_plan_add_clone(struct share_plan *plan, const struct share_piece *c)
 		last->len += c->len;
 		return 0;
 	}
-	return plan_push(plan, c);
+	return share_plan_push(plan, c);
 }
 
 /*
@@ -547,9 +547,55 @@ static int write_piece(struct share_index *si, struct share_plan *plan,
 		.file = file,
 		.fs = fs,
 	};
-	int ret = plan_push(plan, &p);
+	int ret = share_plan_push(plan, &p);
 
 	return ret || !remember ? ret : ref_add(si, &r);
+}
+
+/*
+ * A part of a compressed extent no written range covers: the extent goes
+ * whole into the holder (a write piece of its own, read from this part),
+ * the part is cloned from there, and so is every other part of it that
+ * comes later.
+ */
+static int plan_holder(struct share_index *si, uint32_t fs,
+		       const struct file_extent *fe, uint64_t eo,
+		       uint64_t start, uint64_t len, struct share_plan *plan)
+{
+	uint64_t at = si->holder_end;
+	struct share_piece write = {
+		.off = start,
+		.len = len,
+		.whole = true,
+		.holder = true,
+		.src_off = at,
+	};
+	struct share_piece clone = {
+		.off = start,
+		.len = len,
+		.clone = true,
+		.whole = true,
+		.src_off = at + eo,
+	};
+	struct share_ref r = {
+		.bytenr = fe->disk_bytenr,
+		.dst_off = at,
+		.len = fe->ram_bytes,
+		.fs = fs,
+	};
+	uint32_t id;
+	int ret;
+
+	ret = share_file_new(si, &id);
+	if (ret)
+		return ret;
+	si->files[id].handle_type = SHARE_HOLDER_HANDLE;
+	write.file = clone.file = r.file = id;
+	si->holder_end += (fe->ram_bytes + SHARE_SECTOR - 1) &
+			  ~(SHARE_SECTOR - 1);
+	return ref_add(si, &r)			     ?:
+		       share_plan_push(plan, &write) ?:
+		       share_plan_push(plan, &clone);
 }
 
 static int plan_whole(struct share_index *si, uint32_t fs,
@@ -572,8 +618,12 @@ static int plan_whole(struct share_index *si, uint32_t fs,
 			.src_off = r->dst_off + (eo - r->eo),
 		};
 
-		return plan_push(plan, &p);
+		return share_plan_push(plan, &p);
 	}
+	/* a part whose end a clone can take (not an unaligned EOF) */
+	if (si->holder_on && (eo || len < fe->ram_bytes) &&
+	    (eo + len) % SHARE_SECTOR == 0 && fe->ram_bytes <= UINT32_MAX)
+		return plan_holder(si, fs, fe, eo, start, len, plan);
 	return write_piece(si, plan, fs, fe->disk_bytenr, eo, start, len, file,
 			   true);
 }
@@ -624,7 +674,7 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 				n -= n % SHARE_SECTOR;
 			n -= eo;
 			p.len = n;
-			ret = n ? plan_push(plan, &p) :
+			ret = n ? share_plan_push(plan, &p) :
 				  write_piece(si, plan, fs, fe->disk_bytenr, eo,
 					      off, eo_end - eo, file, true);
 			if (!n)

@@ -78,7 +78,18 @@ struct share_index {
 	uint64_t sweep_items; /* extent tree items read to prepare them */
 	/* bumped when a file's state changes: a waiting clone may go on */
 	uint64_t state_gen;
+	/*
+	 * copy: with holder_on, a compressed extent that files use in parts
+	 * is written whole once into an unnamed file of DEST's (the holder)
+	 * and every part is cloned from it, so that DEST holds it once, as
+	 * the source does; holder_end is the holder's next free offset.
+	 */
+	bool holder_on;
+	uint64_t holder_end;
 };
+
+/* share_file.handle_type of a range of the holder: no handle, its fd */
+#define SHARE_HOLDER_HANDLE (-1)
 
 /* A piece of a file range: cloned from (@file, @src_off), or written. */
 struct share_piece {
@@ -87,6 +98,9 @@ struct share_piece {
 	bool clone;
 	bool whole;    /* a compressed extent's whole range */
 	bool prealloc; /* of a prealloc extent: fallocated if not cloned */
+	/* not a piece of the file: its extent, written whole at the holder's
+	 * @src_off (the range @off, @len reads it), as share file @file */
+	bool holder;
 	uint32_t file;
 	uint64_t src_off;
 };
@@ -169,6 +183,8 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 		     uint64_t size, enum share_cut cut, uint32_t file,
 		     struct share_plan *plan);
 void share_plan_release(struct share_plan *plan);
+/* Append @p to @plan. 0 or -ENOMEM. */
+int share_plan_push(struct share_plan *plan, const struct share_piece *p);
 /*
  * Append the clone @c to @plan, merged into the last piece where it goes
  * on where that one ends, in both files. 0 or -ENOMEM.
