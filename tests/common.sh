@@ -95,6 +95,18 @@ require_root()
 	losetup -f >/dev/null 2>&1 || _not_run "needs loop devices"
 }
 
+# as_user CMD...: CMD as an unprivileged user (uid and gid 4321, no
+# groups), for tests of what other users can do to SRC or DEST
+as_user()
+{
+	setpriv --reuid=4321 --regid=4321 --clear-groups "$@"
+}
+
+require_setpriv()
+{
+	command -v setpriv >/dev/null || _not_run "needs setpriv (util-linux)"
+}
+
 setup_tmp()
 {
 	local base=/dev/shm

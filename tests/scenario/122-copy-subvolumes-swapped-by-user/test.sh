@@ -7,9 +7,7 @@
 # user's part of DEST.
 source "$(dirname "$0")/../../common.sh"
 require_root
-command -v setpriv >/dev/null || _not_run "needs setpriv (util-linux)"
-
-as_user() { setpriv --reuid=4321 --regid=4321 --clear-groups "$@"; }
+require_setpriv
 
 make_btrfs src 768M
 SRC=$MNT

@@ -5,9 +5,7 @@
 # stream or a refusal naming the snapshot, never root's data.
 source "$(dirname "$0")/../../common.sh"
 require_root
-command -v setpriv >/dev/null || _not_run "needs setpriv (util-linux)"
-
-as_user() { setpriv --reuid=4321 --regid=4321 --clear-groups "$@"; }
+require_setpriv
 
 make_btrfs src 512M
 SRC=$MNT
