@@ -24,6 +24,8 @@
 # mode, owner, links, size, symlink target, CRC-32 of each file) after each
 # run; every subvolume's read-only flag and a parent UUID on every snapshot
 # but the first are checked too.
+#   encio-base   with ENCIO_BASE=PATH, another encio build's copy, timed in
+#                the same rounds (METHODS=... picks the methods)
 # The methods take turns for ROUNDS rounds, the order rotating each round;
 # the table gives medians and the time's ratio to encio's.
 # Target: encio at least 2x faster than btrfs-chain, with DEST's disk usage
@@ -50,7 +52,9 @@ source "$top/bench/corpus.sh"
 set -o pipefail
 
 declare -A DISK FAILED
-METHODS="encio btrfs-chain btrbk"
+ENCIO_BASE=${ENCIO_BASE:-}
+METHODS=${METHODS:-encio btrfs-chain btrbk${ENCIO_BASE:+ encio-base}}
+case " $METHODS " in *" encio-base "*) [ -x "$ENCIO_BASE" ] || { echo "encio-base needs ENCIO_BASE" >&2; exit 2; } ;; esac
 HIST=$SRC/hist
 
 snap_name() { printf 'data.202601%02d' "$1"; }
@@ -113,6 +117,7 @@ label()
 {
 	case $1 in
 	encio) echo "encio copy -r --subvolumes" ;;
+	encio-base) echo "encio copy -r --subvolumes (ENCIO_BASE)" ;;
 	btrfs-chain) echo "btrfs send --compressed-data -p chain \\| btrfs receive" ;;
 	btrbk) echo "btrbk archive (snapshots only)" ;;
 	esac
@@ -187,6 +192,7 @@ run_one()
 	run_start
 	case $method in
 	encio) "$ENCIO" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
+	encio-base) "$ENCIO_BASE" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
 	btrfs-chain) btrfs_chain 2>>"$work/err" || ok=0 ;;
 	btrbk) btrbk_archive 2>>"$work/err" || ok=0 ;;
 	esac
@@ -239,7 +245,8 @@ for m in $METHODS; do
 done
 echo
 echo "Time over encio's within each round, round by round:"
-for m in btrfs-chain btrbk; do
+for m in $METHODS; do
+	[ "$m" = encio ] && continue
 	printf '  %-12s %s\n' "$m" "$(round_ratios "${TIMES[encio]}" "${TIMES[$m]}")"
 done
 echo
