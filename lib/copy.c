@@ -290,13 +290,6 @@ static void job_issue_inline(struct copy_job *job, struct engine_req *req)
 /* A request of the holder's: its index in job->holders, marked. */
 #define HOLDER_COOKIE (1ULL << 63)
 
-static void job_holder_state(struct copy_job *job, const struct share_piece *h,
-			     enum share_state state)
-{
-	if (share_file_get(&job->ctx->share, h->file)->state == SHARE_PENDING)
-		share_file_set_state(&job->ctx->share, h->file, state);
-}
-
 /*
  * The next extent to write whole into the holder: read encoded from the
  * part this file uses (the kernel returns the whole extent). Where
@@ -310,7 +303,8 @@ static bool job_issue_holder(struct copy_job *job, struct engine_req *req)
 		h = &job->holders.p[job->next_holder++];
 		if (job->read_mode == ENCIO_IO_NONE ||
 		    job->write_mode == ENCIO_IO_NONE) {
-			job_holder_state(job, h, SHARE_FAILED);
+			share_file_settle(&job->ctx->share, h->file,
+					  SHARE_FAILED);
 			continue;
 		}
 		engine_encoded_read(&job->ctx->engine, req, job->read_mode,
@@ -339,7 +333,7 @@ static bool job_holder_read_done(struct copy_job *job, struct engine_req *req)
 	if (req->res <= 0 ||
 	    a->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE ||
 	    a->unencoded_offset > a->unencoded_len) {
-		job_holder_state(job, h, SHARE_FAILED);
+		share_file_settle(&job->ctx->share, h->file, SHARE_FAILED);
 		return false;
 	}
 	a->len = a->unencoded_len;
@@ -355,12 +349,12 @@ static void job_holder_write_done(struct copy_job *job, struct engine_req *req)
 		&job->holders.p[req->cookie & ~HOLDER_COOKIE];
 
 	if (req->res < 0) {
-		job_holder_state(job, h, SHARE_FAILED);
+		share_file_settle(&job->ctx->share, h->file, SHARE_FAILED);
 		return;
 	}
 	job->ctx->stats.extents_encoded++;
 	job->ctx->stats.encoded_bytes += req->len;
-	job_holder_state(job, h, SHARE_READY);
+	share_file_settle(&job->ctx->share, h->file, SHARE_READY);
 }
 
 /*
@@ -985,12 +979,7 @@ static int job_copy_to_eof(struct copy_job *job)
 	return 0;
 }
 
-/*
- * The prealloc ranges, while the new file is still empty: btrfs' fallocate
- * past an i_size inside a block writes zeros to the rest of that block,
- * which turns a hole or prealloc there into a data extent.
- */
-static int job_fallocate(struct copy_job *job, uint64_t start, uint64_t end)
+int copy_job_fallocate(struct copy_job *job, uint64_t start, uint64_t end)
 {
 	if (start < end &&
 	    fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, start, end - start) &&
@@ -999,7 +988,12 @@ static int job_fallocate(struct copy_job *job, uint64_t start, uint64_t end)
 	return 0;
 }
 
-/* Those the job clones from a copy made before are left to the clone. */
+/*
+ * The prealloc ranges, while the new file is still empty: btrfs' fallocate
+ * past an i_size inside a block writes zeros to the rest of that block,
+ * which turns a hole or prealloc there into a data extent. Those the job
+ * clones from a copy made before are left to the clone.
+ */
 static int job_prealloc(struct copy_job *job)
 {
 	const struct file_extent *fe;
@@ -1022,12 +1016,12 @@ static int job_prealloc(struct copy_job *job)
 				break;
 			if (!c->prealloc || c->off + c->len <= start)
 				continue;
-			ret = job_fallocate(job, start, c->off);
+			ret = copy_job_fallocate(job, start, c->off);
 			if (ret)
 				return ret;
 			start = c->off + c->len;
 		}
-		ret = job_fallocate(job, start, end);
+		ret = copy_job_fallocate(job, start, end);
 		if (ret)
 			return ret;
 	}

@@ -275,6 +275,8 @@ bool copy_share_clone(struct copy_job *job);
 void copy_share_end(struct copy_job *job);
 /* copy.c's: [start, end) of the file done (clipped at EOF), for progress */
 void copy_job_progress(struct copy_job *job, uint64_t start, uint64_t end);
+/* copy.c's: [start, end) of the file preallocated (KEEP_SIZE), or -errno */
+int copy_job_fallocate(struct copy_job *job, uint64_t start, uint64_t end);
 /* copy.c's: a range of the file to read and write again */
 int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
 			bool whole);

@@ -267,13 +267,7 @@ bool copy_share_clone(struct copy_job *job)
 			stats->clone_bytes += c->len;
 			copy_job_progress(job, c->off, c->off + c->len);
 		} else if (c->prealloc) {
-			if (fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, c->off,
-				      c->len) &&
-			    errno != EOPNOTSUPP)
-				job->err = encio_error_set(job->e, errno,
-							   "fallocate",
-							   job->dst_path, true,
-							   c->off);
+			copy_job_fallocate(job, c->off, c->off + c->len);
 		} else if (copy_job_push_range(job, c->off, c->off + c->len,
 					       c->whole)) {
 			job->err = encio_error_set(job->e, ENOMEM, "copy",
@@ -288,24 +282,17 @@ bool copy_share_clone(struct copy_job *job)
 
 void copy_share_end(struct copy_job *job)
 {
-	struct share_file *sf;
 	size_t i;
 
 	if (job->share) {
-		sf = share_file_get(&job->ctx->share, job->share_file);
-		if (sf->state == SHARE_PENDING)
-			share_file_set_state(&job->ctx->share, job->share_file,
-					     SHARE_FAILED);
+		share_file_settle(&job->ctx->share, job->share_file,
+				  SHARE_FAILED);
 		job->share = false;
 	}
 	/* holder ranges it never wrote: those waiting for them write */
-	for (i = 0; i < job->holders.nr; i++) {
-		sf = share_file_get(&job->ctx->share, job->holders.p[i].file);
-		if (sf->state == SHARE_PENDING)
-			share_file_set_state(&job->ctx->share,
-					     job->holders.p[i].file,
-					     SHARE_FAILED);
-	}
+	for (i = 0; i < job->holders.nr; i++)
+		share_file_settle(&job->ctx->share, job->holders.p[i].file,
+				  SHARE_FAILED);
 	share_plan_release(&job->holders);
 	job->next_holder = 0;
 	share_plan_release(&job->clones);

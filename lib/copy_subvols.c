@@ -436,8 +436,8 @@ static int entry_open(struct subvols *s, const struct subvol_entry *en,
 }
 
 /*
- * The snapshot at @en's snapshot name in @dir_fd, made now (@made) or by
- * a run that stopped: taken only if it is a read-only snapshot of @en,
+ * The snapshot at @en's snapshot name in @dir_fd, made now or by a run
+ * that stopped: taken only if it is a read-only snapshot of @en,
  * and its root has @en's owner, so that a subvolume planted at encio's
  * name is never taken for the copy.
  */
@@ -507,25 +507,18 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 	ret = snapshot_take(s, en, dir_fd, src_fd);
 	if (ret == -ENOENT) {
 		en->snap_before = s->synced_at;
-		ret = 0;
 		if (btrfs_util_create_snapshot_fd2(
 			    src_fd, dir_fd, en->snap_name,
 			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL))
 			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
 					      en->snap, false, 0);
-		snapshot_dir_close(dir_fd, times);
-		dir_fd = -1;
-		if (!ret) {
-			dir_fd = snapshot_dir_open(s, en, times);
-			ret = dir_fd < 0 ? dir_fd :
-					   snapshot_take(s, en, dir_fd, src_fd);
-		}
+		else
+			ret = snapshot_take(s, en, dir_fd, src_fd);
 		if (ret == -ENOENT)
 			ret = encio_error_set(s->e, ENOENT, "snapshot",
 					      en->snap, false, 0);
 	}
-	if (dir_fd >= 0)
-		snapshot_dir_close(dir_fd, times);
+	snapshot_dir_close(dir_fd, times);
 	close(src_fd);
 	return ret;
 }

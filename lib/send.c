@@ -1044,11 +1044,13 @@ static int snapshot_create(const char *path, struct temp_snapshot *t,
 	int src_fd, ret;
 
 	t->dir_fd = t->fd = -1;
+	t->id = 0;
 	snprintf(base, sizeof(base), "%s", path);
 	if (snprintf(name, sizeof(name), ".%s.encio-send-%d", basename(base),
 		     (int)getpid()) >= (int)sizeof(name))
 		return encio_error_set(e, ENAMETOOLONG, "snapshot", path, false,
 				       0);
+	/* basename() may have changed base: dirname() of a fresh copy */
 	snprintf(base, sizeof(base), "%s", path);
 	snprintf(t->path, sizeof(t->path), "%s/%s", dirname(base), name);
 	src_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -144,6 +144,14 @@ static inline void share_file_set_state(struct share_index *si, uint32_t id,
 	si->state_gen++;
 }
 
+/* A file still being written given its outcome; a settled one kept. */
+static inline void share_file_settle(struct share_index *si, uint32_t id,
+				     enum share_state state)
+{
+	if (si->files[id].state == SHARE_PENDING)
+		share_file_set_state(si, id, state);
+}
+
 /*
  * The inode open at @fd kept in @sf by its file handle (which names the
  * inode and its generation, never a path: a name swapped meanwhile leads
