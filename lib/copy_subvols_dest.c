@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * copy -r --subvolumes, DEST's side: what DEST holds at each subvolume's
+ * name (nothing, its complete copy, a copy to update, or something not
+ * encio's), the copies put in place, and a writable subvolume's copy
+ * marked with the moment of SRC it holds.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "copy_subvols_internal.h"
+#include "kernel.h"
+
+static int set_name(struct placement *p, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len >= sizeof(p->name))
+		return -ENAMETOOLONG;
+	memcpy(p->name, name, len + 1);
+	return 0;
+}
+
+int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, int top_fd)
+{
+	char dir[PATH_MAX], *slash;
+	int n;
+
+	/* below a mount point's "DEST/.", its entries are named DEST/NAME */
+	n = strlen(s->dst);
+	if (n >= 2 && !strcmp(s->dst + n - 2, "/."))
+		n -= 2;
+	n = en->rel[0] ? snprintf(p->dst, sizeof(p->dst), "%.*s/%s", n, s->dst,
+				  en->rel) :
+			 snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
+	if (n < 0 || n >= (int)sizeof(p->dst))
+		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
+				       false, 0);
+	if (en->rel[0]) {
+		snprintf(dir, sizeof(dir), "%s", en->rel);
+		slash = strrchr(dir, '/');
+		if (set_name(p, slash ? slash + 1 : dir))
+			return encio_error_set(s->e, ENAMETOOLONG, "copy",
+					       en->src, false, 0);
+		if (slash)
+			*slash = 0;
+		else
+			dir[0] = 0;
+		p->dir_fd = subvol_open_beneath(top_fd, dir,
+						O_RDONLY | O_DIRECTORY);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", p->dst);
+		if (set_name(p, basename(dir)))
+			return encio_error_set(s->e, ENAMETOOLONG, "copy",
+					       en->src, false, 0);
+		snprintf(dir, sizeof(dir), "%s", p->dst);
+		p->dir_fd =
+			open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p->dir_fd < 0)
+			p->dir_fd = -errno;
+	}
+	if (p->dir_fd < 0)
+		return encio_error_set(s->e, p->dir_fd, "open the directory of",
+				       p->dst, false, 0);
+	if (snprintf(p->partial, sizeof(p->partial), ".%s" PARTIAL_SUFFIX,
+		     p->name) >= (int)sizeof(p->partial)) {
+		close(p->dir_fd);
+		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
+				       false, 0);
+	}
+	return 0;
+}
+
+static bool dir_empty(int dir_fd, const char *name)
+{
+	int fd = openat(dir_fd, name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *d;
+	bool empty = true;
+	DIR *dir;
+
+	if (fd < 0)
+		return false;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	while (empty && (d = readdir(dir)))
+		empty = !strcmp(d->d_name, ".") || !strcmp(d->d_name, "..");
+	closedir(dir);
+	return empty;
+}
+
+/*
+ * A writable subvolume's finished copy records the moment of SRC it holds
+ * where SRC has no received UUID of its own: its stransid is SRC's
+ * ctransid then (its received UUID stays none, so btrfs send names it by
+ * its own UUID). Its rtransid, the transaction that marked it, is where
+ * its ctransid stays until anyone changes it.
+ */
+static int writable_copy_state(const struct subvols *s,
+			       const struct subvol_entry *en, int fd,
+			       const struct btrfs_util_subvolume_info *info)
+{
+	int changed;
+
+	if (subvol_uuid_set(en->info.received_uuid))
+		return !memcmp(info->received_uuid, en->info.received_uuid,
+			       BTRFS_UUID_SIZE) ?
+			       1 :
+			       -EEXIST;
+	/* none of encio's: no mark, or received from something */
+	if (subvol_uuid_set(info->received_uuid) || !info->stransid)
+		return -EEXIST;
+	/* SRC now, not the snapshot: one a stopped run left may be older */
+	if (info->stransid == en->info.ctransid)
+		return 1;
+	changed = subvols_src_changed(s, en, info);
+	if (changed <= 0)
+		return changed ?: 1;
+	/* SRC changed since: copied again, unless the copy changed too */
+	if (info->ctransid <= info->rtransid)
+		return 2;
+	changed = subvols_changed_since(fd, info->rtransid, &info->rtime, NULL);
+	return changed < 0 ? changed : changed ? -ESTALE : 2;
+}
+
+/*
+ * What DEST holds at @en's name: nothing (0), its complete copy (1), a
+ * copy SRC changed since, to be replaced (2), an empty directory (0,
+ * p->placeholder), a copy both changed since (-ESTALE), or something else
+ * (-EEXIST).
+ */
+int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
+		       struct placement *p)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret;
+
+	if (fstatat(p->dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -EEXIST;
+	if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
+		p->placeholder = dir_empty(p->dir_fd, p->name);
+		return p->placeholder ? 0 : -EEXIST;
+	}
+	fd = openat(p->dir_fd, p->name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	if (en->read_only) {
+		en->parent_ok = !memcmp(info.received_uuid,
+					subvol_expected_received(en),
+					BTRFS_UUID_SIZE);
+		ret = en->parent_ok ? 1 : -EEXIST;
+	} else if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY) {
+		ret = -EEXIST;
+	} else {
+		/* copied from the snapshot beside it, not finished yet */
+		en->parent_ok = en->snap_made &&
+				!memcmp(info.received_uuid, en->snap_uuid,
+					BTRFS_UUID_SIZE);
+		ret = en->parent_ok ? 1 : writable_copy_state(s, en, fd, &info);
+	}
+	close(fd);
+	return ret;
+}
+
+/* A copy left in flight by an earlier run: deleted, to be made again. */
+int subvols_partial_remove(struct subvols *s, struct placement *p)
+{
+	struct stat st;
+
+	if (fstatat(p->dir_fd, p->partial, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 :
+					 encio_error_set(s->e, errno, "look at",
+							 p->partial, false, 0);
+	if (!S_ISDIR(st.st_mode) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return encio_error_set(s->e, EEXIST,
+				       "make the copy (not a subvolume)",
+				       p->partial, false, 0);
+	if (btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0))
+		return encio_error_set(s->e, errno ?: EIO,
+				       "delete the copy left in flight",
+				       p->partial, false, 0);
+	return 0;
+}
+
+/*
+ * Subvolume @rel of the copy a rerun replaces moved into its replacement
+ * at the same path, where that has the directory and not the name; the
+ * directory's times kept.
+ */
+static int carry_nested(int old_fd, int new_fd, const char *rel)
+{
+	char dir[PATH_MAX], *slash;
+	const char *name = rel;
+	struct stat st;
+	int from, to, ret = 0;
+
+	snprintf(dir, sizeof(dir), "%s", rel);
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+	}
+	from = subvol_open_beneath(old_fd, slash ? dir : "",
+				   O_RDONLY | O_DIRECTORY);
+	if (from < 0)
+		return from;
+	to = subvol_open_beneath(new_fd, slash ? dir : "",
+				 O_RDONLY | O_DIRECTORY);
+	if (to < 0) {
+		close(from);
+		return to == -ENOENT || to == -ENOTDIR ? 0 : to;
+	}
+	if (fstat(to, &st))
+		ret = -errno;
+	else if (renameat2(from, name, to, name, RENAME_NOREPLACE))
+		ret = errno == EEXIST ? 0 : -errno;
+	else if (futimens(to, (struct timespec[2]){ st.st_atim, st.st_mtim }))
+		ret = -errno;
+	close(to);
+	close(from);
+	return ret;
+}
+
+/* The paths of the subvolumes directly below @fd's, in @out (to free). */
+static int nested_list(int fd, char ***out, size_t *nr)
+{
+	struct btrfs_util_subvolume_iterator *iter;
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	char *rel, **v = NULL, **grown;
+	uint64_t id;
+	size_t n = 0;
+
+	*out = NULL;
+	*nr = 0;
+	err = btrfs_util_subvolume_id_fd(fd, &id);
+	if (!err)
+		err = btrfs_util_create_subvolume_iterator_fd(fd, 0, 0, &iter);
+	if (err)
+		return subvol_util_errno(err);
+	while (!(err = btrfs_util_subvolume_iterator_next_info(iter, &rel,
+							       &info))) {
+		if (info.parent_id != id) {
+			free(rel);
+			continue;
+		}
+		grown = realloc(v, (n + 1) * sizeof(*v));
+		if (!grown) {
+			free(rel);
+			err = BTRFS_UTIL_ERROR_NO_MEMORY;
+			errno = ENOMEM;
+			break;
+		}
+		v = grown;
+		v[n++] = rel;
+	}
+	btrfs_util_destroy_subvolume_iterator(iter);
+	*out = v;
+	*nr = n;
+	return err == BTRFS_UTIL_ERROR_STOP_ITERATION ? 0 :
+							subvol_util_errno(err);
+}
+
+/* Whether a subvolume of SRC is copied to @rel below DEST's top. */
+static bool planned(const struct subvols *s, const char *dir, const char *rel)
+{
+	size_t i, n = strlen(dir);
+
+	for (i = 0; i < s->plan.nr; i++) {
+		const char *r = s->plan.v[i].rel;
+
+		if (n ? !strncmp(r, dir, n) && r[n] == '/' &&
+				    !strcmp(r + n + 1, rel) :
+			!strcmp(r, rel))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The copy a rerun replaces, deleted once its replacement is complete.
+ * The copies of the subvolumes nested in it that SRC still has at their
+ * path are moved into the replacement first, where it has their
+ * directory, so that their own turns find them, complete or to update,
+ * instead of copying them again; the others go with it.
+ */
+int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
+			 struct placement *p)
+{
+	int old_fd, new_fd, ret;
+	char **nested;
+	size_t i, nr;
+
+	old_fd = openat(p->dir_fd, p->name,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (old_fd < 0)
+		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
+	new_fd = openat(p->dir_fd, p->partial,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (new_fd < 0) {
+		close(old_fd);
+		return encio_error_set(s->e, errno, "open the new copy of",
+				       p->dst, false, 0);
+	}
+	ret = nested_list(old_fd, &nested, &nr);
+	for (i = 0; i < nr; i++) {
+		if (!ret && planned(s, en->rel, nested[i]))
+			ret = carry_nested(old_fd, new_fd, nested[i]);
+		free(nested[i]);
+	}
+	free(nested);
+	close(new_fd);
+	close(old_fd);
+	if (ret)
+		return encio_error_set(
+			s->e, ret,
+			"move the subvolumes nested in it into the new copy of",
+			p->dst, false, 0);
+	if (btrfs_util_delete_subvolume_fd(
+		    p->dir_fd, p->name, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE))
+		return encio_error_set(
+			s->e, errno ?: EIO,
+			"replace the copy (its source changed since) of",
+			p->dst, false, 0);
+	return 0;
+}
+
+/*
+ * A writable subvolume's copy, marked received from the snapshot it was
+ * copied from for the snapshots made of it: SRC's received UUID, or none;
+ * the snapshot deleted.
+ */
+int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
+			    int top_fd)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	int fd, ret = 0;
+
+	fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
+					      O_RDONLY | O_DIRECTORY) :
+			  dup(top_fd);
+	if (fd < 0)
+		return encio_error_set(s->e, fd < -1 ? fd : errno, "open",
+				       en->rel, false, 0);
+	if (subvol_uuid_set(en->info.received_uuid)) {
+		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = en->info.stransid;
+		rs.rtransid = en->info.rtransid;
+	} else {
+		/* the moment it holds: writable_copy_state() */
+		rs.stransid = en->snap_ctransid;
+		rs.stime.sec = en->snap_before.tv_sec;
+		rs.stime.nsec = en->snap_before.tv_nsec;
+		/* all of the copy in transactions before the mark's */
+		if (syncfs(fd))
+			ret = encio_error_set(s->e, errno, "sync", en->rel,
+					      false, 0);
+	}
+	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
+		ret = encio_error_set(s->e, errno, "set the received UUID of",
+				      en->src, false, 0);
+	close(fd);
+	return ret ?: subvols_snapshot_delete(s, en);
+}
+
+int subvols_finish_writables(struct subvols *s, int top_fd)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < s->plan.nr; i++)
+		if (s->plan.v[i].snap_made && s->plan.v[i].in_dest)
+			ret = subvols_finish_writable(s, &s->plan.v[i], top_fd);
+	return ret;
+}
+
+/*
+ * The copy renamed to its name, over an empty directory standing for it
+ * (a subvolume below a subvolume shows as one), and the times of the
+ * directory it lands in put back to its source's.
+ */
+int subvols_place(struct subvols *s, const struct subvol_entry *en,
+		  struct placement *p)
+{
+	struct stat st;
+	bool restore = false;
+	int dir_fd;
+
+	if (en->rel[0]) {
+		dir_fd = subvol_entry_dir_open(&s->plan, en);
+		restore = dir_fd >= 0 && !fstat(dir_fd, &st);
+		if (dir_fd >= 0)
+			close(dir_fd);
+	}
+	if (p->placeholder && unlinkat(p->dir_fd, p->name, AT_REMOVEDIR))
+		return encio_error_set(s->e, errno, "remove the directory",
+				       p->dst, false, 0);
+	if (renameat2(p->dir_fd, p->partial, p->dir_fd, p->name,
+		      RENAME_NOREPLACE))
+		return encio_error_set(s->e, errno, "rename the copy to",
+				       p->dst, false, 0);
+	if (restore) {
+		const struct timespec times[2] = { st.st_atim, st.st_mtim };
+
+		if (futimens(p->dir_fd, times))
+			return encio_error_set(s->e, errno, "set the times of",
+					       p->dst, false, 0);
+	}
+	return 0;
+}
+
+/*
+ * The read-only subvolumes left writable for those below them, now made
+ * read-only, the innermost first.
+ */
+int subvols_finish_containers(struct subvols *s, int top_fd)
+{
+	struct subvol_entry *en;
+	size_t i;
+	int fd;
+
+	for (i = s->plan.nr_order; i-- > 0;) {
+		en = &s->plan.v[s->plan.order[i]];
+		if (!en->contains || !en->read_only || !en->in_dest)
+			continue;
+		fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
+						      O_RDONLY | O_DIRECTORY) :
+				  dup(top_fd);
+		if (fd < 0)
+			return encio_error_set(s->e, fd, "open", en->rel, false,
+					       0);
+		if (btrfs_util_set_subvolume_read_only_fd(fd, true)) {
+			close(fd);
+			return encio_error_set(s->e, errno ?: EIO,
+					       "make read-only", s->dst, false,
+					       0);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* SRC's default subvolume, if it is one of those copied, is DEST's. */
+int subvols_keep_default(struct subvols *s, int top_fd)
+{
+	uint64_t id;
+	size_t i;
+	int fd, ret = 0;
+
+	if (btrfs_util_get_default_subvolume(s->plan.src, &id))
+		return 0;
+	for (i = 0; i < s->plan.nr && s->plan.v[i].info.id != id; i++)
+		;
+	if (i == s->plan.nr || !s->plan.v[i].in_dest)
+		return 0;
+	fd = s->plan.v[i].rel[0] ? subvol_open_beneath(top_fd, s->plan.v[i].rel,
+						       O_RDONLY | O_DIRECTORY) :
+				   dup(top_fd);
+	if (fd < 0)
+		return encio_error_set(s->e, fd, "open", s->plan.v[i].rel,
+				       false, 0);
+	if (btrfs_util_set_default_subvolume_fd(fd, 0))
+		ret = encio_error_set(s->e, errno ?: EIO,
+				      "make the default subvolume", s->dst,
+				      false, 0);
+	close(fd);
+	return ret;
+}
+
+/*
+ * Whether the directory @path is the root of a mounted filesystem (its
+ * parent is on another device), which cannot be replaced: it is filled in
+ * place, as "@path/." is.
+ */
+static bool mount_root(const char *path)
+{
+	char parent[PATH_MAX];
+	struct stat st, up;
+
+	if (snprintf(parent, sizeof(parent), "%s/..", path) >=
+	    (int)sizeof(parent))
+		return false;
+	return !stat(path, &st) && S_ISDIR(st.st_mode) && !stat(parent, &up) &&
+	       (st.st_dev != up.st_dev || st.st_ino == up.st_ino);
+}
+
+/*
+ * SRC's copy: DEST, or DEST/basename(SRC) into an existing directory;
+ * DEST/. where DEST is a mount point.
+ */
+int subvols_dest_name(struct subvols *s, const char *dest)
+{
+	char base[PATH_MAX];
+	struct stat st;
+	size_t len = tree_dest_len(dest);
+	int n;
+
+	snprintf(base, sizeof(base), "%s", s->plan.src);
+	if (!s->opts->no_target_dir && !stat(dest, &st) && S_ISDIR(st.st_mode))
+		n = snprintf(s->dst, sizeof(s->dst), "%.*s/%s", (int)len, dest,
+			     basename(base));
+	else
+		n = snprintf(s->dst, sizeof(s->dst), "%.*s", (int)(len ?: 1),
+			     dest);
+	if (n > 0 && n < (int)sizeof(s->dst) && mount_root(s->dst))
+		n = snprintf(s->dst + n, sizeof(s->dst) - n, "%s",
+			     s->dst[n - 1] == '/' ? "." : "/.") +
+		    n;
+	return n < 0 || n >= (int)sizeof(s->dst) ?
+		       encio_error_set(s->e, ENAMETOOLONG, "copy to", dest,
+				       false, 0) :
+		       0;
+}
+
+bool subvols_on_btrfs(int fd)
+{
+	struct statfs sfs;
+
+	return !fstatfs(fd, &sfs) && sfs.f_type == BTRFS_SUPER_MAGIC;
+}
+
+/* The directory SRC's copy goes in: subvolumes need btrfs there. */
+int subvols_dest_check(struct subvols *s)
+{
+	char dir[PATH_MAX];
+	int fd;
+	bool ok;
+
+	snprintf(dir, sizeof(dir), "%s", s->dst);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open the directory of",
+				       s->dst, false, 0);
+	ok = subvols_on_btrfs(fd);
+	/* changes not committed yet show in no ctransid (subvols_dest_state()) */
+	if (ok && syncfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, errno, "sync", dir, false, 0);
+	}
+	close(fd);
+	return ok ? 0 :
+		    encio_error_set(s->e, EOPNOTSUPP,
+				    "make subvolumes in (not btrfs)", dir,
+				    false, 0);
+}

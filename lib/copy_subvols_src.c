@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * copy -r --subvolumes, SRC's side: each writable subvolume is copied
+ * from a read-only snapshot of it, made beside it by descriptors and
+ * checked before use, and a rerun tells whether it changed since the
+ * moment its copy holds.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "copy_subvols_internal.h"
+#include "kernel.h"
+
+#define CHANGED_SEARCH_BYTES (64U << 10)
+
+static bool key_next(struct btrfs_ioctl_search_key *k,
+		     const struct btrfs_ioctl_search_header *last)
+{
+	k->min_objectid = last->objectid;
+	k->min_type = last->type;
+	k->min_offset = last->offset + 1;
+	if (last->offset != UINT64_MAX)
+		return true;
+	k->min_offset = 0;
+	if (++k->min_type)
+		return true;
+	return ++k->min_objectid != 0;
+}
+
+static bool held(const struct held_dirs *h, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; h && i < h->nr; i++)
+		if (h->ino[i] == ino)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the inode item @item (@len bytes) of inode @ino changed after
+ * @since: its ctime, or its mtime for a directory of @h.
+ */
+static bool inode_changed(uint64_t ino, const void *item, uint32_t len,
+			  const struct timespec *since,
+			  const struct held_dirs *h)
+{
+	struct btrfs_inode_item ii;
+	uint64_t sec;
+	uint32_t nsec;
+
+	if (len < sizeof(ii))
+		return false;
+	memcpy(&ii, item, sizeof(ii));
+	sec = le64toh(held(h, ino) ? ii.mtime.sec : ii.ctime.sec);
+	nsec = le32toh(held(h, ino) ? ii.mtime.nsec : ii.ctime.nsec);
+	return sec > (uint64_t)since->tv_sec ||
+	       (sec == (uint64_t)since->tv_sec && nsec > since->tv_nsec);
+}
+
+/*
+ * Whether an inode of the subvolume open at @fd changed after @since, by
+ * its ctime: a look at a directory or file updates its atime, and with it
+ * the subvolume's ctransid, but no ctime. Only the leaves written after
+ * transaction @transid are read. 1, 0 or -errno.
+ */
+int subvols_changed_since(int fd, uint64_t transid,
+			  const struct timespec *since,
+			  const struct held_dirs *h)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_header sh;
+	size_t used;
+	uint32_t i;
+	int ret = 0;
+
+	args = calloc(1, sizeof(*args) + CHANGED_SEARCH_BYTES);
+	if (!args)
+		return -ENOMEM;
+	args->key.max_objectid = UINT64_MAX;
+	args->key.min_type = BTRFS_INODE_ITEM_KEY;
+	args->key.max_type = BTRFS_INODE_ITEM_KEY;
+	args->key.max_offset = UINT64_MAX;
+	args->key.min_transid = transid + 1;
+	args->key.max_transid = UINT64_MAX;
+	for (;;) {
+		args->key.nr_items = UINT32_MAX;
+		args->buf_size = CHANGED_SEARCH_BYTES;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			ret = -errno;
+			break;
+		}
+		if (!args->key.nr_items)
+			break;
+		for (i = 0, used = 0; i < args->key.nr_items; i++) {
+			memcpy(&sh, (char *)args->buf + used, sizeof(sh));
+			used += sizeof(sh);
+			if (sh.type == BTRFS_INODE_ITEM_KEY &&
+			    inode_changed(sh.objectid, (char *)args->buf + used,
+					  sh.len, since, h))
+				ret = 1;
+			used += sh.len;
+		}
+		if (ret || !key_next(&args->key, &sh))
+			break;
+	}
+	free(args);
+	return ret;
+}
+
+/*
+ * Whether @en changed in SRC since the moment its copy (@info) holds, or
+ * only its ctransid moved (atimes): an inode changed after the snapshot
+ * was begun (stime; 0 where a stopped run made the snapshot: anything in
+ * a leaf written since counts), in a leaf written after it.
+ */
+int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
+			const struct btrfs_util_subvolume_info *info)
+{
+	int fd = subvol_entry_open(&s->plan, en, false), dir_fd, ret;
+	struct held_dirs h = { .nr = 0 };
+	struct stat root, st;
+	size_t i;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &root)) {
+		close(fd);
+		return -errno;
+	}
+	for (i = 0; i < s->plan.nr; i++) {
+		const struct subvol_entry *in = &s->plan.v[i];
+
+		if (in->read_only || in == en)
+			continue;
+		dir_fd = subvol_entry_dir_open(&s->plan, in);
+		if (dir_fd < 0)
+			continue;
+		ret = fstat(dir_fd, &st);
+		close(dir_fd);
+		if (ret || st.st_dev != root.st_dev)
+			continue;
+		if (h.nr == sizeof(h.ino) / sizeof(h.ino[0])) {
+			/* too many to tell apart: taken as changed */
+			close(fd);
+			return 1;
+		}
+		h.ino[h.nr++] = st.st_ino;
+	}
+	ret = subvols_changed_since(fd, info->stransid, &info->stime, &h);
+	close(fd);
+	return ret;
+}
+
+/*
+ * The directory a snapshot is made in or deleted from, opened beneath
+ * SRC, its times saved: that directory is SRC's, and may be in a
+ * subvolume copied (or to be).
+ */
+static int snapshot_dir_open(struct subvols *s, const struct subvol_entry *en,
+			     struct timespec times[2])
+{
+	struct stat st;
+	int fd = subvol_entry_dir_open(&s->plan, en);
+
+	if (fd < 0)
+		return encio_error_set(s->e, fd, "open the directory of",
+				       en->src, false, 0);
+	if (fstat(fd, &st)) {
+		close(fd);
+		return encio_error_set(s->e, errno, "open the directory of",
+				       en->src, false, 0);
+	}
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	return fd;
+}
+
+/* Its times put back: making the snapshot changed nothing else in it. */
+static void snapshot_dir_close(int fd, const struct timespec times[2])
+{
+	futimens(fd, times);
+	close(fd);
+}
+
+/* What SRC's subvolume @en is now: -ESTALE named, if not what was listed. */
+int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
+		       bool snap)
+{
+	int fd = subvol_entry_open(&s->plan, en, snap);
+
+	if (fd == -ESTALE)
+		return encio_error_set(
+			s->e, ESTALE,
+			snap ? "copy (the snapshot is another since it was made)" :
+			       "copy (another subvolume is at its path since it was listed)",
+			snap ? en->snap : en->src, false, 0);
+	if (fd < 0)
+		return encio_error_set(s->e, fd, "open",
+				       snap ? en->snap : en->src, false, 0);
+	return fd;
+}
+
+/*
+ * The snapshot at @en's snapshot name in @dir_fd, made now or by a run
+ * that stopped: taken only if it is a read-only snapshot of @en,
+ * and its root has @en's owner, so that a subvolume planted at encio's
+ * name is never taken for the copy.
+ */
+static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
+			 int src_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st, src_st;
+	int fd, ret = 0;
+
+	fd = openat(dir_fd, en->snap_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT :
+					 encio_error_set(s->e, errno, "look at",
+							 en->snap, false, 0);
+	if (fstat(fd, &st) || fstat(src_fd, &src_st))
+		ret = -errno;
+	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = -EEXIST;
+	else
+		ret = subvol_util_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret == -EEXIST ||
+	    (!ret && !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY)))
+		return encio_error_set(s->e, EEXIST,
+				       "snapshot (not a read-only snapshot)",
+				       en->snap, false, 0);
+	if (ret)
+		return encio_error_set(s->e, ret, "look at", en->snap, false,
+				       0);
+	if (memcmp(info.parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
+	    st.st_uid != src_st.st_uid || st.st_gid != src_st.st_gid)
+		return encio_error_set(
+			s->e, EEXIST,
+			"use (not a snapshot of the subvolume beside it, or not its owner's)",
+			en->snap, false, 0);
+	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
+	en->snap_id = info.id;
+	en->snap_ctransid = info.ctransid;
+	en->snap_made = true;
+	return 0;
+}
+
+/*
+ * The read-only snapshot a writable subvolume is copied from, left by a
+ * run that stopped (its copy may be complete), or made now: by
+ * descriptors (BTRFS_IOC_SNAP_CREATE_V2), of the subvolume listed, in the
+ * directory it is in.
+ */
+static int snapshot_find(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd, src_fd, ret;
+
+	if (!en->snap)
+		return 0;
+	src_fd = subvols_entry_open(s, en, false);
+	if (src_fd < 0)
+		return src_fd;
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0) {
+		close(src_fd);
+		return dir_fd;
+	}
+	ret = snapshot_take(s, en, dir_fd, src_fd);
+	if (ret == -ENOENT) {
+		en->snap_before = s->synced_at;
+		if (btrfs_util_create_snapshot_fd2(
+			    src_fd, dir_fd, en->snap_name,
+			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL))
+			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
+					      en->snap, false, 0);
+		else
+			ret = snapshot_take(s, en, dir_fd, src_fd);
+		if (ret == -ENOENT)
+			ret = encio_error_set(s->e, ENOENT, "snapshot",
+					      en->snap, false, 0);
+	}
+	snapshot_dir_close(dir_fd, times);
+	close(src_fd);
+	return ret;
+}
+
+/* The snapshot deleted by its id: whatever its name holds by now. */
+int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd, ret = 0;
+
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0)
+		return dir_fd;
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
+		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
+				      en->snap, false, 0);
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/* A writable subvolume's ctransid, read again after the sync. */
+static int src_refresh(struct subvols *s, struct subvol_entry *en)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd, ret;
+
+	if (en->read_only)
+		return 0;
+	fd = subvols_entry_open(s, en, false);
+	if (fd < 0)
+		return fd;
+	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret)
+		return encio_error_set(s->e, ret, "read the subvolume", en->src,
+				       false, 0);
+	en->info.ctransid = info.ctransid;
+	return 0;
+}
+
+/*
+ * The snapshots of the writable subvolumes, made before any copy, in the
+ * copy order (one inside another is made after it, so not in it): the
+ * passes ahead read them, and they give every writable subvolume one
+ * moment. Those left by a run that stopped are taken again.
+ */
+int subvols_snapshots_make(struct subvols *s)
+{
+	struct timespec tick;
+	size_t i;
+	int fd, ret = 0;
+
+	/*
+	 * Data written before a snapshot completes in the transaction after
+	 * it, and moves its source's ctransid although the snapshot holds
+	 * it: synced first, a source's ctransid moves only with a change
+	 * the snapshot lacks (writable_copy_state()).
+	 */
+	/*
+	 * What a snapshot made after the sync lacks changed after it began:
+	 * a ctime later than this tells a change in SRC from a mere atime
+	 * update. ctimes come from the coarse clock: read on it, one tick
+	 * earlier.
+	 */
+	clock_gettime(CLOCK_REALTIME_COARSE, &s->synced_at);
+	clock_getres(CLOCK_REALTIME_COARSE, &tick);
+	s->synced_at.tv_nsec -= tick.tv_nsec;
+	if (s->synced_at.tv_nsec < 0) {
+		s->synced_at.tv_nsec += 1000 * 1000 * 1000;
+		s->synced_at.tv_sec--;
+	}
+	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				      0);
+	for (i = 0; !ret && i < s->plan.nr_order; i++)
+		ret = src_refresh(s, &s->plan.v[s->plan.order[i]]) ?:
+			      snapshot_find(s, &s->plan.v[s->plan.order[i]]);
+	/* the directories' times put back, on disk where they are compared */
+	if (!ret && syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				      0);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * A run that failed or was stopped leaves no snapshot of its own in SRC:
+ * a writable subvolume whose copy is complete has it finished (marked
+ * with the moment it holds, so that a rerun takes it as complete or
+ * updates it), the other snapshots are deleted. What cannot be undone is
+ * reported; the failure that stopped the run stays the error.
+ */
+void subvols_snapshots_drop(struct subvols *s, int top_fd)
+{
+	struct encio_error first = *s->e;
+	struct subvol_entry *en;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < s->plan.nr; i++) {
+		en = &s->plan.v[i];
+		if (!en->snap_made)
+			continue;
+		ret = en->in_dest && top_fd >= 0 ?
+			      subvols_finish_writable(s, en, top_fd) :
+			      subvols_snapshot_delete(s, en);
+		if (ret && s->caller->report)
+			s->caller->report(s->caller->arg, s->e);
+	}
+	*s->e = first;
+}
