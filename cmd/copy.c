@@ -46,6 +46,9 @@ static const char *const copy_usage[] = {
 	"                     snapshots as snapshots, read-only flags and",
 	"                     received UUIDs kept, in the order of their",
 	"                     generations (see encio-copy(8))",
+	"--final              with --subvolumes: the last run of a move; the",
+	"                     snapshots kept in SRC as the next run's bases",
+	"                     (.NAME.encio-base) are deleted at its end",
 	"--compress=ALG[:LEVEL]  compress plain data: zstd (1..15), zlib (1..9),",
 	"                     lzo; level 3 by default (needs encoded writes)",
 	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
@@ -78,6 +81,7 @@ struct copy_cmd {
 	bool progress;
 	bool verify_only;
 	bool subvolumes;
+	bool final; /* --final */
 	unsigned int jobs;
 	struct tree_stats tree;
 	struct subvols_stats subvols;
@@ -98,6 +102,7 @@ enum {
 	OPT_VERIFY_ONLY,
 	OPT_THREADS,
 	OPT_SUBVOLUMES,
+	OPT_FINAL,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -319,7 +324,8 @@ static void print_summary_json(const struct copy_cmd *c)
 		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
 		       "\"subvolumes_skipped\": %llu, \"subvolumes_replaced\": %llu, "
 		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
-		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu",
+		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu, "
+		       "\"subvolume_bases\": %llu",
 		       (unsigned long long)c->subvols.total,
 		       (unsigned long long)c->subvols.copied,
 		       (unsigned long long)c->subvols.incremental,
@@ -329,7 +335,8 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.bytes_written,
 		       (unsigned long long)c->subvols.encoded_bytes,
 		       (unsigned long long)c->subvols.clones,
-		       (unsigned long long)c->subvols.stream_bytes);
+		       (unsigned long long)c->subvols.stream_bytes,
+		       (unsigned long long)c->subvols.bases);
 	if (c->opts.verify) {
 		printf(", \"verify\": {");
 		print_verify_json_fields(&c->ctx.verify.stats);
@@ -427,6 +434,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "verify-only", no_argument, NULL, OPT_VERIFY_ONLY },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
+		{ "final", no_argument, NULL, OPT_FINAL },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
@@ -472,6 +480,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_SUBVOLUMES:
 			c->subvolumes = true;
 			break;
+		case OPT_FINAL:
+			c->final = true;
+			break;
 		case OPT_THREADS:
 			c->opts.threads = strtoul(optarg, &end, 10);
 			if (*end || c->opts.threads < 1 ||
@@ -497,6 +508,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		return usage_error(cmd, "need a source and a destination");
 	if (c->subvolumes && (!c->recursive || argc - optind != 2))
 		return usage_error(cmd, "--subvolumes needs -r and one SRC");
+	if (c->final && !c->subvolumes)
+		return usage_error(cmd, "--final goes with --subvolumes");
 	if (c->subvolumes && (c->opts.compress.alg || c->opts.recompress.alg ||
 			      c->opts.verify || c->verify_only))
 		return usage_error(
@@ -756,6 +769,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.io_mode = global_opts.io_mode,
 		.depth = global_opts.queue_depth,
 		.no_target_dir = c->no_target_dir,
+		.final = c->final,
 		.stop = &stop_signal,
 		.begin = subvol_begin,
 		.progress = subvol_progress,
@@ -793,6 +807,9 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	       pretty_size(encoded, s->encoded_bytes),
 	       (unsigned long long)s->clones,
 	       pretty_size(stream, s->stream_bytes), c->seconds);
+	if (s->bases)
+		printf("bases: %llu snapshots kept in SRC (.NAME.encio-base), the parents of the next run's differences; the last run's --final deletes them\n",
+		       (unsigned long long)s->bases);
 }
 
 static void verify_report(void *arg, const struct encio_error *e)

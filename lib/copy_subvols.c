@@ -90,9 +90,12 @@ static void error_path_rebase(struct encio_error *e, const char *from,
 	encio_error_rebase(e, from, dirname(dir));
 }
 
-/* The stream of @en (from @parent) received in p->dir_fd as p->partial. */
+/*
+ * The stream of @en from its parent (@parent, subvolume @parent_id)
+ * received in p->dir_fd as p->partial.
+ */
 static int transfer(struct subvols *s, const struct subvol_entry *en,
-		    const struct subvol_entry *parent, struct placement *p)
+		    const char *parent, uint64_t parent_id, struct placement *p)
 {
 	struct sender t = { .path = s->src_proc, .stream = en->src };
 	const struct receive_stats *rs;
@@ -116,15 +119,14 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	t.opts = (struct send_options){
 		.io_mode = s->opts->io_mode,
 		.depth = s->opts->depth,
-		.parent = subvol_source(parent),
-		.parent_id = subvol_source_id(parent),
+		.parent = parent,
+		.parent_id = parent_id,
 		.clones = s->clones,
 		.clone_ids = s->clone_ids,
 		.nr_clones = nr,
 		.name = p->partial,
 		.stop = s->opts->stop,
-		.pass = subvol_ahead_take(s->ahead, en, subvol_source(parent),
-					  s->clones, nr),
+		.pass = subvol_ahead_take(s->ahead, en, parent, s->clones, nr),
 	};
 	t.fd = fds[1];
 	ret = pthread_create(&thread, NULL, sender_run, &t);
@@ -311,11 +313,41 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 	return ret;
 }
 
+/*
+ * Writable @en's copy updated as the difference from the base an earlier
+ * run kept (the moment the copy at p->name holds, checked by
+ * subvols_dest_state()): the receiver snapshots that copy, which no
+ * received UUID names, as the parent.
+ */
+static int transfer_from_base(struct subvols *s, struct subvol_entry *en,
+			      struct placement *p)
+{
+	uint64_t id;
+	int fd, ret;
+
+	fd = openat(p->dir_fd, p->name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
+	if (btrfs_util_subvolume_id_fd(fd, &id) || id != p->copy_id) {
+		close(fd);
+		return encio_error_set(
+			s->e, ESTALE,
+			"update (another subvolume is at its name since it was looked at)",
+			p->dst, false, 0);
+	}
+	receive_set_known_subvol(s->rcv, en->base_uuid, en->base_ctransid, fd);
+	ret = transfer(s, en, en->base, en->base_id, p);
+	receive_set_known_subvol(s->rcv, NULL, 0, -1);
+	close(fd);
+	return ret;
+}
+
 static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 {
 	const struct subvol_entry *parent;
 	struct placement p = { 0 };
-	bool replace;
+	bool replace, from_base;
 	int ret;
 
 	ret = subvols_placement_open(s, en, &p, top_fd);
@@ -351,12 +383,25 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	ret = subvols_partial_remove(s, &p);
 	if (ret)
 		goto out;
-	parent = subvol_plan_nearest(&s->plan, en, NULL);
+	/* the base the copy holds is its closest relative: what changed */
+	from_base = replace && en->base_found &&
+		    p.copy_stransid == en->base_ctransid;
+	parent = from_base ? NULL : subvol_plan_nearest(&s->plan, en, NULL);
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
-			       parent ? SUBVOLS_INCREMENTAL : SUBVOLS_FULL,
-			       parent ? parent->src : NULL, s->stats);
-	ret = parent ? transfer(s, en, parent, &p) : copy_whole(s, en, &p);
+			       parent || from_base ? SUBVOLS_INCREMENTAL :
+						     SUBVOLS_FULL,
+			       from_base ? en->base :
+			       parent	 ? parent->src :
+					   NULL,
+			       s->stats);
+	if (from_base)
+		ret = transfer_from_base(s, en, &p);
+	else if (parent)
+		ret = transfer(s, en, subvol_source(parent),
+			       subvol_source_id(parent), &p);
+	else
+		ret = copy_whole(s, en, &p);
 	if (!ret && replace)
 		ret = subvols_replace_copy(s, en, &p);
 	if (!ret)
@@ -368,7 +413,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	}
 	en->in_dest = en->parent_ok = true;
 	s->stats->copied++;
-	if (parent)
+	if (parent || from_base)
 		s->stats->incremental++;
 	if (replace)
 		s->stats->replaced++;
@@ -458,12 +503,17 @@ static int copy_all(struct subvols *s)
 	/* no pass left in flight on SRC's subvolumes while they are finished */
 	subvol_ahead_end(s->ahead);
 	s->ahead = NULL;
-	if (!ret)
+	if (ret) {
+		subvols_snapshots_drop(s, top_fd);
+	} else {
 		ret = subvols_finish_containers(s, top_fd)	  ?:
 			      subvols_finish_writables(s, top_fd) ?:
 			      subvols_keep_default(s, top_fd);
-	else
-		subvols_snapshots_drop(s, top_fd);
+		if (!ret && s->opts->final)
+			ret = subvols_bases_drop(s);
+	}
+	for (i = 0; i < s->plan.nr; i++)
+		s->stats->bases += s->plan.v[i].base_found;
 	if (top_fd >= 0)
 		close(top_fd);
 	receive_ctx_free(s->rcv);

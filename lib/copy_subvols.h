@@ -27,6 +27,7 @@ struct subvols_stats {
 	uint64_t encoded_bytes; /* of it, written without decoding */
 	uint64_t clones;	/* ranges cloned from data written before */
 	uint64_t stream_bytes;	/* commands passed from send to receive */
+	uint64_t bases;		/* snapshots kept in SRC for the next run */
 	/* the subvolume being copied: its path in DEST, data written so far */
 	const char *current;
 	uint64_t current_bytes;
@@ -43,6 +44,11 @@ struct subvols_options {
 	enum encio_io_mode io_mode;
 	unsigned int depth;
 	bool no_target_dir; /* DEST is SRC's copy even if it exists (cp -T) */
+	/*
+	 * The last run of a move: the snapshots kept in SRC as the bases of
+	 * the next run's differences (.NAME.encio-base) are deleted at its end
+	 */
+	bool final;
 	/* set by a signal handler: stop, the subvolume in flight removed */
 	volatile sig_atomic_t *stop;
 	/*

@@ -140,6 +140,35 @@ static int writable_copy_state(const struct subvols *s,
 }
 
 /*
+ * Whether writable @en's copy in DEST (below @top_fd) was received from
+ * its snapshot (en->snap_uuid) and not finished: 1, 0 or -errno.
+ */
+int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret;
+
+	fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
+					      O_RDONLY | O_DIRECTORY) :
+			  fcntl(top_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = 0;
+	else
+		ret = subvol_util_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return ret;
+	return !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
+	       !memcmp(info.received_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
+}
+
+/*
  * What DEST holds at @en's name: nothing (0), its complete copy (1), a
  * copy SRC changed since, to be replaced (2), an empty directory (0,
  * p->placeholder), a copy both changed since (-ESTALE), or something else
@@ -177,6 +206,8 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 	} else if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY) {
 		ret = -EEXIST;
 	} else {
+		p->copy_id = info.id;
+		p->copy_stransid = info.stransid;
 		/* copied from the snapshot beside it, not finished yet */
 		en->parent_ok = en->snap_made &&
 				!memcmp(info.received_uuid, en->snap_uuid,
@@ -385,7 +416,7 @@ int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
 		ret = encio_error_set(s->e, errno, "set the received UUID of",
 				      en->src, false, 0);
 	close(fd);
-	return ret ?: subvols_snapshot_delete(s, en);
+	return ret ?: subvols_snapshot_keep(s, en);
 }
 
 int subvols_finish_writables(struct subvols *s, int top_fd)

@@ -50,6 +50,9 @@ struct placement {
 	char partial[NAME_MAX + 1];
 	char dst[PATH_MAX];
 	bool placeholder; /* an empty directory holds the name */
+	/* a writable copy at the name: its id and the moment it holds */
+	uint64_t copy_id;
+	uint64_t copy_stransid;
 };
 
 /*
@@ -72,6 +75,8 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 		       bool snap);
 int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en);
+int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en);
+int subvols_bases_drop(struct subvols *s);
 int subvols_snapshots_make(struct subvols *s);
 void subvols_snapshots_drop(struct subvols *s, int top_fd);
 
@@ -81,6 +86,7 @@ int subvols_dest_name(struct subvols *s, const char *dest);
 int subvols_dest_check(struct subvols *s);
 int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 			   struct placement *p, int top_fd);
+int subvols_dest_made_from(const struct subvol_entry *en, int top_fd);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		       struct placement *p);
 int subvols_partial_remove(struct subvols *s, struct placement *p);

@@ -214,46 +214,58 @@ int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 }
 
 /*
- * The snapshot at @en's snapshot name in @dir_fd, made now or by a run
- * that stopped: taken only if it is a read-only snapshot of @en,
- * and its root has @en's owner, so that a subvolume planted at encio's
- * name is never taken for the copy.
+ * The snapshot of @en at @name in @dir_fd (@path in messages), made by
+ * this run or an earlier one: taken only if it is a read-only snapshot of
+ * @en and its root has @en's owner, so that a subvolume planted at
+ * encio's name is never taken for a copy or a parent. -ENOENT: none.
  */
-static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
-			 int src_fd)
+static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
+			  int dir_fd, int src_fd, const char *name,
+			  const char *path,
+			  struct btrfs_util_subvolume_info *info)
 {
-	struct btrfs_util_subvolume_info info;
 	struct stat st, src_st;
 	int fd, ret = 0;
 
-	fd = openat(dir_fd, en->snap_name,
+	fd = openat(dir_fd, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ENOENT :
 					 encio_error_set(s->e, errno, "look at",
-							 en->snap, false, 0);
+							 path, false, 0);
 	if (fstat(fd, &st) || fstat(src_fd, &src_st))
 		ret = -errno;
 	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		ret = -EEXIST;
 	else
 		ret = subvol_util_errno(
-			btrfs_util_subvolume_info_fd(fd, 0, &info));
+			btrfs_util_subvolume_info_fd(fd, 0, info));
 	close(fd);
 	if (ret == -EEXIST ||
-	    (!ret && !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY)))
+	    (!ret && !(info->flags & BTRFS_ROOT_SUBVOL_RDONLY)))
 		return encio_error_set(s->e, EEXIST,
-				       "snapshot (not a read-only snapshot)",
-				       en->snap, false, 0);
+				       "use (not a read-only snapshot)", path,
+				       false, 0);
 	if (ret)
-		return encio_error_set(s->e, ret, "look at", en->snap, false,
-				       0);
-	if (memcmp(info.parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
+		return encio_error_set(s->e, ret, "look at", path, false, 0);
+	if (memcmp(info->parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
 	    st.st_uid != src_st.st_uid || st.st_gid != src_st.st_gid)
 		return encio_error_set(
 			s->e, EEXIST,
 			"use (not a snapshot of the subvolume beside it, or not its owner's)",
-			en->snap, false, 0);
+			path, false, 0);
+	return 0;
+}
+
+static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
+			 int src_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	int ret = snapshot_check(s, en, dir_fd, src_fd, en->snap_name, en->snap,
+				 &info);
+
+	if (ret)
+		return ret;
 	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
 	en->snap_id = info.id;
 	en->snap_ctransid = info.ctransid;
@@ -261,13 +273,56 @@ static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
 	return 0;
 }
 
+static int base_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
+		     int src_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	int ret = snapshot_check(s, en, dir_fd, src_fd, en->base_name, en->base,
+				 &info);
+
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	memcpy(en->base_uuid, info.uuid, BTRFS_UUID_SIZE);
+	en->base_id = info.id;
+	en->base_ctransid = info.ctransid;
+	en->base_found = true;
+	return 0;
+}
+
 /*
- * The read-only snapshot a writable subvolume is copied from, left by a
- * run that stopped (its copy may be complete), or made now: by
- * descriptors (BTRFS_IOC_SNAP_CREATE_V2), of the subvolume listed, in the
- * directory it is in.
+ * A snapshot an earlier run left at the snapshot name: that run stopped.
+ * If @en's copy in DEST (@top_fd, -1 where there is none yet) was made
+ * from it, the copy is complete and is finished now, the snapshot kept as
+ * its base; else it is deleted, and a new one made. Either way the copy
+ * made now holds this run's moment.
  */
-static int snapshot_find(struct subvols *s, struct subvol_entry *en)
+static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
+			 int src_fd, int top_fd)
+{
+	int ret = snapshot_take(s, en, dir_fd, src_fd);
+
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	en->snap_made = false;
+	if (top_fd >= 0 && subvols_dest_made_from(en, top_fd) > 0) {
+		en->snap_made = true;
+		return subvols_finish_writable(s, en, top_fd);
+	}
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
+		return encio_error_set(
+			s->e, errno ?: EIO,
+			"delete the snapshot left by a run that stopped",
+			en->snap, false, 0);
+	return 0;
+}
+
+/*
+ * The read-only snapshot a writable subvolume is copied from, made now
+ * by descriptors (BTRFS_IOC_SNAP_CREATE_V2), of the subvolume listed, in
+ * the directory it is in; and the base an earlier run kept, the parent of
+ * the difference if the copy in DEST holds it.
+ */
+static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 {
 	struct timespec times[2];
 	int dir_fd, src_fd, ret;
@@ -282,8 +337,9 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en)
 		close(src_fd);
 		return dir_fd;
 	}
-	ret = snapshot_take(s, en, dir_fd, src_fd);
-	if (ret == -ENOENT) {
+	ret = snapshot_left(s, en, dir_fd, src_fd, top_fd) ?:
+		      base_take(s, en, dir_fd, src_fd);
+	if (!ret) {
 		en->snap_before = s->synced_at;
 		if (btrfs_util_create_snapshot_fd2(
 			    src_fd, dir_fd, en->snap_name,
@@ -313,7 +369,87 @@ int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
 	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
 		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
 				      en->snap, false, 0);
+	else
+		en->snap_made = false;
 	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/*
+ * The snapshot @en's finished copy was made from, kept as the base of the
+ * next run's difference in place of the one before (deleted by its id);
+ * or deleted where no base can serve: @en has a received UUID, so its
+ * copy records no moment of its own (writable_copy_state()). The base is
+ * checked again before any use, so the rename by name does no harm if
+ * another took the name meanwhile; found another, it is an error.
+ */
+int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en)
+{
+	struct btrfs_util_subvolume_info info;
+	struct timespec times[2];
+	int dir_fd, fd, ret = 0;
+
+	if (subvol_uuid_set(en->info.received_uuid))
+		return subvols_snapshot_delete(s, en);
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0)
+		return dir_fd;
+	if (en->base_found &&
+	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base_id))
+		ret = encio_error_set(s->e, errno ?: EIO,
+				      "delete the earlier base", en->base,
+				      false, 0);
+	else if (renameat2(dir_fd, en->snap_name, dir_fd, en->base_name,
+			   RENAME_NOREPLACE))
+		ret = encio_error_set(
+			s->e, errno, "keep the snapshot as the next run's base",
+			en->base, false, 0);
+	en->base_found = false;
+	if (!ret) {
+		fd = openat(dir_fd, en->base_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || btrfs_util_subvolume_info_fd(fd, 0, &info) ||
+		    info.id != en->snap_id)
+			ret = encio_error_set(
+				s->e, ESTALE,
+				"keep the snapshot as the next run's base (another took its name)",
+				en->base, false, 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!ret) {
+		memcpy(en->base_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
+		en->base_id = en->snap_id;
+		en->base_ctransid = en->snap_ctransid;
+		en->base_found = true;
+		en->snap_made = false;
+	}
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/* After the last run of a move (--final): no base is kept. */
+int subvols_bases_drop(struct subvols *s)
+{
+	struct timespec times[2];
+	struct subvol_entry *en;
+	int dir_fd, ret = 0;
+	size_t i;
+
+	for (i = 0; !ret && i < s->plan.nr; i++) {
+		en = &s->plan.v[i];
+		if (!en->base_found)
+			continue;
+		dir_fd = snapshot_dir_open(s, en, times);
+		if (dir_fd < 0)
+			return dir_fd;
+		if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base_id))
+			ret = encio_error_set(s->e, errno ?: EIO,
+					      "delete the base", en->base,
+					      false, 0);
+		en->base_found = false;
+		snapshot_dir_close(dir_fd, times);
+	}
 	return ret;
 }
 
@@ -341,13 +477,14 @@ static int src_refresh(struct subvols *s, struct subvol_entry *en)
  * The snapshots of the writable subvolumes, made before any copy, in the
  * copy order (one inside another is made after it, so not in it): the
  * passes ahead read them, and they give every writable subvolume one
- * moment. Those left by a run that stopped are taken again.
+ * moment. Those left by a run that stopped are settled first
+ * (snapshot_left()).
  */
 int subvols_snapshots_make(struct subvols *s)
 {
 	struct timespec tick;
 	size_t i;
-	int fd, ret = 0;
+	int fd, top_fd, ret = 0;
 
 	/*
 	 * Data written before a snapshot completes in the transaction after
@@ -372,9 +509,14 @@ int subvols_snapshots_make(struct subvols *s)
 	if (fd < 0 || syncfs(fd))
 		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,
 				      0);
+	/* where a stopped run's copies are found: none if it made no copy */
+	top_fd = open(s->dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	for (i = 0; !ret && i < s->plan.nr_order; i++)
 		ret = src_refresh(s, &s->plan.v[s->plan.order[i]]) ?:
-			      snapshot_find(s, &s->plan.v[s->plan.order[i]]);
+			      snapshot_find(s, &s->plan.v[s->plan.order[i]],
+					    top_fd);
+	if (top_fd >= 0)
+		close(top_fd);
 	/* the directories' times put back, on disk where they are compared */
 	if (!ret && syncfs(fd))
 		ret = encio_error_set(s->e, errno, "sync", s->plan.src, false,

@@ -104,6 +104,14 @@ const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
  * marked received but left writable for the caller to finish.
  */
 void receive_set_read_only(struct receive_ctx *ctx, bool read_only);
+/*
+ * The parent or clone source a stream names as @uuid at @transid is the
+ * subvolume open at @fd, whatever UUIDs it has: a copy its caller checked
+ * holds that moment (a writable one, which no received UUID may name).
+ * The caller keeps @fd open while it is known; -1 forgets it.
+ */
+void receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
+			      uint64_t transid, int fd);
 
 /*
  * The error last returned or passed to the error event in the words

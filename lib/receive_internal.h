@@ -200,6 +200,10 @@ struct receive_ctx {
 	int clone_src_fd;
 	uint8_t clone_src_uuid[BTRFS_UUID_SIZE];
 	uint64_t clone_src_transid;
+	/* receive_set_known_subvol(): the caller's, not closed here */
+	int known_fd;
+	uint8_t known_uuid[BTRFS_UUID_SIZE];
+	uint64_t known_transid;
 
 	const char *why; /* the cause of a callback's failure */
 	char why_buf[RECEIVE_WHY_LEN];

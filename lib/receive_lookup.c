@@ -364,6 +364,12 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 
 	if (uuid_is_zero(uuid))
 		return fail(ctx, ENOENT, "no subvolume has a zero UUID");
+	if (ctx->known_fd >= 0 && transid == ctx->known_transid &&
+	    !memcmp(uuid, ctx->known_uuid, BTRFS_UUID_SIZE)) {
+		fd = fcntl(ctx->known_fd, F_DUPFD_CLOEXEC, 0);
+		return fd < 0 ? fail(ctx, errno, "open the subvolume known") :
+				fd;
+	}
 	fd = lookup_open_mount_root(ctx);
 	if (fd)
 		return fd;
@@ -430,4 +436,14 @@ int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
 	memcpy(ctx->clone_src_uuid, uuid, BTRFS_UUID_SIZE);
 	ctx->clone_src_transid = transid;
 	return fd;
+}
+
+void receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
+			      uint64_t transid, int fd)
+{
+	ctx->known_fd = fd;
+	if (fd >= 0) {
+		memcpy(ctx->known_uuid, uuid, BTRFS_UUID_SIZE);
+		ctx->known_transid = transid;
+	}
 }

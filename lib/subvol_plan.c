@@ -67,6 +67,14 @@ static int path_in_subvolume(int fd, char *out, size_t len)
 	return 0;
 }
 
+static void entry_names_free(struct subvol_entry *en)
+{
+	free(en->snap);
+	free(en->snap_name);
+	free(en->base);
+	free(en->base_name);
+}
+
 static bool ends_with(const char *name, const char *suffix)
 {
 	size_t len = strlen(name), slen = strlen(suffix);
@@ -76,8 +84,9 @@ static bool ends_with(const char *name, const char *suffix)
 
 /*
  * The length of the name of the subvolume that @rel would be encio's
- * temporary snapshot of (.NAME.encio-snapshot, .NAME.encio-send-PID),
- * with the directory before it; 0 for another name.
+ * temporary snapshot of (.NAME.encio-snapshot, .NAME.encio-base,
+ * .NAME.encio-send-PID), with the directory before it; 0 for another
+ * name.
  */
 static size_t snapshot_of_len(const char *rel, const char **name)
 {
@@ -89,6 +98,8 @@ static size_t snapshot_of_len(const char *rel, const char **name)
 		return 0;
 	if (ends_with(base, SNAPSHOT_SUFFIX))
 		return strlen(base) - strlen(SNAPSHOT_SUFFIX) - 1;
+	if (ends_with(base, BASE_SUFFIX))
+		return strlen(base) - strlen(BASE_SUFFIX) - 1;
 	return mark && mark > base + 1 ? (size_t)(mark - base - 1) : 0;
 }
 
@@ -145,8 +156,7 @@ static void drop_temporaries(struct subvol_plan *s)
 		if (drop[i]) {
 			free(s->v[i].rel);
 			free(s->v[i].src);
-			free(s->v[i].snap);
-			free(s->v[i].snap_name);
+			entry_names_free(&s->v[i]);
 			continue;
 		}
 		s->v[kept] = s->v[i];
@@ -157,23 +167,28 @@ static void drop_temporaries(struct subvol_plan *s)
 	free(drop);
 }
 
-/* Beside the subvolume @en: .NAME.encio-snapshot */
-static int snapshot_name(struct subvol_entry *en)
+/* .NAME@suffix, beside the subvolume @en: in @name, and its path in @path */
+static int beside(const struct subvol_entry *en, const char *suffix,
+		  char **name, char **path)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s", en->src);
 	snprintf(base, sizeof(base), "%s", en->src);
-	if (asprintf(&en->snap_name,
-		     "."
-		     "%s" SNAPSHOT_SUFFIX,
-		     basename(base)) < 0)
+	if (asprintf(name, ".%s%s", basename(base), suffix) < 0)
 		return -ENOMEM;
-	if (asprintf(&en->snap, "%s/%s", dirname(dir), en->snap_name) < 0) {
-		free(en->snap_name);
+	if (asprintf(path, "%s/%s", dirname(dir), *name) < 0) {
+		free(*name);
+		*name = NULL;
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+static int snapshot_name(struct subvol_entry *en)
+{
+	return beside(en, SNAPSHOT_SUFFIX, &en->snap_name, &en->snap) ?:
+		       beside(en, BASE_SUFFIX, &en->base_name, &en->base);
 }
 
 static int plan_add(struct subvol_plan *s, const char *rel,
@@ -200,6 +215,7 @@ static int plan_add(struct subvol_plan *s, const char *rel,
 	en->info = *info;
 	en->read_only = info->flags & BTRFS_ROOT_SUBVOL_RDONLY;
 	if (!en->read_only && snapshot_name(en)) {
+		entry_names_free(en);
 		free(en->rel);
 		free(en->src);
 		return -ENOMEM;
@@ -439,8 +455,7 @@ void subvol_plan_release(struct subvol_plan *s)
 	for (i = 0; i < s->nr; i++) {
 		free(s->v[i].rel);
 		free(s->v[i].src);
-		free(s->v[i].snap);
-		free(s->v[i].snap_name);
+		entry_names_free(&s->v[i]);
 	}
 	free(s->v);
 	free(s->order);

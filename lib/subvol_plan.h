@@ -21,6 +21,11 @@
 #define PARTIAL_SUFFIX ".encio-partial"
 /* a writable subvolume's read-only snapshot, beside it while it is copied */
 #define SNAPSHOT_SUFFIX ".encio-snapshot"
+/*
+ * the snapshot a writable subvolume's copy holds, kept beside it after a
+ * move as the parent of the next run's difference
+ */
+#define BASE_SUFFIX ".encio-base"
 /* what encio send --snapshot names its temporary snapshots */
 #define SEND_SNAPSHOT_MARK ".encio-send-"
 
@@ -38,6 +43,13 @@ struct subvol_entry {
 	/* a tick before this run made it; 0: a stopped run made it */
 	struct timespec snap_before;
 	bool snap_made;
+	/* the base (BASE_SUFFIX) an earlier run left, if found and checked */
+	char *base;
+	char *base_name;
+	uint8_t base_uuid[BTRFS_UUID_SIZE];
+	uint64_t base_id;
+	uint64_t base_ctransid;
+	bool base_found;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
 	/* its copy is marked received as a stream from it expects */

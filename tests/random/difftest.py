@@ -52,6 +52,7 @@ import argparse
 import ctypes
 import fcntl
 import hashlib
+import json
 import os
 import random
 import re
@@ -256,6 +257,23 @@ def tree(root, nested=True):
     return entries
 
 
+BASE_SUFFIX = ".encio-base"
+
+
+def is_base(rel, st):
+    """Whether @rel (lstat @st) is where encio copy --subvolumes keeps the
+    snapshot a writable subvolume's copy holds, for the next run."""
+    return os.path.basename(rel).endswith(BASE_SUFFIX) and st.st_ino == 256
+
+
+def without_bases(entries):
+    """A tree() without the bases kept in it (is_base())."""
+    bases = [r for r, a in entries.items() if r != "." and
+             os.path.basename(r).endswith(BASE_SUFFIX) and a["_ino"] == 256]
+    return {r: a for r, a in entries.items()
+            if not any(r == b or r.startswith(b + "/") for b in bases)}
+
+
 def disk_usage(path):
     """The bytes on disk of the extents the files under @path use, each
     once (compsize), or None without compsize."""
@@ -429,13 +447,16 @@ class History:
     # -- the live tree --
     def entries(self):
         """Sorted [(rel, lstat)] of the live subvolume, nested subvolumes
-        named but not entered."""
+        named but not entered; the bases encio copy --subvolumes keeps
+        beside a subvolume left out: encio's, not the history's."""
         out = []
         stack = ["."]
         while stack:
             rel = stack.pop()
             p = self.V if rel == "." else os.path.join(self.V, rel)
             st = os.lstat(p)
+            if is_base(rel, st):
+                continue
             out.append((rel, st))
             if stat.S_ISDIR(st.st_mode) and (rel == "." or st.st_ino != 256):
                 for e in sorted(os.listdir(p), reverse=True):
@@ -1131,11 +1152,14 @@ class SubvolumesMethod(Method):
     subvolume, its nested subvolumes and every snapshot) onto a fresh
     filesystem's root: each snapshot arrives read-only, through the relay of
     the kernel's differences, with its flags; nothing named *encio* is left
-    on either side. In some seeds a first run is stopped (SIGINT, SIGKILL,
-    or DEST full) and the command run again. Then (finish) the live
-    subvolume and those in it change, the same command runs again and must
-    bring them over, and one more snapshot, sent with btrfs send -p into the
-    moved filesystem by btrfs receive, must come as on the control."""
+    on either side but the base kept beside each writable subvolume in SRC
+    (a read-only snapshot of it). In some seeds a first run is stopped
+    (SIGINT, SIGKILL, or DEST full) and the command run again. Then
+    (finish) the live subvolume and those in it change, the same command
+    runs again (with --final in one seed of two, which leaves no base) and
+    must bring them over, and one more snapshot, sent with btrfs send -p
+    into the moved filesystem by btrfs receive, must come as on the
+    control."""
     name, receiver = "sub", "encio"
     flags_kept = True
     desc = "encio copy -rT --subvolumes SRC DEST"
@@ -1193,18 +1217,42 @@ class SubvolumesMethod(Method):
         self.note = "%s after %.3f s: exit %s %s" % (self.how, delay, rc,
                                                       err.decode(errors="replace").strip()[-300:])
 
-    def run_copy(self):
-        p = self.ck.env.run(self.copy_cmd())
+    def run_copy(self, final=False):
+        p = self.ck.env.run(self.copy_cmd() + ["--format=json"] + (["--final"] if final else []))
         if p.returncode != 0:
             return "encio copy -rT --subvolumes exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
+        self.summary = json.loads(p.stdout)
         left = []
         for m in (self.mnt, self.ck.hist.mnt):
-            left += subprocess.run(["find", m, "-name", "*encio*"], stdout=subprocess.PIPE,
-                                   text=True).stdout.split()
+            found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
+                                   stdout=subprocess.PIPE, text=True).stdout.split("\0")
+            # without --final, SRC keeps a base beside each writable
+            # subvolume copied: a read-only snapshot of it, which the
+            # snapshots made since show as an empty directory (inode 2)
+            left += [f for f in found if f and (m == self.mnt or not (
+                os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or (not final and self.base_ok(f))))]
         if left:
             return "left behind: %s" % " ".join(left[:20])
         return ""
+
+    def base_ok(self, path):
+        """Whether @path is a base as encio keeps one: a read-only
+        snapshot of the writable subvolume beside it, named for it."""
+        name = os.path.basename(path)
+        if not (name.startswith(".") and name.endswith(BASE_SUFFIX)):
+            return False
+        of = os.path.join(os.path.dirname(path), name[1:-len(BASE_SUFFIX)])
+
+        def show(p):
+            out = subprocess.run(["btrfs", "subvolume", "show", p], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True).stdout
+            return {k.strip(): v.strip() for k, _, v in
+                    (l.partition(":") for l in out.splitlines()) if v}
+
+        b, s = show(path), show(of)
+        return ("readonly" in b.get("Flags", "") and "readonly" not in s.get("Flags", "x")
+                and s.get("UUID") and b.get("Parent UUID") == s.get("UUID"))
 
     def step(self, k):
         if k == 0:
@@ -1247,17 +1295,18 @@ class SubvolumesMethod(Method):
         @ctl, is the measure), and each nested in it exactly."""
         h = self.ck.hist
         top = os.path.join(self.mnt, "vol")
-        d = self.ck.compare(self, tree(h.V, nested=False), ctl, tree(top, nested=False))
+        live = without_bases(tree(h.V, nested=False))
+        d = self.ck.compare(self, live, ctl, tree(top, nested=False))
         if d:
             return ".", d
-        stack = [r for r, a in tree(h.V, nested=False).items()
+        stack = [r for r, a in live.items()
                  if r != "." and a["type"] == stat.S_IFDIR >> 12 and a["_ino"] == 256]
         while stack:
             rel = stack.pop()
             src, got = os.path.join(h.V, rel), os.path.join(top, rel)
             if not os.path.isdir(got):
                 return rel, [(".", "exists", True, False)]
-            exp_t = tree(src, nested=False)
+            exp_t = without_bases(tree(src, nested=False))
             for r, a in exp_t.items():
                 if r != "." and a["type"] == stat.S_IFDIR >> 12 and a["_ino"] == 256:
                     stack.append(os.path.join(rel, r))
@@ -1298,13 +1347,21 @@ class SubvolumesMethod(Method):
             return None
         ctl_t = tree(os.path.join(ctl.mnt, "at-rerun"))
         subprocess.run(["sync", "-f", h.mnt])
-        self.after.append("$ENCIO copy -rT --subvolumes \"$MNT\" $D   # again, after the changes above")
-        err = self.run_copy()
+        final = self.r.random() < 0.5
+        self.after.append("$ENCIO copy -rT --subvolumes%s \"$MNT\" $D   # again, after the changes above" % (
+            " --final" if final else ""))
+        err = self.run_copy(final)
         if err:
             return "the rerun after changes to the live subvolume: " + err, []
         rel, d = self.compare_live(ctl_t)
         if d:
             return "the rerun after changes: vol/%s differs from its copy" % rel, d
+        # each copy updated is the difference from its base, and the new
+        # snapshot from its family's copies
+        s = self.summary
+        if s["subvolumes_incremental"] < s["subvolumes_replaced"] + 1:
+            return "the rerun after changes: %d copies updated, %d of them and the new snapshot as differences" % (
+                s["subvolumes_replaced"], s["subvolumes_incremental"]), []
         d = self.ck.compare(self, tree(mid), ctl_t, tree(os.path.join(self.mnt, "snaps", "at-rerun")))
         if d:
             return "the rerun after changes: the new snapshot at-rerun differs from its copy", d

@@ -172,7 +172,7 @@ check_copy()
 xattrs_of "$SRC/snaps/data.10" | grep -q 'user.m=' || _fail "xattrs_of lists no xattrs"
 
 _log "copy -r --subvolumes"
-run_check "$ENCIO" -v copy -rT --subvolumes "$SRC" "$DST/all" >"$TEST_TMP/copy.out"
+run_check "$ENCIO" -v copy -rT --subvolumes --final "$SRC" "$DST/all" >"$TEST_TMP/copy.out"
 cat "$TEST_TMP/copy.out"
 grep -q "subvolumes: 25 of 25 copied (22 as snapshots of copies, [0-9]* differences made ahead)" "$TEST_TMP/copy.out" ||
 	_fail "summary: $(grep subvolumes: "$TEST_TMP/copy.out")"
@@ -190,13 +190,13 @@ latest=$(ls "$ORIGIN/snapshots" | tail -1)
 diff -r "$ORIGIN/snapshots/$latest" "$DST/all/backups/$latest" || _fail "btrbk's backup differs"
 
 _log "a copy run again changes nothing"
-run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST/all" >"$TEST_TMP/again.out"
+run_check "$ENCIO" copy -rT --subvolumes --final "$SRC" "$DST/all" >"$TEST_TMP/again.out"
 grep -q "subvolumes: 0 of 25 copied (0 as snapshots of copies, 0 differences made ahead), 25 complete already" "$TEST_TMP/again.out" ||
 	_fail "rerun: $(cat "$TEST_TMP/again.out")"
 
 _log "one branch: @data and the subvolume in it"
 mkdir "$DST/branch"
-run_check "$ENCIO" copy -r --subvolumes "$SRC/@data" "$DST/branch/" >"$TEST_TMP/branch.out"
+run_check "$ENCIO" copy -r --subvolumes --final "$SRC/@data" "$DST/branch/" >"$TEST_TMP/branch.out"
 grep -q "subvolumes: 2 of 2 copied" "$TEST_TMP/branch.out" || _fail "branch: $(cat "$TEST_TMP/branch.out")"
 for p in @data @data/inner; do
 	[ "$(stat -c %i "$DST/branch/$p")" = 256 ] || _fail "branch: $p not a subvolume"
@@ -245,7 +245,7 @@ _log "interrupted by SIGINT, then by SIGKILL, then run again"
 interrupt INT
 ! btrfs subvolume list "$DST2" | grep -q 'encio-partial' || _fail "SIGINT left a partial copy"
 interrupt KILL
-run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST2/all" >"$TEST_TMP/resume.out"
+run_check "$ENCIO" copy -rT --subvolumes --final "$SRC" "$DST2/all" >"$TEST_TMP/resume.out"
 cat "$TEST_TMP/resume.out"
 grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TEST_TMP/resume.out" ||
 	_fail "resume: $(cat "$TEST_TMP/resume.out")"
@@ -286,7 +286,7 @@ grep -q "$SRC/snaps/" "$TEST_TMP/enospc.err" || _fail "out of space: the message
 no_half_made "$DST3"
 rm "$DST3/filler"
 sync
-run_check "$ENCIO" copy -rT --subvolumes "$SRC" "$DST3/all" >"$TEST_TMP/enospc.out"
+run_check "$ENCIO" copy -rT --subvolumes --final "$SRC" "$DST3/all" >"$TEST_TMP/enospc.out"
 cat "$TEST_TMP/enospc.out"
 grep -qE "subvolumes: [0-9]+ of 25 copied .*, [1-9][0-9]* complete already" "$TEST_TMP/enospc.out" ||
 	_fail "resume after ENOSPC: $(cat "$TEST_TMP/enospc.out")"

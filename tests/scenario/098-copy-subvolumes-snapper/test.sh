@@ -40,7 +40,7 @@ done
 churn $((NR + 1))
 
 _log "copy -r --subvolumes of @home"
-run_check "$ENCIO" -v copy -r --subvolumes "$SRC/@home" "$DST/" >"$TEST_TMP/copy.out" 2>&1
+run_check "$ENCIO" -v copy -r --subvolumes --final "$SRC/@home" "$DST/" >"$TEST_TMP/copy.out" 2>&1
 cat "$TEST_TMP/copy.out"
 # @home, .snapshots, then the first snapshot whole and 7 differences
 grep -q "subvolumes: 10 of 10 copied (8 as snapshots of copies, " "$TEST_TMP/copy.out" ||

@@ -40,6 +40,6 @@ grep -q "No space left on device" "$TEST_TMP/diff.out" || _fail "the error is no
 # with room enough, the same command completes the move
 rm "$SRC/@d/f5" "$SRC/@d/f4" "$SRC/@d/f3"
 run_check btrfs subvolume sync "$MNT"
-run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$MNT/m"
+run_check "$ENCIO" -q copy -rT --subvolumes --final "$SRC" "$MNT/m"
 diff -r "$SRC/@d" "$MNT/m/@d" || _fail "@d differs after the rerun"
 ! ls -a "$SRC" | grep "encio" || _fail "a temporary left in SRC after the rerun"

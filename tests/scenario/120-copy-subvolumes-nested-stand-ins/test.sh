@@ -37,7 +37,7 @@ random_bytes 10000 c >"$SRC/vol/keep/c"
 
 make_btrfs dst 512M
 DST=$MNT
-run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST"
+run_check "$ENCIO" -q copy -rT --subvolumes --final "$SRC" "$DST"
 for p in snaps/s1 snaps/s2 vol vol/keep/m; do
 	[ "$(listing "$SRC/$p")" = "$(listing "$DST/$p")" ] || {
 		diff <(listing "$SRC/$p") <(listing "$DST/$p")

@@ -1,0 +1,103 @@
+#!/bin/bash
+# A rerun of copy -rT --subvolumes updates a writable subvolume with no
+# read-only snapshot of its own as the kernel's difference from the
+# snapshot the earlier run copied it from, kept beside it in SRC as
+# .NAME.encio-base: it writes what changed, not the whole subvolume again.
+# A snapshot at that name that is not the moment the copy holds is not
+# used; one not of the subvolume stops the move; --final deletes the base.
+source "$(dirname "$0")/../../common.sh"
+require_root
+
+make_btrfs src 1G
+SRC=$MNT
+run_check btrfs -q subvolume create "$SRC/@w"
+head -c 32M /dev/urandom >"$SRC/@w/big"
+mkdir "$SRC/@w/d"
+echo one >"$SRC/@w/d/f"
+
+make_btrfs dst 1G
+DST=$MNT
+move()
+{
+	"$ENCIO" copy -rT --subvolumes --format=json "$@" "$SRC" "$DST/m" \
+		>"$TEST_TMP/move.json" 2>"$TEST_TMP/move.err"
+	local rc=$?
+	cat "$TEST_TMP/move.json" "$TEST_TMP/move.err"
+	return $rc
+}
+field()
+{
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+		"$TEST_TMP/move.json" "$1"
+}
+base_uuid()
+{
+	btrfs subvolume show "$SRC/.@w.encio-base" | awk '$1 == "UUID:" {print $2}'
+}
+
+move || _fail "the move failed"
+diff -r "$SRC/@w" "$DST/m/@w" || _fail "@w differs"
+[ -d "$SRC/.@w.encio-base" ] || _fail "no base kept in SRC"
+[ "$(field subvolume_bases)" = 1 ] || _fail "the summary does not count the base"
+"$ENCIO" copy -rT --subvolumes "$SRC" "$DST/m" | grep -q '^bases: 1 snapshots kept in SRC' ||
+	_fail "the text summary does not say the base is kept"
+[ "$(btrfs property get -ts "$SRC/.@w.encio-base" ro)" = ro=true ] ||
+	_fail "the base is not read-only"
+wuuid=$(btrfs subvolume show "$SRC/@w" | awk '$1 == "UUID:" {print $2}')
+btrfs subvolume show "$SRC/.@w.encio-base" | grep -q "Parent UUID:.*$wuuid" ||
+	_fail "the base is not a snapshot of @w"
+[ ! -e "$SRC/.@w.encio-snapshot" ] || _fail "the snapshot is left"
+first=$(base_uuid)
+
+_log "rerun after 4 KiB of the 32 MiB file changed"
+head -c 4096 /dev/urandom | dd of="$SRC/@w/big" bs=4096 seek=100 conv=notrunc status=none
+echo two >"$SRC/@w/d/g"
+sleep 1
+move || _fail "the rerun failed"
+diff -r "$SRC/@w" "$DST/m/@w" || _fail "@w is stale in DEST"
+[ "$(field subvolumes_replaced)" = 1 ] || _fail "the copy was not updated"
+[ "$(field subvolumes_incremental)" = 1 ] || _fail "the update is not a difference"
+written=$(field subvolume_bytes)
+_log "written: $written bytes"
+[ "$written" -lt $((1 << 20)) ] || _fail "the update wrote $written bytes"
+[ "$(base_uuid)" != "$first" ] || _fail "the base is not the new moment"
+move || _fail "the unchanged rerun failed"
+[ "$(field subvolumes_skipped)" = 1 ] || _fail "the unchanged copy is not complete"
+
+_log "a base that is another moment of @w is not used"
+run_check btrfs -q subvolume delete "$SRC/.@w.encio-base"
+echo three >"$SRC/@w/d/h"
+run_check btrfs -q subvolume snapshot -r "$SRC/@w" "$SRC/.@w.encio-base"
+sync
+move || _fail "the rerun with another base failed"
+diff -r "$SRC/@w" "$DST/m/@w" || _fail "@w is wrong after another base"
+[ "$(field subvolumes_incremental)" = 0 ] || _fail "a base the copy does not hold was used"
+
+_log "a base that is not a snapshot of @w"
+run_check btrfs -q subvolume delete "$SRC/.@w.encio-base"
+run_check btrfs -q subvolume create "$SRC/.@w.encio-base"
+echo planted >"$SRC/.@w.encio-base/f"
+run_check btrfs property set -ts "$SRC/.@w.encio-base" ro true
+echo four >"$SRC/@w/d/i"
+if move; then
+	_fail "a base not of @w was taken"
+fi
+grep -q 'encio-base' "$TEST_TMP/move.err" || _fail "the error does not name the base"
+[ "$(cat "$SRC/.@w.encio-base/f")" = planted ] || _fail "the planted subvolume was changed"
+btrfs property set -ts "$SRC/.@w.encio-base" ro false
+run_check btrfs -q subvolume delete "$SRC/.@w.encio-base"
+
+_log "--final"
+move || _fail "the rerun failed"
+echo five >"$SRC/@w/d/j"
+sleep 1
+move --final || _fail "the final run failed"
+[ "$(field subvolumes_incremental)" = 1 ] || _fail "the final run is not a difference"
+[ "$(field subvolume_bases)" = 0 ] || _fail "the summary counts a base after --final"
+diff -r "$SRC/@w" "$DST/m/@w" || _fail "@w is stale after --final"
+leftovers=$(btrfs subvolume list -o "$SRC" | grep encio || true)
+[ -z "$leftovers" ] || _fail "left in SRC: $leftovers"
+if "$ENCIO" copy -r --final "$SRC/@w" "$DST/x" 2>"$TEST_TMP/usage.err"; then
+	_fail "--final without --subvolumes was taken"
+fi
+grep -q -- '--final' "$TEST_TMP/usage.err" || _fail "the usage error does not name --final"
