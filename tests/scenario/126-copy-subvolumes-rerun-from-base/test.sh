@@ -5,6 +5,8 @@
 # .NAME.encio-base: it writes what changed, not the whole subvolume again.
 # A snapshot at that name that is not the moment the copy holds is not
 # used; one not of the subvolume stops the move; --final deletes the base.
+# A snapshot a killed run left at .NAME.encio-snapshot, with no copy made
+# from it, is deleted: the rerun copies the subvolume as it is at its start.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -101,3 +103,11 @@ if "$ENCIO" copy -r --final "$SRC/@w" "$DST/x" 2>"$TEST_TMP/usage.err"; then
 	_fail "--final without --subvolumes was taken"
 fi
 grep -q -- '--final' "$TEST_TMP/usage.err" || _fail "the usage error does not name --final"
+
+_log "a snapshot a killed run left, its copy not made"
+run_check btrfs -q subvolume snapshot -r "$SRC/@w" "$SRC/.@w.encio-snapshot"
+echo six >"$SRC/@w/d/k"
+sync
+"$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST/n" || _fail "the copy after a killed run failed"
+diff -r "$SRC/@w" "$DST/n/@w" || _fail "the copy holds the killed run's moment"
+[ ! -e "$SRC/.@w.encio-snapshot" ] || _fail "the killed run's snapshot is left"
