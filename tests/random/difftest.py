@@ -1224,25 +1224,35 @@ class SubvolumesMethod(Method):
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
         self.summary = json.loads(p.stdout)
         left = []
-        for m in (self.mnt, self.ck.hist.mnt):
+        for m in (self.ck.hist.mnt, self.mnt):
             found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
                                    stdout=subprocess.PIPE, text=True).stdout.split("\0")
-            # without --final, SRC keeps a base beside each writable
-            # subvolume copied: a read-only snapshot of it, which the
-            # snapshots made since show as an empty directory (inode 2)
-            left += [f for f in found if f and (m == self.mnt or not (
-                os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or (not final and self.base_ok(f))))]
+            for f in filter(None, found):
+                rel = os.path.relpath(f, m)
+                if m == self.mnt:
+                    # a base whose subvolume went is copied as any subvolume
+                    ok = self.base_kind(os.path.join(self.ck.hist.mnt, rel)) == "orphan"
+                else:
+                    # SRC keeps a base beside each writable subvolume copied
+                    # (but with --final), which the snapshots made since show
+                    # as an empty directory (inode 2)
+                    kind = self.base_kind(f)
+                    ok = (os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or kind == "orphan"
+                          or (kind == "beside" and not final))
+                if not ok:
+                    left.append(f)
         if left:
             return "left behind: %s" % " ".join(left[:20])
         return ""
 
-    def base_ok(self, path):
-        """Whether @path is a base as encio keeps one: a read-only
-        snapshot of the writable subvolume beside it, named for it."""
+    def base_kind(self, path):
+        """What @path is of a base as encio keeps one, a read-only snapshot
+        of a writable subvolume named for it: "beside" it, an "orphan" (no
+        such subvolume beside it now: it was removed or renamed), or None
+        (not a base)."""
         name = os.path.basename(path)
         if not (name.startswith(".") and name.endswith(BASE_SUFFIX)):
-            return False
-        of = os.path.join(os.path.dirname(path), name[1:-len(BASE_SUFFIX)])
+            return None
 
         def show(p):
             out = subprocess.run(["btrfs", "subvolume", "show", p], stdout=subprocess.PIPE,
@@ -1250,9 +1260,13 @@ class SubvolumesMethod(Method):
             return {k.strip(): v.strip() for k, _, v in
                     (l.partition(":") for l in out.splitlines()) if v}
 
-        b, s = show(path), show(of)
-        return ("readonly" in b.get("Flags", "") and "readonly" not in s.get("Flags", "x")
-                and s.get("UUID") and b.get("Parent UUID") == s.get("UUID"))
+        b = show(path)
+        if "readonly" not in b.get("Flags", ""):
+            return None
+        s = show(os.path.join(os.path.dirname(path), name[1:-len(BASE_SUFFIX)]))
+        if s.get("UUID") and b.get("Parent UUID") == s["UUID"] and "readonly" not in s.get("Flags", "x"):
+            return "beside"
+        return "orphan"
 
     def step(self, k):
         if k == 0:
@@ -1296,7 +1310,7 @@ class SubvolumesMethod(Method):
         h = self.ck.hist
         top = os.path.join(self.mnt, "vol")
         live = without_bases(tree(h.V, nested=False))
-        d = self.ck.compare(self, live, ctl, tree(top, nested=False))
+        d = self.ck.compare(self, live, ctl, without_bases(tree(top, nested=False)))
         if d:
             return ".", d
         stack = [r for r, a in live.items()
@@ -1310,7 +1324,7 @@ class SubvolumesMethod(Method):
             for r, a in exp_t.items():
                 if r != "." and a["type"] == stat.S_IFDIR >> 12 and a["_ino"] == 256:
                     stack.append(os.path.join(rel, r))
-            d = diff_trees(exp_t, tree(got, nested=False))
+            d = diff_trees(exp_t, without_bases(tree(got, nested=False)))
             if d:
                 return rel, d
         return None, []
