@@ -106,7 +106,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	size_t nr;
 
 	/* sent from a descriptor: what its path names may change */
-	src_fd = subvols_entry_open(s, en, en->snap != NULL);
+	src_fd = subvols_entry_open(s, en, en->snap.path != NULL);
 	if (src_fd < 0)
 		return src_fd;
 	if (pipe2(fds, O_CLOEXEC)) {
@@ -246,9 +246,9 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
 
 	/* btrfs send names a subvolume by its ctransid, received or not */
-	if (en->snap) {
-		memcpy(rs.uuid, en->snap_uuid, BTRFS_UUID_SIZE);
-		rs.stransid = en->snap_ctransid;
+	if (en->snap.path) {
+		memcpy(rs.uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+		rs.stransid = en->snap.ctransid;
 	} else {
 		memcpy(rs.uuid, subvol_expected_received(en), BTRFS_UUID_SIZE);
 		rs.stransid = en->info.ctransid;
@@ -270,7 +270,7 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 	struct tree_stats ts;
 	int fd, ret, src_fd;
 
-	src_fd = subvols_entry_open(s, en, en->snap != NULL);
+	src_fd = subvols_entry_open(s, en, en->snap.path != NULL);
 	if (src_fd < 0)
 		return src_fd;
 	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
@@ -336,8 +336,8 @@ static int transfer_from_base(struct subvols *s, struct subvol_entry *en,
 			"update (another subvolume is at its name since it was looked at)",
 			p->dst, false, 0);
 	}
-	receive_set_known_subvol(s->rcv, en->base_uuid, en->base_ctransid, fd);
-	ret = transfer(s, en, en->base, en->base_id, p);
+	receive_set_known_subvol(s->rcv, en->base.uuid, en->base.ctransid, fd);
+	ret = transfer(s, en, en->base.path, en->base.id, p);
 	receive_set_known_subvol(s->rcv, NULL, 0, -1);
 	close(fd);
 	return ret;
@@ -384,14 +384,14 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	if (ret)
 		goto out;
 	/* the base the copy holds is its closest relative: what changed */
-	from_base = replace && en->base_found &&
-		    p.copy_stransid == en->base_ctransid;
+	from_base = replace && en->base.held &&
+		    p.copy_stransid == en->base.ctransid;
 	parent = from_base ? NULL : subvol_plan_nearest(&s->plan, en, NULL);
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent || from_base ? SUBVOLS_INCREMENTAL :
 						     SUBVOLS_FULL,
-			       from_base ? en->base :
+			       from_base ? en->base.path :
 			       parent	 ? parent->src :
 					   NULL,
 			       s->stats);
@@ -513,7 +513,7 @@ static int copy_all(struct subvols *s)
 			ret = subvols_bases_drop(s);
 	}
 	for (i = 0; i < s->plan.nr; i++)
-		s->stats->bases += s->plan.v[i].base_found;
+		s->stats->bases += s->plan.v[i].base.held;
 	if (top_fd >= 0)
 		close(top_fd);
 	receive_ctx_free(s->rcv);

@@ -141,7 +141,7 @@ static int writable_copy_state(const struct subvols *s,
 
 /*
  * Whether writable @en's copy in DEST (below @top_fd) was received from
- * its snapshot (en->snap_uuid) and not finished: 1, 0 or -errno.
+ * its snapshot (en->snap.uuid) and not finished: 1, 0 or -errno.
  */
 int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
 {
@@ -165,7 +165,7 @@ int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
 	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		return ret;
 	return !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
-	       !memcmp(info.received_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
+	       !memcmp(info.received_uuid, en->snap.uuid, BTRFS_UUID_SIZE);
 }
 
 /*
@@ -209,8 +209,8 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		p->copy_id = info.id;
 		p->copy_stransid = info.stransid;
 		/* copied from the snapshot beside it, not finished yet */
-		en->parent_ok = en->snap_made &&
-				!memcmp(info.received_uuid, en->snap_uuid,
+		en->parent_ok = en->snap.held &&
+				!memcmp(info.received_uuid, en->snap.uuid,
 					BTRFS_UUID_SIZE);
 		ret = en->parent_ok ? 1 : writable_copy_state(s, en, fd, &info);
 	}
@@ -404,7 +404,7 @@ int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
 		rs.rtransid = en->info.rtransid;
 	} else {
 		/* the moment it holds: writable_copy_state() */
-		rs.stransid = en->snap_ctransid;
+		rs.stransid = en->snap.ctransid;
 		rs.stime.sec = en->snap_before.tv_sec;
 		rs.stime.nsec = en->snap_before.tv_nsec;
 		/* all of the copy in transactions before the mark's */
@@ -425,7 +425,7 @@ int subvols_finish_writables(struct subvols *s, int top_fd)
 	int ret = 0;
 
 	for (i = 0; !ret && i < s->plan.nr; i++)
-		if (s->plan.v[i].snap_made && s->plan.v[i].in_dest)
+		if (s->plan.v[i].snap.held && s->plan.v[i].in_dest)
 			ret = subvols_finish_writable(s, &s->plan.v[i], top_fd);
 	return ret;
 }

@@ -206,10 +206,11 @@ int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 			s->e, ESTALE,
 			snap ? "copy (the snapshot is another since it was made)" :
 			       "copy (another subvolume is at its path since it was listed)",
-			snap ? en->snap : en->src, false, 0);
+			snap ? en->snap.path : en->src, false, 0);
 	if (fd < 0)
 		return encio_error_set(s->e, fd, "open",
-				       snap ? en->snap : en->src, false, 0);
+				       snap ? en->snap.path : en->src, false,
+				       0);
 	return fd;
 }
 
@@ -257,35 +258,20 @@ static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
-static int snapshot_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
-			 int src_fd)
+/* @snap of @en held, if snapshot_check() finds it is one. */
+static int snapshot_hold(struct subvols *s, const struct subvol_entry *en,
+			 int dir_fd, int src_fd, struct subvol_snapshot *snap)
 {
 	struct btrfs_util_subvolume_info info;
-	int ret = snapshot_check(s, en, dir_fd, src_fd, en->snap_name, en->snap,
+	int ret = snapshot_check(s, en, dir_fd, src_fd, snap->name, snap->path,
 				 &info);
 
 	if (ret)
 		return ret;
-	memcpy(en->snap_uuid, info.uuid, BTRFS_UUID_SIZE);
-	en->snap_id = info.id;
-	en->snap_ctransid = info.ctransid;
-	en->snap_made = true;
-	return 0;
-}
-
-static int base_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
-		     int src_fd)
-{
-	struct btrfs_util_subvolume_info info;
-	int ret = snapshot_check(s, en, dir_fd, src_fd, en->base_name, en->base,
-				 &info);
-
-	if (ret)
-		return ret == -ENOENT ? 0 : ret;
-	memcpy(en->base_uuid, info.uuid, BTRFS_UUID_SIZE);
-	en->base_id = info.id;
-	en->base_ctransid = info.ctransid;
-	en->base_found = true;
+	memcpy(snap->uuid, info.uuid, BTRFS_UUID_SIZE);
+	snap->id = info.id;
+	snap->ctransid = info.ctransid;
+	snap->held = true;
 	return 0;
 }
 
@@ -299,20 +285,18 @@ static int base_take(struct subvols *s, struct subvol_entry *en, int dir_fd,
 static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 			 int src_fd, int top_fd)
 {
-	int ret = snapshot_take(s, en, dir_fd, src_fd);
+	int ret = snapshot_hold(s, en, dir_fd, src_fd, &en->snap);
 
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
-	en->snap_made = false;
-	if (top_fd >= 0 && subvols_dest_made_from(en, top_fd) > 0) {
-		en->snap_made = true;
+	if (top_fd >= 0 && subvols_dest_made_from(en, top_fd) > 0)
 		return subvols_finish_writable(s, en, top_fd);
-	}
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
+	en->snap.held = false;
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
 		return encio_error_set(
 			s->e, errno ?: EIO,
 			"delete the snapshot left by a run that stopped",
-			en->snap, false, 0);
+			en->snap.path, false, 0);
 	return 0;
 }
 
@@ -327,7 +311,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	struct timespec times[2];
 	int dir_fd, src_fd, ret;
 
-	if (!en->snap)
+	if (!en->snap.path)
 		return 0;
 	src_fd = subvols_entry_open(s, en, false);
 	if (src_fd < 0)
@@ -337,20 +321,23 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 		close(src_fd);
 		return dir_fd;
 	}
-	ret = snapshot_left(s, en, dir_fd, src_fd, top_fd) ?:
-		      base_take(s, en, dir_fd, src_fd);
+	ret = snapshot_left(s, en, dir_fd, src_fd, top_fd);
+	if (!ret) {
+		ret = snapshot_hold(s, en, dir_fd, src_fd, &en->base);
+		ret = ret == -ENOENT ? 0 : ret;
+	}
 	if (!ret) {
 		en->snap_before = s->synced_at;
 		if (btrfs_util_create_snapshot_fd2(
-			    src_fd, dir_fd, en->snap_name,
+			    src_fd, dir_fd, en->snap.name,
 			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL))
 			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
-					      en->snap, false, 0);
+					      en->snap.path, false, 0);
 		else
-			ret = snapshot_take(s, en, dir_fd, src_fd);
+			ret = snapshot_hold(s, en, dir_fd, src_fd, &en->snap);
 		if (ret == -ENOENT)
 			ret = encio_error_set(s->e, ENOENT, "snapshot",
-					      en->snap, false, 0);
+					      en->snap.path, false, 0);
 	}
 	snapshot_dir_close(dir_fd, times);
 	close(src_fd);
@@ -366,11 +353,11 @@ int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
 	dir_fd = snapshot_dir_open(s, en, times);
 	if (dir_fd < 0)
 		return dir_fd;
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap_id))
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
 		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
-				      en->snap, false, 0);
+				      en->snap.path, false, 0);
 	else
-		en->snap_made = false;
+		en->snap.held = false;
 	snapshot_dir_close(dir_fd, times);
 	return ret;
 }
@@ -394,35 +381,35 @@ int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en)
 	dir_fd = snapshot_dir_open(s, en, times);
 	if (dir_fd < 0)
 		return dir_fd;
-	if (en->base_found &&
-	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base_id))
+	if (en->base.held &&
+	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
 		ret = encio_error_set(s->e, errno ?: EIO,
-				      "delete the earlier base", en->base,
+				      "delete the earlier base", en->base.path,
 				      false, 0);
-	else if (renameat2(dir_fd, en->snap_name, dir_fd, en->base_name,
+	else if (renameat2(dir_fd, en->snap.name, dir_fd, en->base.name,
 			   RENAME_NOREPLACE))
 		ret = encio_error_set(
 			s->e, errno, "keep the snapshot as the next run's base",
-			en->base, false, 0);
-	en->base_found = false;
+			en->base.path, false, 0);
+	en->base.held = false;
 	if (!ret) {
-		fd = openat(dir_fd, en->base_name,
+		fd = openat(dir_fd, en->base.name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || btrfs_util_subvolume_info_fd(fd, 0, &info) ||
-		    info.id != en->snap_id)
+		    info.id != en->snap.id)
 			ret = encio_error_set(
 				s->e, ESTALE,
 				"keep the snapshot as the next run's base (another took its name)",
-				en->base, false, 0);
+				en->base.path, false, 0);
 		if (fd >= 0)
 			close(fd);
 	}
 	if (!ret) {
-		memcpy(en->base_uuid, en->snap_uuid, BTRFS_UUID_SIZE);
-		en->base_id = en->snap_id;
-		en->base_ctransid = en->snap_ctransid;
-		en->base_found = true;
-		en->snap_made = false;
+		memcpy(en->base.uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+		en->base.id = en->snap.id;
+		en->base.ctransid = en->snap.ctransid;
+		en->base.held = true;
+		en->snap.held = false;
 	}
 	snapshot_dir_close(dir_fd, times);
 	return ret;
@@ -438,16 +425,16 @@ int subvols_bases_drop(struct subvols *s)
 
 	for (i = 0; !ret && i < s->plan.nr; i++) {
 		en = &s->plan.v[i];
-		if (!en->base_found)
+		if (!en->base.held)
 			continue;
 		dir_fd = snapshot_dir_open(s, en, times);
 		if (dir_fd < 0)
 			return dir_fd;
-		if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base_id))
+		if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
 			ret = encio_error_set(s->e, errno ?: EIO,
-					      "delete the base", en->base,
+					      "delete the base", en->base.path,
 					      false, 0);
-		en->base_found = false;
+		en->base.held = false;
 		snapshot_dir_close(dir_fd, times);
 	}
 	return ret;
@@ -542,7 +529,7 @@ void subvols_snapshots_drop(struct subvols *s, int top_fd)
 
 	for (i = 0; i < s->plan.nr; i++) {
 		en = &s->plan.v[i];
-		if (!en->snap_made)
+		if (!en->snap.held)
 			continue;
 		ret = en->in_dest && top_fd >= 0 ?
 			      subvols_finish_writable(s, en, top_fd) :

@@ -69,10 +69,10 @@ static int path_in_subvolume(int fd, char *out, size_t len)
 
 static void entry_names_free(struct subvol_entry *en)
 {
-	free(en->snap);
-	free(en->snap_name);
-	free(en->base);
-	free(en->base_name);
+	free(en->snap.path);
+	free(en->snap.name);
+	free(en->base.path);
+	free(en->base.name);
 }
 
 static bool ends_with(const char *name, const char *suffix)
@@ -187,8 +187,8 @@ static int beside(const struct subvol_entry *en, const char *suffix,
 
 static int snapshot_name(struct subvol_entry *en)
 {
-	return beside(en, SNAPSHOT_SUFFIX, &en->snap_name, &en->snap) ?:
-		       beside(en, BASE_SUFFIX, &en->base_name, &en->base);
+	return beside(en, SNAPSHOT_SUFFIX, &en->snap.name, &en->snap.path) ?:
+		       beside(en, BASE_SUFFIX, &en->base.name, &en->base.path);
 }
 
 static int plan_add(struct subvol_plan *s, const char *rel,
@@ -512,7 +512,7 @@ int subvol_entry_open(const struct subvol_plan *s,
 		dir_fd = subvol_entry_dir_open(s, en);
 		if (dir_fd < 0)
 			return dir_fd;
-		fd = openat(dir_fd, en->snap_name,
+		fd = openat(dir_fd, en->snap.name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		fd = fd < 0 ? -errno : fd;
 		close(dir_fd);
@@ -525,7 +525,7 @@ int subvol_entry_open(const struct subvol_plan *s,
 	}
 	if (fd < 0)
 		return fd;
-	ret = snap ? subvol_check(fd, 0, en->snap_uuid) :
+	ret = snap ? subvol_check(fd, 0, en->snap.uuid) :
 		     subvol_check(fd, en->info.id, en->info.uuid);
 	if (ret) {
 		close(fd);

@@ -29,27 +29,27 @@
 /* what encio send --snapshot names its temporary snapshots */
 #define SEND_SNAPSHOT_MARK ".encio-send-"
 
+/* A read-only snapshot encio keeps beside a writable subvolume. */
+struct subvol_snapshot {
+	char *path;
+	char *name; /* in the directory the subvolume is in */
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t id;
+	uint64_t ctransid;
+	bool held; /* made or found, and checked: the fields above are its */
+};
+
 struct subvol_entry {
 	char *rel; /* its path below SRC, "" for SRC itself */
 	char *src; /* its path in SRC */
 	struct btrfs_util_subvolume_info info;
 	bool read_only;
-	/* writable: copied from this read-only snapshot of it (UUID) */
-	char *snap;
-	char *snap_name; /* its name, in the directory @en is in */
-	uint8_t snap_uuid[BTRFS_UUID_SIZE];
-	uint64_t snap_id;
-	uint64_t snap_ctransid;
+	/* writable: copied from this read-only snapshot of it */
+	struct subvol_snapshot snap;
 	/* a tick before this run made it; 0: a stopped run made it */
 	struct timespec snap_before;
-	bool snap_made;
-	/* the base (BASE_SUFFIX) an earlier run left, if found and checked */
-	char *base;
-	char *base_name;
-	uint8_t base_uuid[BTRFS_UUID_SIZE];
-	uint64_t base_id;
-	uint64_t base_ctransid;
-	bool base_found;
+	/* the base (BASE_SUFFIX) an earlier run kept, if found and checked */
+	struct subvol_snapshot base;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
 	/* its copy is marked received as a stream from it expects */
@@ -96,7 +96,7 @@ size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
 /* The path @en is read from: its snapshot if it is writable, else itself. */
 static inline const char *subvol_source(const struct subvol_entry *en)
 {
-	return en->snap ?: en->src;
+	return en->snap.path ?: en->src;
 }
 /*
  * @en (with @snap, its snapshot) opened beneath SRC, following no symlink,
@@ -111,7 +111,7 @@ int subvol_entry_dir_open(const struct subvol_plan *s,
 /* The subvolume id of subvol_source(). */
 static inline uint64_t subvol_source_id(const struct subvol_entry *en)
 {
-	return en->snap ? en->snap_id : en->info.id;
+	return en->snap.path ? en->snap.id : en->info.id;
 }
 /* The UUID a copy of read-only @en is marked received with. */
 const uint8_t *subvol_expected_received(const struct subvol_entry *en);
