@@ -14,21 +14,15 @@
  * one in flight when the copy stopped (under the partial name: deleted and
  * redone).
  */
-#include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>

@@ -6,7 +6,6 @@
  * marked with the moment of SRC it holds.
  */
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -59,8 +58,8 @@ int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 			*slash = 0;
 		else
 			dir[0] = 0;
-		p->dir_fd = subvol_open_beneath(top_fd, dir,
-						O_RDONLY | O_DIRECTORY);
+		p->dir_fd = open_beneath(top_fd, dir,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 	} else {
 		snprintf(dir, sizeof(dir), "%s", p->dst);
 		if (set_name(p, basename(dir)))
@@ -149,8 +148,8 @@ int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
 	struct stat st;
 	int fd, ret;
 
-	fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
-					      O_RDONLY | O_DIRECTORY) :
+	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
 			  fcntl(top_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
 		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
@@ -159,7 +158,7 @@ int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
 	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		ret = 0;
 	else
-		ret = subvol_util_errno(
+		ret = btrfsutil_errno(
 			btrfs_util_subvolume_info_fd(fd, 0, &info));
 	close(fd);
 	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
@@ -193,7 +192,7 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
 	if (ret) {
 		close(fd);
 		return ret;
@@ -245,23 +244,16 @@ int subvols_partial_remove(struct subvols *s, struct placement *p)
  */
 static int carry_nested(int old_fd, int new_fd, const char *rel)
 {
-	char dir[PATH_MAX], *slash;
-	const char *name = rel;
+	const char *name;
 	struct stat st;
 	int from, to, ret = 0;
 
-	snprintf(dir, sizeof(dir), "%s", rel);
-	slash = strrchr(dir, '/');
-	if (slash) {
-		*slash = '\0';
-		name = slash + 1;
-	}
-	from = subvol_open_beneath(old_fd, slash ? dir : "",
-				   O_RDONLY | O_DIRECTORY);
+	from = open_parent_resolve(old_fd, rel, O_RDONLY | O_DIRECTORY,
+				   RESOLVE_CONFINED, &name);
 	if (from < 0)
 		return from;
-	to = subvol_open_beneath(new_fd, slash ? dir : "",
-				 O_RDONLY | O_DIRECTORY);
+	to = open_parent_resolve(new_fd, rel, O_RDONLY | O_DIRECTORY,
+				 RESOLVE_CONFINED, &name);
 	if (to < 0) {
 		close(from);
 		return to == -ENOENT || to == -ENOTDIR ? 0 : to;
@@ -275,46 +267,6 @@ static int carry_nested(int old_fd, int new_fd, const char *rel)
 	close(to);
 	close(from);
 	return ret;
-}
-
-/* The paths of the subvolumes directly below @fd's, in @out (to free). */
-static int nested_list(int fd, char ***out, size_t *nr)
-{
-	struct btrfs_util_subvolume_iterator *iter;
-	struct btrfs_util_subvolume_info info;
-	enum btrfs_util_error err;
-	char *rel, **v = NULL, **grown;
-	uint64_t id;
-	size_t n = 0;
-
-	*out = NULL;
-	*nr = 0;
-	err = btrfs_util_subvolume_id_fd(fd, &id);
-	if (!err)
-		err = btrfs_util_create_subvolume_iterator_fd(fd, 0, 0, &iter);
-	if (err)
-		return subvol_util_errno(err);
-	while (!(err = btrfs_util_subvolume_iterator_next_info(iter, &rel,
-							       &info))) {
-		if (info.parent_id != id) {
-			free(rel);
-			continue;
-		}
-		grown = realloc(v, (n + 1) * sizeof(*v));
-		if (!grown) {
-			free(rel);
-			err = BTRFS_UTIL_ERROR_NO_MEMORY;
-			errno = ENOMEM;
-			break;
-		}
-		v = grown;
-		v[n++] = rel;
-	}
-	btrfs_util_destroy_subvolume_iterator(iter);
-	*out = v;
-	*nr = n;
-	return err == BTRFS_UTIL_ERROR_STOP_ITERATION ? 0 :
-							subvol_util_errno(err);
 }
 
 /* Whether a subvolume of SRC is copied to @rel below DEST's top. */
@@ -358,7 +310,7 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 		return encio_error_set(s->e, errno, "open the new copy of",
 				       p->dst, false, 0);
 	}
-	ret = nested_list(old_fd, &nested, &nr);
+	ret = subvol_children(old_fd, &nested, &nr);
 	for (i = 0; i < nr; i++) {
 		if (!ret && planned(s, en->rel, nested[i]))
 			ret = carry_nested(old_fd, new_fd, nested[i]);
@@ -392,8 +344,8 @@ int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
 	int fd, ret = 0;
 
-	fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
-					      O_RDONLY | O_DIRECTORY) :
+	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
 			  dup(top_fd);
 	if (fd < 0)
 		return encio_error_set(s->e, fd < -1 ? fd : errno, "open",
@@ -479,9 +431,10 @@ int subvols_finish_containers(struct subvols *s, int top_fd)
 		en = &s->plan.v[s->plan.order[i]];
 		if (!en->contains || !en->read_only || !en->in_dest)
 			continue;
-		fd = en->rel[0] ? subvol_open_beneath(top_fd, en->rel,
-						      O_RDONLY | O_DIRECTORY) :
-				  dup(top_fd);
+		fd = en->rel[0] ?
+			     open_beneath(top_fd, en->rel,
+					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+			     dup(top_fd);
 		if (fd < 0)
 			return encio_error_set(s->e, fd, "open", en->rel, false,
 					       0);
@@ -509,9 +462,10 @@ int subvols_keep_default(struct subvols *s, int top_fd)
 		;
 	if (i == s->plan.nr || !s->plan.v[i].in_dest)
 		return 0;
-	fd = s->plan.v[i].rel[0] ? subvol_open_beneath(top_fd, s->plan.v[i].rel,
-						       O_RDONLY | O_DIRECTORY) :
-				   dup(top_fd);
+	fd = s->plan.v[i].rel[0] ?
+		     open_beneath(top_fd, s->plan.v[i].rel,
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+		     dup(top_fd);
 	if (fd < 0)
 		return encio_error_set(s->e, fd, "open", s->plan.v[i].rel,
 				       false, 0);

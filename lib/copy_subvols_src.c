@@ -5,17 +5,14 @@
  * checked before use, and a rerun tells whether it changed since the
  * moment its copy holds.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>
@@ -217,12 +214,16 @@ int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 /*
  * The snapshot of @en at @name in @dir_fd (@path in messages), made by
  * this run or an earlier one: taken only if it is a read-only snapshot of
- * @en and its root has @en's owner, so that a subvolume planted at
- * encio's name is never taken for a copy or a parent. -ENOENT: none.
+ * @en, so that a subvolume planted at encio's name is never taken for a
+ * copy or a parent; the kernel lets only @en's owner or root snapshot it.
+ * With @owner, its root has @en's owner too: the snapshot just made, which
+ * has it unless another took its name. One an earlier run made may have
+ * @en's owner before a chown; what is used of it is pinned by its
+ * ctransid (a base) or its UUID (a copy made from it). -ENOENT: none.
  */
 static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
 			  int dir_fd, int src_fd, const char *name,
-			  const char *path,
+			  const char *path, bool owner,
 			  struct btrfs_util_subvolume_info *info)
 {
 	struct stat st, src_st;
@@ -239,7 +240,7 @@ static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
 	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		ret = -EEXIST;
 	else
-		ret = subvol_util_errno(
+		ret = btrfsutil_errno(
 			btrfs_util_subvolume_info_fd(fd, 0, info));
 	close(fd);
 	if (ret == -EEXIST ||
@@ -250,7 +251,8 @@ static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
 	if (ret)
 		return encio_error_set(s->e, ret, "look at", path, false, 0);
 	if (memcmp(info->parent_uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
-	    st.st_uid != src_st.st_uid || st.st_gid != src_st.st_gid)
+	    (owner &&
+	     (st.st_uid != src_st.st_uid || st.st_gid != src_st.st_gid)))
 		return encio_error_set(
 			s->e, EEXIST,
 			"use (not a snapshot of the subvolume beside it, or not its owner's)",
@@ -260,11 +262,12 @@ static int snapshot_check(struct subvols *s, const struct subvol_entry *en,
 
 /* @snap of @en held, if snapshot_check() finds it is one. */
 static int snapshot_hold(struct subvols *s, const struct subvol_entry *en,
-			 int dir_fd, int src_fd, struct subvol_snapshot *snap)
+			 int dir_fd, int src_fd, bool owner,
+			 struct subvol_snapshot *snap)
 {
 	struct btrfs_util_subvolume_info info;
 	int ret = snapshot_check(s, en, dir_fd, src_fd, snap->name, snap->path,
-				 &info);
+				 owner, &info);
 
 	if (ret)
 		return ret;
@@ -285,7 +288,7 @@ static int snapshot_hold(struct subvols *s, const struct subvol_entry *en,
 static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 			 int src_fd, int top_fd)
 {
-	int ret = snapshot_hold(s, en, dir_fd, src_fd, &en->snap);
+	int ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->snap);
 
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
@@ -323,7 +326,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	}
 	ret = snapshot_left(s, en, dir_fd, src_fd, top_fd);
 	if (!ret) {
-		ret = snapshot_hold(s, en, dir_fd, src_fd, &en->base);
+		ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->base);
 		ret = ret == -ENOENT ? 0 : ret;
 	}
 	if (!ret) {
@@ -334,7 +337,8 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
 					      en->snap.path, false, 0);
 		else
-			ret = snapshot_hold(s, en, dir_fd, src_fd, &en->snap);
+			ret = snapshot_hold(s, en, dir_fd, src_fd, true,
+					    &en->snap);
 		if (ret == -ENOENT)
 			ret = encio_error_set(s->e, ENOENT, "snapshot",
 					      en->snap.path, false, 0);
@@ -451,7 +455,7 @@ static int src_refresh(struct subvols *s, struct subvol_entry *en)
 	fd = subvols_entry_open(s, en, false);
 	if (fd < 0)
 		return fd;
-	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
 	close(fd);
 	if (ret)
 		return encio_error_set(s->e, ret, "read the subvolume", en->src,

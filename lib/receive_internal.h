@@ -29,6 +29,7 @@
 #include <btrfsutil.h>
 
 #include "codec.h"
+#include "fsutil.h"
 #include "inode_flags.h"
 #include "receive.h"
 #include "stream.h"
@@ -231,13 +232,6 @@ static inline void begin_cmd(struct receive_ctx *ctx, int cmd, const char *path,
 		ctx->cmd_path2[0] = '\0';
 }
 
-static inline int btrfsutil_errno(enum btrfs_util_error err)
-{
-	if (err == BTRFS_UTIL_OK)
-		return 0;
-	return errno ? -errno : -EIO;
-}
-
 static inline void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -247,8 +241,8 @@ static inline void close_fd(int *fd)
 
 /* receive_path.c */
 bool path_within(const char *path, const char *top);
-int path_openat2_how(int dirfd, const char *path, int flags, uint64_t resolve);
-int path_openat2_beneath(int dirfd, const char *path, int flags);
+/* beneath the subvolume received, never into another mount */
+#define RESOLVE_IN_SUBVOL (RESOLVE_CONFINED | RESOLVE_NO_XDEV)
 int path_resolve(struct receive_ctx *ctx, const char **path, char *buf);
 int path_open_parent(struct receive_ctx *ctx, const char *path, char *last);
 void path_of_fd(const struct receive_ctx *ctx, char *out, size_t len, int fd,

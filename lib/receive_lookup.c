@@ -27,8 +27,8 @@ static int climb_to_mount_root(int dir)
 	if (fd < 0)
 		return -errno;
 	for (;;) {
-		up = path_openat2_how(fd, "..", O_RDONLY | O_DIRECTORY,
-				      RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS);
+		up = openat2_resolve(fd, "..", O_RDONLY | O_DIRECTORY,
+				     RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS);
 		if (up == -EXDEV)
 			return fd;
 		if (up < 0)
@@ -271,7 +271,8 @@ static int open_candidate(struct receive_ctx *ctx, const char *role,
 		s->unreachable = true;
 		goto out;
 	}
-	fd = path_openat2_beneath(ctx->mnt_fd, rel, O_RDONLY | O_DIRECTORY);
+	fd = openat2_resolve(ctx->mnt_fd, rel, O_RDONLY | O_DIRECTORY,
+			     RESOLVE_IN_SUBVOL);
 	if (fd == -ENOENT)
 		fd = -ESTALE;
 	if (fd < 0)

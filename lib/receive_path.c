@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/xattr.h>
 
 #include "receive_internal.h"
@@ -72,23 +71,6 @@ void dir_cache_inherits_forget(struct receive_ctx *ctx)
 }
 
 /* Paths. */
-
-int path_openat2_how(int dirfd, const char *path, int flags, uint64_t resolve)
-{
-	struct open_how how = { .flags = flags | O_CLOEXEC,
-				.resolve = resolve };
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
-}
-
-int path_openat2_beneath(int dirfd, const char *path, int flags)
-{
-	return path_openat2_how(dirfd, path, flags,
-				RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					RESOLVE_NO_MAGICLINKS |
-					RESOLVE_NO_XDEV);
-}
 
 static int resolve_failed(struct receive_ctx *ctx, int err)
 {
@@ -200,8 +182,8 @@ int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	memcpy(slot->path, path, len);
 	slot->path[len] = '\0';
 	/* not O_PATH: dir_inherits() asks its flags and xattrs */
-	fd = path_openat2_beneath(ctx->subvol_fd, len ? slot->path : ".",
-				  O_RDONLY | O_DIRECTORY);
+	fd = openat2_resolve(ctx->subvol_fd, len ? slot->path : ".",
+			     O_RDONLY | O_DIRECTORY, RESOLVE_IN_SUBVOL);
 	if (fd < 0)
 		return resolve_failed(ctx, fd);
 	slot->fd = fd;
@@ -236,7 +218,8 @@ int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 	struct stat st;
 	int pfd, fd;
 
-	pfd = path_openat2_beneath(dirfd, path, O_PATH | O_NOFOLLOW);
+	pfd = openat2_resolve(dirfd, path, O_PATH | O_NOFOLLOW,
+			      RESOLVE_IN_SUBVOL);
 	if (pfd < 0)
 		return resolve_failed(ctx, pfd);
 	if (fstat(pfd, &st)) {

@@ -170,19 +170,12 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
  */
 static int drop_stand_in(struct receive_ctx *ctx, const char *rel)
 {
-	char dir[PATH_MAX], *slash;
-	const char *name = rel;
 	struct stat st, dst;
+	const char *name;
 	int fd, ret = 0;
 
-	snprintf(dir, sizeof(dir), "%s", rel);
-	slash = strrchr(dir, '/');
-	if (slash) {
-		*slash = '\0';
-		name = slash + 1;
-	}
-	fd = path_openat2_beneath(ctx->subvol_fd, slash ? dir : ".",
-				  O_RDONLY | O_DIRECTORY);
+	fd = open_parent_resolve(ctx->subvol_fd, rel, O_RDONLY | O_DIRECTORY,
+				 RESOLVE_IN_SUBVOL, &name);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) ||
@@ -207,34 +200,22 @@ out:
  */
 static int drop_stand_ins(struct receive_ctx *ctx, int parent)
 {
-	struct btrfs_util_subvolume_iterator *iter;
-	struct btrfs_util_subvolume_info info;
-	enum btrfs_util_error err;
-	uint64_t parent_id;
-	char *rel;
-	int ret = 0;
+	char **nested;
+	size_t i, nr;
+	int ret = subvol_children(parent, &nested, &nr);
 
-	err = btrfs_util_subvolume_id_fd(parent, &parent_id);
-	if (!err)
-		err = btrfs_util_create_subvolume_iterator_fd(parent, 0, 0,
-							      &iter);
-	if (err)
-		return fail(ctx, btrfsutil_errno(err),
-			    "list the subvolumes in the parent subvolume");
-	while (!ret && !(err = btrfs_util_subvolume_iterator_next_info(
-				 iter, &rel, &info))) {
-		if (info.parent_id == parent_id)
-			ret = drop_stand_in(ctx, rel);
-		free(rel);
-	}
-	btrfs_util_destroy_subvolume_iterator(iter);
 	if (ret)
 		return fail(ctx, ret,
-			    "remove what stands for a nested subvolume");
-	if (err != BTRFS_UTIL_ERROR_STOP_ITERATION)
-		return fail(ctx, btrfsutil_errno(err),
 			    "list the subvolumes in the parent subvolume");
-	return 0;
+	for (i = 0; i < nr; i++) {
+		if (!ret)
+			ret = drop_stand_in(ctx, nested[i]);
+		free(nested[i]);
+	}
+	free(nested);
+	return ret ? fail(ctx, ret,
+			  "remove what stands for a nested subvolume") :
+		     0;
 }
 
 static int keep_root_times(struct receive_ctx *ctx)

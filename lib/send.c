@@ -813,13 +813,6 @@ static void count_tree(struct send_ctx *ctx, int dirfd)
 	free(names);
 }
 
-int send_btrfsutil_errno(int err)
-{
-	if (err == BTRFS_UTIL_OK)
-		return 0;
-	return errno ? -errno : -EIO;
-}
-
 static int source_kind_fd(int fd, enum send_source *kind)
 {
 	enum btrfs_util_error err;
@@ -830,7 +823,7 @@ static int source_kind_fd(int fd, enum send_source *kind)
 	if (btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK) {
 		err = btrfs_util_get_subvolume_read_only_fd(fd, &frozen);
 		if (err)
-			return send_btrfsutil_errno(err);
+			return btrfsutil_errno(err);
 		*kind = frozen ? SEND_SOURCE_FROZEN :
 				 SEND_SOURCE_WRITABLE_SUBVOL;
 		return 0;
@@ -1075,7 +1068,7 @@ static int snapshot_create(const char *path, struct temp_snapshot *t,
 		NULL, NULL);
 	close(src_fd);
 	if (err)
-		return encio_error_set(e, send_btrfsutil_errno(err), "snapshot",
+		return encio_error_set(e, btrfsutil_errno(err), "snapshot",
 				       t->path, false, 0);
 	t->fd = openat(t->dir_fd, name,
 		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "extents.h"
+#include "fsutil.h"
 #include "kernel.h"
 #include "prefetch.h"
 #include "send.h"
@@ -163,7 +164,6 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 		      const struct extent_map *map);
 int send_data_plain(struct send_ctx *ctx, int fd, const char *path,
 		    const struct extent_map *map);
-int send_btrfsutil_errno(int err);
 
 /*
  * List the tree at @root_fd (@root, @st) into ctx->walk, nested subvolumes

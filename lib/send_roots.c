@@ -23,7 +23,7 @@ int send_roots_add(struct send_roots *r, const char *path,
 				       false, 0);
 	err = btrfs_util_subvolume_id(path, &id);
 	if (err)
-		return encio_error_set(e, send_btrfsutil_errno(err),
+		return encio_error_set(e, btrfsutil_errno(err),
 				       "find the subvolume id of", path, false,
 				       0);
 	r->root[r->nr] = (struct send_root){ id, path };

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel.h"
@@ -25,26 +24,6 @@ bool subvol_uuid_set(const uint8_t *u)
 	static const uint8_t zero[BTRFS_UUID_SIZE];
 
 	return memcmp(u, zero, BTRFS_UUID_SIZE) != 0;
-}
-
-int subvol_util_errno(enum btrfs_util_error err)
-{
-	if (err == BTRFS_UTIL_OK)
-		return 0;
-	return errno ? -errno : -EIO;
-}
-
-int subvol_open_beneath(int dirfd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = flags | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how,
-			  sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
 }
 
 /* The path of directory @fd below the root of its subvolume, "a/b/". */
@@ -244,7 +223,7 @@ static int plan_list(struct subvol_plan *s, int src_fd)
 		err = btrfs_util_subvolume_info_fd(src_fd, 0, &info);
 		if (err || (ret = plan_add(s, "", &info)))
 			return encio_error_set(s->e,
-					       ret ?: subvol_util_errno(err),
+					       ret ?: btrfsutil_errno(err),
 					       "read the subvolume", s->src,
 					       false, 0);
 	}
@@ -254,7 +233,7 @@ static int plan_list(struct subvol_plan *s, int src_fd)
 		err = btrfs_util_create_subvolume_iterator_fd(src_fd, top, 0,
 							      &it);
 	if (err)
-		return encio_error_set(s->e, subvol_util_errno(err),
+		return encio_error_set(s->e, btrfsutil_errno(err),
 				       "list the subvolumes below", s->src,
 				       false, 0);
 	while (!ret && !(err = btrfs_util_subvolume_iterator_next_info(
@@ -268,7 +247,7 @@ static int plan_list(struct subvol_plan *s, int src_fd)
 		return encio_error_set(s->e, ret, "list the subvolumes below",
 				       s->src, false, 0);
 	if (err != BTRFS_UTIL_ERROR_STOP_ITERATION)
-		return encio_error_set(s->e, subvol_util_errno(err),
+		return encio_error_set(s->e, btrfsutil_errno(err),
 				       "list the subvolumes below", s->src,
 				       false, 0);
 	drop_temporaries(s);
@@ -467,7 +446,8 @@ void subvol_plan_release(struct subvol_plan *s)
 int subvol_entry_dir_open(const struct subvol_plan *s,
 			  const struct subvol_entry *en)
 {
-	char dir[PATH_MAX], *slash;
+	char dir[PATH_MAX];
+	const char *name;
 	int fd;
 
 	/* SRC itself: the directory it is in, named by the caller */
@@ -476,12 +456,8 @@ int subvol_entry_dir_open(const struct subvol_plan *s,
 		fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		return fd < 0 ? -errno : fd;
 	}
-	snprintf(dir, sizeof(dir), "%s", en->rel);
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	return subvol_open_beneath(s->src_fd, slash ? dir : "",
-				   O_RDONLY | O_DIRECTORY);
+	return open_parent_resolve(s->src_fd, en->rel, O_RDONLY | O_DIRECTORY,
+				   RESOLVE_CONFINED, &name);
 }
 
 /* Whether @fd is the root of the subvolume @id, @uuid. */
@@ -495,7 +471,7 @@ static int subvol_check(int fd, uint64_t id, const uint8_t *uuid)
 		return -errno;
 	if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
 		return -ESTALE;
-	ret = subvol_util_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
 	if (ret)
 		return ret;
 	if ((id && info.id != id) || memcmp(info.uuid, uuid, BTRFS_UUID_SIZE))
@@ -520,8 +496,8 @@ int subvol_entry_open(const struct subvol_plan *s,
 		fd = fcntl(s->src_fd, F_DUPFD_CLOEXEC, 0);
 		fd = fd < 0 ? -errno : fd;
 	} else {
-		fd = subvol_open_beneath(s->src_fd, en->rel,
-					 O_RDONLY | O_DIRECTORY);
+		fd = open_beneath(s->src_fd, en->rel,
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 	}
 	if (fd < 0)
 		return fd;

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "fsutil.h"
 
 /* encio's names for what it makes beside a subvolume */
 #define PARTIAL_SUFFIX ".encio-partial"
@@ -117,9 +118,5 @@ static inline uint64_t subvol_source_id(const struct subvol_entry *en)
 const uint8_t *subvol_expected_received(const struct subvol_entry *en);
 
 bool subvol_uuid_set(const uint8_t *u);
-/* -errno of a libbtrfsutil error */
-int subvol_util_errno(enum btrfs_util_error err);
-/* openat2() of @path beneath @dirfd, no symlinks followed */
-int subvol_open_beneath(int dirfd, const char *path, int flags);
 
 #endif

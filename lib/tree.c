@@ -181,8 +181,9 @@ static int tree_probe_source(struct tree *t, struct tree_file *f)
 
 	if (f->job.src_fd >= 0)
 		return 0;
-	dir = entry_open_parent_beneath(t->src_roots[f->root],
-					f->src + f->src_off, &name);
+	dir = open_parent_resolve(t->src_roots[f->root], f->src + f->src_off,
+				  O_PATH | O_DIRECTORY, RESOLVE_CONFINED,
+				  &name);
 	if (dir < 0)
 		return encio_error_set(&f->e, dir, "open", f->src, false, 0);
 	fd = open_regular_at(dir, name, flags | O_NOATIME, 0, &st);

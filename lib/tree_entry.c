@@ -10,29 +10,10 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kernel.h"
 #include "tree_internal.h"
-
-/*
- * Open @path below the directory @dirfd, through no symlink and never out
- * of it (not by "..", not by an absolute path): names of DEST and SRC met
- * again after the walk, which anyone who can write there may have swapped.
- */
-static int openat2_beneath(int dirfd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = flags | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path[0] ? path : ".", &how,
-			  sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
-}
 
 /* The DEST directory the walk's current entry is made in. */
 struct dst_dir *entry_dst_dir(const struct tree *t)
@@ -206,26 +187,13 @@ static const char *dst_rel(const struct tree *t, const char *path)
 	return strlen(path) > t->root_off ? path + t->root_off : "";
 }
 
-/*
- * The directory of @rel, opened below @base through no symlink, and its
- * last component in *name; -errno.
- */
-int entry_open_parent_beneath(int base, const char *rel, const char **name)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(rel, '/');
-
-	*name = slash ? slash + 1 : rel;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 0, rel);
-	return openat2_beneath(base, dir, O_PATH | O_DIRECTORY);
-}
-
 /* The same for DEST's @path, below t->dest_dir. */
 static int open_dst_parent(const struct tree *t, const char *path,
 			   const char **name)
 {
-	return entry_open_parent_beneath(t->dest_dir->fd, dst_rel(t, path),
-					 name);
+	return open_parent_resolve(t->dest_dir->fd, dst_rel(t, path),
+				   O_PATH | O_DIRECTORY, RESOLVE_CONFINED,
+				   name);
 }
 
 static int make_link(void *arg, int dir, const char *tmp)
@@ -817,11 +785,11 @@ static int dir_reopen(int base, const char *rel, dev_t dev, ino_t ino,
 		      struct entry_at *at)
 {
 	struct stat st;
-	int fd = openat2_beneath(base, rel, O_RDONLY | O_DIRECTORY);
+	int fd = open_beneath(base, rel, O_RDONLY | O_DIRECTORY);
 
 	*at = (struct entry_at){ fd, NULL };
 	if (fd == -EACCES) {
-		fd = openat2_beneath(base, rel, O_PATH | O_DIRECTORY);
+		fd = open_beneath(base, rel, O_PATH | O_DIRECTORY);
 		*at = (struct entry_at){ fd, "" };
 	}
 	if (fd < 0)
@@ -897,8 +865,8 @@ static void files_late_flags(struct tree *t)
 
 	for (i = 0; i < t->nr_late_flags; i++) {
 		l = &t->late_flags[i];
-		fd = openat2_beneath(t->dest_dir->fd, dst_rel(t, l->dst),
-				     O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+		fd = open_beneath(t->dest_dir->fd, dst_rel(t, l->dst),
+				  O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
 		ret = fd;
 		if (fd >= 0) {
 			ret = fstat(fd, &st) ? -errno : 0;

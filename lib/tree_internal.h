@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "inline_files.h"
 #include "inode_flags.h"
 #include "prefetch.h"
@@ -351,7 +352,6 @@ int entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
 bool entry_in_stage(const struct tree *t, const char *path);
 int entry_clear_name(struct entry_at at);
 bool entry_link_seen(struct tree *t, const struct stat *st, const char *dst);
-int entry_open_parent_beneath(int base, const char *rel, const char **name);
 void entry_make_links(struct tree *t);
 void entry_special(struct tree *t, const char *src, const char *dst,
 		   struct entry_at at);

@@ -4,7 +4,8 @@
 # snapshot the earlier run copied it from, kept beside it in SRC as
 # .NAME.encio-base: it writes what changed, not the whole subvolume again.
 # A snapshot at that name that is not the moment the copy holds is not
-# used; one not of the subvolume stops the move; --final deletes the base.
+# used; one not of the subvolume stops the move, one made before the
+# subvolume changed owner serves; --final deletes the base.
 # A snapshot a killed run left at .NAME.encio-snapshot, with no copy made
 # from it, is deleted: the rerun copies the subvolume as it is at its start.
 source "$(dirname "$0")/../../common.sh"
@@ -89,8 +90,17 @@ grep -q 'encio-base' "$TEST_TMP/move.err" || _fail "the error does not name the 
 btrfs property set -ts "$SRC/.@w.encio-base" ro false
 run_check btrfs -q subvolume delete "$SRC/.@w.encio-base"
 
-_log "--final"
+_log "a base made before the subvolume changed owner"
 move || _fail "the rerun failed"
+chown 1234:1234 "$SRC/@w"
+echo seven >"$SRC/@w/d/l"
+sleep 1
+move || _fail "the rerun after a chown failed"
+[ "$(field subvolumes_incremental)" = 1 ] || _fail "the base made before the chown was not used"
+diff -r "$SRC/@w" "$DST/m/@w" || _fail "@w is stale after the chown"
+[ "$(stat -c %u:%g "$DST/m/@w")" = 1234:1234 ] || _fail "the owner was not copied"
+
+_log "--final"
 echo five >"$SRC/@w/d/j"
 sleep 1
 move --final || _fail "the final run failed"

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What copy, send and receive share of the filesystem: opening what a
+ * path names below a directory already open, confined to it (names in SRC
+ * and DEST that others can change are reached this way once their top is
+ * open), libbtrfsutil's errors as -errno, and a subvolume's children.
+ */
+#ifndef ENCIO_FSUTIL_H
+#define ENCIO_FSUTIL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/openat2.h>
+
+#include <btrfsutil.h>
+
+/* -errno of a libbtrfsutil error: it leaves errno set */
+static inline int btrfsutil_errno(enum btrfs_util_error err)
+{
+	if (err == BTRFS_UTIL_OK)
+		return 0;
+	return errno ? -errno : -EIO;
+}
+
+/* below the directory, through no symlink, /proc's magic links included */
+#define RESOLVE_CONFINED \
+	(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/*
+ * openat2() of @path at @dirfd ("" is @dirfd itself) with @resolve, and
+ * O_CLOEXEC. Returns the descriptor or -errno.
+ */
+int openat2_resolve(int dirfd, const char *path, int flags, uint64_t resolve);
+
+static inline int open_beneath(int dirfd, const char *path, int flags)
+{
+	return openat2_resolve(dirfd, path, flags, RESOLVE_CONFINED);
+}
+
+/*
+ * The directory @rel is in, opened below @dirfd as openat2_resolve()
+ * does, and @rel's last component in *@name (a pointer into @rel).
+ */
+int open_parent_resolve(int dirfd, const char *rel, int flags, uint64_t resolve,
+			const char **name);
+
+/*
+ * The paths (below it, to free) of the subvolumes whose parent is the
+ * subvolume open at @fd, in *@paths. Returns 0 or -errno.
+ */
+int subvol_children(int fd, char ***paths, size_t *nr);
+
+#endif
