@@ -7,7 +7,8 @@
 # the first (each time 0.5% rewritten in the middle, 0.5% appended, 0.4%
 # renamed, 0.4% removed, 0.2% new), and as much churn again after the last.
 # Methods, on a fresh destination filesystem each run:
-#   encio        encio copy -rT --subvolumes SRC/hist DEST/hist
+#   encio        encio copy -rT --subvolumes --final SRC/hist DEST/hist (a
+#                move done in one run: it keeps no base in SRC)
 #   btrfs-chain  what btrfs-clone's chronological strategy runs: btrfs send
 #                --compressed-data of the first snapshot, then -p each
 #                previous one for each next, each piped to btrfs receive;
@@ -25,7 +26,8 @@
 # run; every subvolume's read-only flag and a parent UUID on every snapshot
 # but the first are checked too.
 #   encio-base   with ENCIO_BASE=PATH, another encio build's copy, timed in
-#                the same rounds (METHODS=... picks the methods)
+#                the same rounds (METHODS=... picks the methods), without
+#                --final (older builds have none: each keeps no base)
 # The methods take turns for ROUNDS rounds, the order rotating each round;
 # the table gives medians and the time's ratio to encio's.
 # Target: encio at least 2x faster than btrfs-chain, with DEST's disk usage
@@ -191,7 +193,7 @@ run_one()
 	: >"$work/err"
 	run_start
 	case $method in
-	encio) "$ENCIO" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
+	encio) "$ENCIO" -q copy -rT --subvolumes --final "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
 	encio-base) "$ENCIO_BASE" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
 	btrfs-chain) btrfs_chain 2>>"$work/err" || ok=0 ;;
 	btrbk) btrbk_archive 2>>"$work/err" || ok=0 ;;
