@@ -106,29 +106,35 @@ static bool dir_empty(int dir_fd, const char *name)
 
 /*
  * A writable subvolume's finished copy records the moment of SRC it holds
- * where SRC has no received UUID of its own: its stransid is SRC's
- * ctransid then (its received UUID stays none, so btrfs send names it by
- * its own UUID). Its rtransid, the transaction that marked it, is where
- * its ctransid stays until anyone changes it.
+ * (subvols_finish_writable()): its stime, when the snapshot it was copied
+ * from was begun, and where SRC has no received UUID of its own, its
+ * stransid, SRC's ctransid then (its received UUID stays none, so btrfs
+ * send names it by its own UUID). Where SRC has one, the copy keeps it
+ * and SRC's stransid, a transid of the filesystem SRC was received from:
+ * none of this one's transactions bounds what changed since. Its rtransid,
+ * the transaction that marked it, is where its ctransid stays until
+ * anyone changes it.
  */
 static int writable_copy_state(const struct subvols *s,
 			       const struct subvol_entry *en, int fd,
 			       const struct btrfs_util_subvolume_info *info)
 {
+	uint64_t since = info->stransid;
 	int changed;
 
-	if (subvol_uuid_set(en->info.received_uuid))
-		return !memcmp(info->received_uuid, en->info.received_uuid,
-			       BTRFS_UUID_SIZE) ?
-			       1 :
-			       -EEXIST;
-	/* none of encio's: no mark, or received from something */
-	if (subvol_uuid_set(info->received_uuid) || !info->stransid)
+	if (subvol_uuid_set(en->info.received_uuid)) {
+		if (memcmp(info->received_uuid, en->info.received_uuid,
+			   BTRFS_UUID_SIZE))
+			return -EEXIST;
+		since = 0;
+	} else if (subvol_uuid_set(info->received_uuid) || !info->stransid) {
+		/* none of encio's: no mark, or received from something */
 		return -EEXIST;
-	/* SRC now, not the snapshot: one a stopped run left may be older */
-	if (info->stransid == en->info.ctransid)
+	} else if (info->stransid == en->info.ctransid) {
+		/* SRC now, not the snapshot: one a stopped run left may be older */
 		return 1;
-	changed = subvols_src_changed(s, en, info);
+	}
+	changed = subvols_src_changed(s, en, since, &info->stime);
 	if (changed <= 0)
 		return changed ?: 1;
 	/* SRC changed since: copied again, unless the copy changed too */
@@ -353,17 +359,15 @@ int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
 	if (subvol_uuid_set(en->info.received_uuid)) {
 		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
 		rs.stransid = en->info.stransid;
-		rs.rtransid = en->info.rtransid;
 	} else {
-		/* the moment it holds: writable_copy_state() */
 		rs.stransid = en->snap.ctransid;
-		rs.stime.sec = en->snap_before.tv_sec;
-		rs.stime.nsec = en->snap_before.tv_nsec;
-		/* all of the copy in transactions before the mark's */
-		if (syncfs(fd))
-			ret = encio_error_set(s->e, errno, "sync", en->rel,
-					      false, 0);
 	}
+	/* the moment it holds: writable_copy_state() */
+	rs.stime.sec = en->snap_before.tv_sec;
+	rs.stime.nsec = en->snap_before.tv_nsec;
+	/* all of the copy in transactions before the mark's */
+	if (syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", en->rel, false, 0);
 	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
 		ret = encio_error_set(s->e, errno, "set the received UUID of",
 				      en->src, false, 0);

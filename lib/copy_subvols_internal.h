@@ -71,7 +71,7 @@ int subvols_changed_since(int fd, uint64_t transid,
 			  const struct timespec *since,
 			  const struct held_dirs *h);
 int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
-			const struct btrfs_util_subvolume_info *info);
+			uint64_t transid, const struct timespec *stime);
 int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 		       bool snap);
 int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en);

@@ -118,13 +118,13 @@ int subvols_changed_since(int fd, uint64_t transid,
 }
 
 /*
- * Whether @en changed in SRC since the moment its copy (@info) holds, or
- * only its ctransid moved (atimes): an inode changed after the snapshot
- * was begun (stime; 0 where a stopped run made the snapshot: anything in
- * a leaf written since counts), in a leaf written after it.
+ * Whether @en changed in SRC since the moment its copy holds, or only its
+ * ctransid moved (atimes): an inode changed after the snapshot was begun
+ * (@stime; 0 where a stopped run made the snapshot: anything in a leaf
+ * written since counts), in a leaf written after transaction @transid.
  */
 int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
-			const struct btrfs_util_subvolume_info *info)
+			uint64_t transid, const struct timespec *stime)
 {
 	int fd = subvol_entry_open(&s->plan, en, false), dir_fd, ret;
 	struct held_dirs h = { .nr = 0 };
@@ -156,7 +156,7 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 		}
 		h.ino[h.nr++] = st.st_ino;
 	}
-	ret = subvols_changed_since(fd, info->stransid, &info->stime, &h);
+	ret = subvols_changed_since(fd, transid, stime, &h);
 	close(fd);
 	return ret;
 }

@@ -8,6 +8,8 @@
 # subvolume changed owner serves; --final deletes the base.
 # A snapshot a killed run left at .NAME.encio-snapshot, with no copy made
 # from it, is deleted: the rerun copies the subvolume as it is at its start.
+# A writable subvolume with a received UUID of its own (it keeps no base)
+# that changed since its copy is copied again, not taken as complete.
 source "$(dirname "$0")/../../common.sh"
 require_root
 
@@ -121,3 +123,30 @@ sync
 "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST/n" || _fail "the copy after a killed run failed"
 diff -r "$SRC/@w" "$DST/n/@w" || _fail "the copy holds the killed run's moment"
 [ ! -e "$SRC/.@w.encio-snapshot" ] || _fail "the killed run's snapshot is left"
+
+_log "a writable subvolume with a received UUID, changed since its copy"
+make_btrfs src2 1G
+SRC2=$MNT
+run_check btrfs -q subvolume create "$SRC2/x"
+echo one >"$SRC2/x/f"
+run_check btrfs -q subvolume snapshot -r "$SRC2/x" "$SRC2/x.1"
+mkdir "$SRC2/r"
+btrfs send -q "$SRC2/x.1" | btrfs receive -q "$SRC2/r" || _fail "btrfs receive failed"
+# writable, its received UUID kept (BTRFS_IOC_SUBVOL_SETFLAGS)
+python3 - "$SRC2/r/x.1" <<'PY' || _fail "make r/x.1 writable"
+import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.ioctl(fd, 0x4008941a, struct.pack("Q", 0))
+PY
+btrfs subvolume show "$SRC2/r/x.1" | grep -qE 'Received UUID:[[:space:]]+[0-9a-f-]{36}' ||
+	_fail "r/x.1 has no received UUID"
+"$ENCIO" -q copy -rT --subvolumes "$SRC2" "$DST/o" || _fail "the move of SRC2 failed"
+echo two >"$SRC2/r/x.1/g"
+sleep 1
+"$ENCIO" copy -rT --subvolumes --format=json "$SRC2" "$DST/o" >"$TEST_TMP/move.json" ||
+	_fail "the rerun of SRC2 failed"
+diff -r "$SRC2/r/x.1" "$DST/o/r/x.1" || _fail "r/x.1 is stale in DEST"
+[ "$(field subvolumes_replaced)" = 1 ] || _fail "r/x.1 was not copied again"
+"$ENCIO" copy -rT --subvolumes --format=json "$SRC2" "$DST/o" >"$TEST_TMP/move.json" ||
+	_fail "the unchanged rerun of SRC2 failed"
+[ "$(field subvolumes_replaced)" = 0 ] || _fail "the unchanged r/x.1 was copied again"
