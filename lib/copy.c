@@ -600,15 +600,16 @@ static const struct compress_spec none_spec = { BTRFS_COMPRESS_NONE, 0 };
 
 /*
  * Plain bytes an encoded read returned, up to the end of the piece asked
- * for: with --compress pieces end at chunk boundaries, the rest is issued
- * on its own.
+ * for: the kernel returns up to the end of the extent, and what follows
+ * the piece is another's (a clone's, or a range written on its own; with
+ * --compress, the next chunk). Written here, a clone would later replace
+ * it and leave the extent written partly unused on disk.
  */
-static size_t job_plain_len(struct copy_job *job, struct engine_req *req)
+static size_t job_plain_len(struct engine_req *req)
 {
 	uint64_t len = req->res;
 
-	if (job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE &&
-	    req->offset + len > req->cookie)
+	if (req->offset + len > req->cookie)
 		len = req->cookie - req->offset;
 	return len;
 }
@@ -630,7 +631,7 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 		/* Plain bytes (the range was rewritten since it was mapped). */
 		job_write_data(job, &job->ctx->opts.compress,
 			       engine_req_buf(&job->ctx->engine, req),
-			       job_plain_len(job, req), req->offset);
+			       job_plain_len(req), req->offset);
 		job->ctx->stats.ranges_plain++;
 		return false;
 	}
