@@ -2,8 +2,7 @@
 /*
  * copy -r --subvolumes, DEST's side: what DEST holds at each subvolume's
  * name (nothing, its complete copy, a copy to update, or something not
- * encio's), the copies put in place, and a writable subvolume's copy
- * marked with the moment of SRC it holds.
+ * encio's), and the copies put in place, replaced and finished.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -106,7 +105,7 @@ static bool dir_empty(int dir_fd, const char *name)
 
 /*
  * A writable subvolume's finished copy records the moment of SRC it holds
- * (subvols_finish_writable()): its stime, when the snapshot it was copied
+ * (finish_writable() in copy_subvols_src.c): its stime, when the snapshot it was copied
  * from was begun, and where SRC has no received UUID of its own, its
  * stransid, SRC's ctransid then (its received UUID stays none, so btrfs
  * send names it by its own UUID). Where SRC has one, the copy keeps it
@@ -142,35 +141,6 @@ static int writable_copy_state(const struct subvols *s,
 		return 2;
 	changed = subvols_changed_since(fd, info->rtransid, &info->rtime, NULL);
 	return changed < 0 ? changed : changed ? -ESTALE : 2;
-}
-
-/*
- * Whether writable @en's copy in DEST (below @top_fd) was received from
- * its snapshot (en->snap.uuid) and not finished: 1, 0 or -errno.
- */
-int subvols_dest_made_from(const struct subvol_entry *en, int top_fd)
-{
-	struct btrfs_util_subvolume_info info;
-	struct stat st;
-	int fd, ret;
-
-	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
-				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
-			  fcntl(top_fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
-	if (fstat(fd, &st))
-		ret = -errno;
-	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		ret = 0;
-	else
-		ret = btrfsutil_errno(
-			btrfs_util_subvolume_info_fd(fd, 0, &info));
-	close(fd);
-	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		return ret;
-	return !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
-	       !memcmp(info.received_uuid, en->snap.uuid, BTRFS_UUID_SIZE);
 }
 
 /*
@@ -337,53 +307,6 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			"replace the copy (its source changed since) of",
 			p->dst, false, 0);
 	return 0;
-}
-
-/*
- * A writable subvolume's copy, marked received from the snapshot it was
- * copied from for the snapshots made of it: SRC's received UUID, or none;
- * the snapshot deleted.
- */
-int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
-			    int top_fd)
-{
-	struct btrfs_ioctl_received_subvol_args rs = { 0 };
-	int fd, ret = 0;
-
-	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
-				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
-			  dup(top_fd);
-	if (fd < 0)
-		return encio_error_set(s->e, fd < -1 ? fd : errno, "open",
-				       en->rel, false, 0);
-	if (subvol_uuid_set(en->info.received_uuid)) {
-		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
-		rs.stransid = en->info.stransid;
-	} else {
-		rs.stransid = en->snap.ctransid;
-	}
-	/* the moment it holds: writable_copy_state() */
-	rs.stime.sec = en->snap_before.tv_sec;
-	rs.stime.nsec = en->snap_before.tv_nsec;
-	/* all of the copy in transactions before the mark's */
-	if (syncfs(fd))
-		ret = encio_error_set(s->e, errno, "sync", en->rel, false, 0);
-	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
-		ret = encio_error_set(s->e, errno, "set the received UUID of",
-				      en->src, false, 0);
-	close(fd);
-	return ret ?: subvols_snapshot_keep(s, en);
-}
-
-int subvols_finish_writables(struct subvols *s, int top_fd)
-{
-	size_t i;
-	int ret = 0;
-
-	for (i = 0; !ret && i < s->plan.nr; i++)
-		if (s->plan.v[i].snap.held && s->plan.v[i].in_dest)
-			ret = subvols_finish_writable(s, &s->plan.v[i], top_fd);
-	return ret;
 }
 
 /*

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * copy -r --subvolumes within lib/: the state of a move, shared by its
- * SRC side (copy_subvols_src.c: the snapshots of writable subvolumes and
- * what changed in SRC since a copy), its DEST side (copy_subvols_dest.c:
- * what DEST holds at each name, and putting copies in place) and the
- * transfers between them (copy_subvols.c).
+ * SRC side (copy_subvols_src.c: the snapshots of writable subvolumes,
+ * their bases and the marks of their finished copies, and what changed in
+ * SRC since a copy), its DEST side (copy_subvols_dest.c: what DEST holds
+ * at each name, and putting copies in place), which takes from the SRC
+ * side and never the reverse, and the transfers between them
+ * (copy_subvols.c).
  */
 #ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
 #define ENCIO_COPY_SUBVOLS_INTERNAL_H
@@ -75,8 +77,8 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 		       bool snap);
 int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en);
-int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en);
 int subvols_bases_drop(struct subvols *s);
+int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_snapshots_make(struct subvols *s);
 void subvols_snapshots_drop(struct subvols *s, int top_fd);
 
@@ -86,7 +88,6 @@ int subvols_dest_name(struct subvols *s, const char *dest);
 int subvols_dest_check(struct subvols *s);
 int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 			   struct placement *p, int top_fd);
-int subvols_dest_made_from(const struct subvol_entry *en, int top_fd);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		       struct placement *p);
 int subvols_partial_remove(struct subvols *s, struct placement *p);
@@ -94,9 +95,6 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			 struct placement *p);
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
-int subvols_finish_writable(struct subvols *s, struct subvol_entry *en,
-			    int top_fd);
-int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_finish_containers(struct subvols *s, int top_fd);
 int subvols_keep_default(struct subvols *s, int top_fd);
 

@@ -2,8 +2,9 @@
 /*
  * copy -r --subvolumes, SRC's side: each writable subvolume is copied
  * from a read-only snapshot of it, made beside it by descriptors and
- * checked before use, and a rerun tells whether it changed since the
- * moment its copy holds.
+ * checked before use; its finished copy is marked with the moment it
+ * holds and the snapshot kept as its base, the parent of the next run's
+ * difference; a rerun tells whether it changed since that moment.
  */
 #include <endian.h>
 #include <errno.h>
@@ -278,6 +279,143 @@ static int snapshot_hold(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+/* The snapshot deleted by its id: whatever its name holds by now. */
+int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
+{
+	struct timespec times[2];
+	int dir_fd, ret = 0;
+
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0)
+		return dir_fd;
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
+		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
+				      en->snap.path, false, 0);
+	else
+		en->snap.held = false;
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/*
+ * The snapshot @en's finished copy was made from, kept as the base of the
+ * next run's difference in place of the one before (deleted by its id);
+ * or deleted where no base can serve: @en has a received UUID, so its
+ * copy records no moment of its own (writable_copy_state()). The base is
+ * checked again before any use, so the rename by name does no harm if
+ * another took the name meanwhile; found another, it is an error.
+ */
+static int snapshot_keep(struct subvols *s, struct subvol_entry *en)
+{
+	struct btrfs_util_subvolume_info info;
+	struct timespec times[2];
+	int dir_fd, fd, ret = 0;
+
+	if (subvol_uuid_set(en->info.received_uuid))
+		return subvols_snapshot_delete(s, en);
+	dir_fd = snapshot_dir_open(s, en, times);
+	if (dir_fd < 0)
+		return dir_fd;
+	if (en->base.held &&
+	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
+		ret = encio_error_set(s->e, errno ?: EIO,
+				      "delete the earlier base", en->base.path,
+				      false, 0);
+	else if (renameat2(dir_fd, en->snap.name, dir_fd, en->base.name,
+			   RENAME_NOREPLACE))
+		ret = encio_error_set(
+			s->e, errno, "keep the snapshot as the next run's base",
+			en->base.path, false, 0);
+	en->base.held = false;
+	if (!ret) {
+		fd = openat(dir_fd, en->base.name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || btrfs_util_subvolume_info_fd(fd, 0, &info) ||
+		    info.id != en->snap.id)
+			ret = encio_error_set(
+				s->e, ESTALE,
+				"keep the snapshot as the next run's base (another took its name)",
+				en->base.path, false, 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!ret) {
+		memcpy(en->base.uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+		en->base.id = en->snap.id;
+		en->base.ctransid = en->snap.ctransid;
+		en->base.held = true;
+		en->snap.held = false;
+	}
+	snapshot_dir_close(dir_fd, times);
+	return ret;
+}
+
+/*
+ * Whether writable @en's copy in DEST (below @top_fd) was received from
+ * its snapshot (en->snap.uuid) and not finished: 1, 0 or -errno.
+ */
+static int dest_made_from(const struct subvol_entry *en, int top_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret;
+
+	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+			  fcntl(top_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = 0;
+	else
+		ret = btrfsutil_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, &info));
+	close(fd);
+	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return ret;
+	return !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
+	       !memcmp(info.received_uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+}
+
+/*
+ * A writable subvolume's copy, marked received from the snapshot it was
+ * copied from for the snapshots made of it (SRC's received UUID, or
+ * none) and with the moment it holds (writable_copy_state() in
+ * copy_subvols_dest.c), its snapshot kept as its base.
+ */
+static int finish_writable(struct subvols *s, struct subvol_entry *en,
+			   int top_fd)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	int fd, ret = 0;
+
+	fd = en->rel[0] ? open_beneath(top_fd, en->rel,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+			  dup(top_fd);
+	if (fd < 0)
+		return encio_error_set(s->e, fd < -1 ? fd : errno, "open",
+				       en->rel, false, 0);
+	if (subvol_uuid_set(en->info.received_uuid)) {
+		memcpy(rs.uuid, en->info.received_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = en->info.stransid;
+	} else {
+		rs.stransid = en->snap.ctransid;
+	}
+	/* the moment it holds: writable_copy_state() */
+	rs.stime.sec = en->snap_before.tv_sec;
+	rs.stime.nsec = en->snap_before.tv_nsec;
+	/* all of the copy in transactions before the mark's */
+	if (syncfs(fd))
+		ret = encio_error_set(s->e, errno, "sync", en->rel, false, 0);
+	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
+		ret = encio_error_set(s->e, errno, "set the received UUID of",
+				      en->src, false, 0);
+	close(fd);
+	return ret ?: snapshot_keep(s, en);
+}
+
 /*
  * A snapshot an earlier run left at the snapshot name: that run stopped.
  * If @en's copy in DEST (@top_fd, -1 where there is none yet) was made
@@ -292,8 +430,8 @@ static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
-	if (top_fd >= 0 && subvols_dest_made_from(en, top_fd) > 0)
-		return subvols_finish_writable(s, en, top_fd);
+	if (top_fd >= 0 && dest_made_from(en, top_fd) > 0)
+		return finish_writable(s, en, top_fd);
 	en->snap.held = false;
 	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
 		return encio_error_set(
@@ -345,77 +483,6 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	}
 	snapshot_dir_close(dir_fd, times);
 	close(src_fd);
-	return ret;
-}
-
-/* The snapshot deleted by its id: whatever its name holds by now. */
-int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
-{
-	struct timespec times[2];
-	int dir_fd, ret = 0;
-
-	dir_fd = snapshot_dir_open(s, en, times);
-	if (dir_fd < 0)
-		return dir_fd;
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
-		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
-				      en->snap.path, false, 0);
-	else
-		en->snap.held = false;
-	snapshot_dir_close(dir_fd, times);
-	return ret;
-}
-
-/*
- * The snapshot @en's finished copy was made from, kept as the base of the
- * next run's difference in place of the one before (deleted by its id);
- * or deleted where no base can serve: @en has a received UUID, so its
- * copy records no moment of its own (writable_copy_state()). The base is
- * checked again before any use, so the rename by name does no harm if
- * another took the name meanwhile; found another, it is an error.
- */
-int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en)
-{
-	struct btrfs_util_subvolume_info info;
-	struct timespec times[2];
-	int dir_fd, fd, ret = 0;
-
-	if (subvol_uuid_set(en->info.received_uuid))
-		return subvols_snapshot_delete(s, en);
-	dir_fd = snapshot_dir_open(s, en, times);
-	if (dir_fd < 0)
-		return dir_fd;
-	if (en->base.held &&
-	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
-		ret = encio_error_set(s->e, errno ?: EIO,
-				      "delete the earlier base", en->base.path,
-				      false, 0);
-	else if (renameat2(dir_fd, en->snap.name, dir_fd, en->base.name,
-			   RENAME_NOREPLACE))
-		ret = encio_error_set(
-			s->e, errno, "keep the snapshot as the next run's base",
-			en->base.path, false, 0);
-	en->base.held = false;
-	if (!ret) {
-		fd = openat(dir_fd, en->base.name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || btrfs_util_subvolume_info_fd(fd, 0, &info) ||
-		    info.id != en->snap.id)
-			ret = encio_error_set(
-				s->e, ESTALE,
-				"keep the snapshot as the next run's base (another took its name)",
-				en->base.path, false, 0);
-		if (fd >= 0)
-			close(fd);
-	}
-	if (!ret) {
-		memcpy(en->base.uuid, en->snap.uuid, BTRFS_UUID_SIZE);
-		en->base.id = en->snap.id;
-		en->base.ctransid = en->snap.ctransid;
-		en->base.held = true;
-		en->snap.held = false;
-	}
-	snapshot_dir_close(dir_fd, times);
 	return ret;
 }
 
@@ -536,10 +603,21 @@ void subvols_snapshots_drop(struct subvols *s, int top_fd)
 		if (!en->snap.held)
 			continue;
 		ret = en->in_dest && top_fd >= 0 ?
-			      subvols_finish_writable(s, en, top_fd) :
+			      finish_writable(s, en, top_fd) :
 			      subvols_snapshot_delete(s, en);
 		if (ret && s->caller->report)
 			s->caller->report(s->caller->arg, s->e);
 	}
 	*s->e = first;
+}
+
+int subvols_finish_writables(struct subvols *s, int top_fd)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < s->plan.nr; i++)
+		if (s->plan.v[i].snap.held && s->plan.v[i].in_dest)
+			ret = finish_writable(s, &s->plan.v[i], top_fd);
+	return ret;
 }
