@@ -2,8 +2,9 @@
 /*
  * encio send: walk a tree (never following symlinks) and write it as a btrfs
  * send stream, version 2; the streams the kernel makes are relayed by
- * send_kernel.c, a file's data commands made in send_data.c, -f FILE in
- * send_output.c.
+ * send_kernel.c, a file's data commands made in send_data.c, its metadata's
+ * in send_meta.c, -f FILE in send_output.c, --snapshot's temporary in
+ * send_snapshot.c.
  *
  * Small files are read in batches (see struct send_pending); a bigger
  * file's data in windows (send_data.c). Every read of a window or batch is
@@ -77,157 +78,6 @@ static uint64_t encode_dev(dev_t dev)
 	uint64_t ma = major(dev), mi = minor(dev);
 
 	return (mi & 0xff) | (ma << 8) | ((mi & ~0xffULL) << 12);
-}
-
-static int send_xattr(struct send_ctx *ctx, const char *path, const char *name)
-{
-	ssize_t vlen =
-		lgetxattr(ctx->xattr_at, name, ctx->xattr_buf, XATTR_SIZE_MAX);
-
-	if (vlen < 0)
-		return errno == ENODATA ?
-			       0 :
-			       send_fail(ctx, errno, "read xattr", 0, false);
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SET_XATTR);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_XATTR_NAME, name);
-	stream_put_bytes(&ctx->w, BTRFS_SEND_A_XATTR_DATA, ctx->xattr_buf,
-			 vlen);
-	return send_end_cmd(ctx);
-}
-
-/*
- * The entry's xattrs but file capabilities, which send_inode_meta() sends
- * after the owner (*@caps: the entry has them). @st: the source entry's,
- * which the read-ahead may know has none.
- */
-static int send_xattrs(struct send_ctx *ctx, const char *path,
-		       const struct stat *st, bool *caps)
-{
-	char *names = NULL, *name;
-	ssize_t len;
-	int ret = 0;
-
-	*caps = false;
-	if (!meta_prefetch_has_xattrs(&ctx->prefetch, st))
-		return 0;
-	len = llistxattr(ctx->xattr_at, NULL, 0);
-	if (len <= 0)
-		return len < 0 && errno != ENOTSUP ?
-			       send_fail(ctx, errno, "list xattrs", 0, false) :
-			       0;
-	names = malloc(len);
-	if (!names) {
-		ret = send_fail(ctx, ENOMEM, "list xattrs", 0, false);
-		goto out;
-	}
-	len = llistxattr(ctx->xattr_at, names, len);
-	if (len < 0) {
-		ret = send_fail(ctx, errno, "list xattrs", 0, false);
-		goto out;
-	}
-	for (name = names; name < names + len; name += strlen(name) + 1) {
-		if (!strcmp(name, "security.capability")) {
-			*caps = true;
-			continue;
-		}
-		ret = send_xattr(ctx, path, name);
-		if (ret)
-			goto out;
-	}
-out:
-	free(names);
-	return ret;
-}
-
-/*
- * FILEATTR: the kept inode flags @flags of a regular file or directory
- * (@st), when it has some and the stream version has the command.
- */
-static int send_fileattr(struct send_ctx *ctx, const char *path,
-			 const struct stat *st, unsigned int flags)
-{
-	if (!flags || ctx->w.version < 2)
-		return 0;
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_FILEATTR);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILEATTR,
-		       inode_flags_to_btrfs(flags, S_ISREG(st->st_mode)));
-	return send_end_cmd(ctx);
-}
-
-/*
- * A regular file's FILEATTR, right after its creation: nocow, which btrfs
- * takes only on an empty file, and compression decide how the receiver
- * stores the data. The file (@name in @dirfd, @st) is open at @fd, but
- * for a hard link's first name: that one is opened here (the data's open
- * reports what fails).
- */
-static int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
-			      const char *name, const char *path,
-			      const struct stat *st)
-{
-	unsigned int flags;
-	struct stat opened;
-
-	if (ctx->w.version < 2)
-		return 0;
-	if (fd >= 0)
-		return send_fileattr(ctx, path, st, inode_flags_get(fd));
-	fd = open_regular_at(dirfd, name, O_RDONLY | O_NOFOLLOW, 0, &opened);
-	if (fd < 0)
-		return 0;
-	flags = opened.st_ino == st->st_ino && opened.st_dev == st->st_dev ?
-			inode_flags_get(fd) :
-			0;
-	close(fd);
-	return send_fileattr(ctx, path, st, flags);
-}
-
-/*
- * A directory's FILEATTR (@flags) first, then xattrs, owner before mode
- * (chown clears set-id bits), then file capabilities (chown clears them
- * too), times last: the order of btrfs send. The directory's flags come
- * after its entries, which would inherit its nocow and compression.
- */
-static int send_inode_meta(struct send_ctx *ctx, const char *path,
-			   const struct stat *st, unsigned int flags)
-{
-	bool caps;
-	int ret;
-
-	ret = send_fileattr(ctx, path, st, flags);
-	if (ret)
-		return ret;
-	ret = send_xattrs(ctx, path, st, &caps);
-	if (ret)
-		return ret;
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHOWN);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-	stream_put_u64(&ctx->w, BTRFS_SEND_A_UID, st->st_uid);
-	stream_put_u64(&ctx->w, BTRFS_SEND_A_GID, st->st_gid);
-	ret = send_end_cmd(ctx);
-	if (ret)
-		return ret;
-	if (!S_ISLNK(st->st_mode)) {
-		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_CHMOD);
-		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-		stream_put_u64(&ctx->w, BTRFS_SEND_A_MODE, st->st_mode & 07777);
-		ret = send_end_cmd(ctx);
-		if (ret)
-			return ret;
-	}
-	if (caps) {
-		ret = send_xattr(ctx, path, "security.capability");
-		if (ret)
-			return ret;
-	}
-	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_UTIMES);
-	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
-	stream_put_timespec(&ctx->w, BTRFS_SEND_A_ATIME, &st->st_atim);
-	stream_put_timespec(&ctx->w, BTRFS_SEND_A_MTIME, &st->st_mtim);
-	stream_put_timespec(&ctx->w, BTRFS_SEND_A_CTIME, &st->st_ctim);
-	return send_end_cmd(ctx);
 }
 
 int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
@@ -1013,92 +863,6 @@ fail:
 	return encio_error_set(e, err, "start", "send", false, 0);
 }
 
-/* send --snapshot's temporary, held by descriptors */
-struct temp_snapshot {
-	int dir_fd; /* the directory it is made in, the subvolume's */
-	int fd;
-	uint64_t id;
-	char path[PATH_MAX]; /* its name, in messages */
-	char proc[32];	     /* /proc/self/fd/N of fd: what is sent */
-};
-
-/*
- * A read-only snapshot of the subvolume @path beside it, made from a
- * descriptor of the subvolume into a descriptor of the directory it is in
- * (BTRFS_IOC_SNAP_CREATE_V2), and opened there and checked to be a
- * snapshot of it: the names on the way may change meanwhile.
- */
-static int snapshot_create(const char *path, struct temp_snapshot *t,
-			   struct encio_error *e)
-{
-	struct btrfs_util_subvolume_info src, info;
-	char base[PATH_MAX], name[NAME_MAX + 1];
-	enum btrfs_util_error err;
-	int src_fd, ret;
-
-	t->dir_fd = t->fd = -1;
-	t->id = 0;
-	snprintf(base, sizeof(base), "%s", path);
-	if (snprintf(name, sizeof(name), ".%s.encio-send-%d", basename(base),
-		     (int)getpid()) >= (int)sizeof(name))
-		return encio_error_set(e, ENAMETOOLONG, "snapshot", path, false,
-				       0);
-	/* basename() may have changed base: dirname() of a fresh copy */
-	snprintf(base, sizeof(base), "%s", path);
-	snprintf(t->path, sizeof(t->path), "%s/%s", dirname(base), name);
-	src_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (src_fd < 0)
-		return encio_error_set(e, errno, "open", path, false, 0);
-	if (btrfs_util_is_subvolume_fd(src_fd) != BTRFS_UTIL_OK ||
-	    btrfs_util_subvolume_info_fd(src_fd, 0, &src)) {
-		close(src_fd);
-		return encio_error_set(e, EINVAL, "snapshot (not a subvolume)",
-				       path, false, 0);
-	}
-	/* the directory the subvolume is in: its root's ".." */
-	t->dir_fd = openat(src_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (t->dir_fd < 0) {
-		ret = encio_error_set(e, errno, "open the directory of", path,
-				      false, 0);
-		close(src_fd);
-		return ret;
-	}
-	err = btrfs_util_create_snapshot_fd2(
-		src_fd, t->dir_fd, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
-		NULL, NULL);
-	close(src_fd);
-	if (err)
-		return encio_error_set(e, btrfsutil_errno(err), "snapshot",
-				       t->path, false, 0);
-	t->fd = openat(t->dir_fd, name,
-		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (t->fd < 0 || btrfs_util_subvolume_info_fd(t->fd, 0, &info) ||
-	    memcmp(info.parent_uuid, src.uuid, BTRFS_UUID_SIZE) ||
-	    !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
-		return encio_error_set(
-			e, ESTALE,
-			"send (another subvolume is at the name of its snapshot)",
-			t->path, false, 0);
-	t->id = info.id;
-	snprintf(t->proc, sizeof(t->proc), "/proc/self/fd/%d", t->fd);
-	return 0;
-}
-
-/* The temporary deleted by its id, whatever its name holds by now. */
-static int snapshot_delete(struct temp_snapshot *t, struct encio_error *e,
-			   int ret)
-{
-	if (t->id && btrfs_util_delete_subvolume_by_id_fd(t->dir_fd, t->id) &&
-	    !ret)
-		ret = encio_error_set(e, errno ?: EIO, "delete snapshot",
-				      t->path, false, 0);
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->dir_fd >= 0)
-		close(t->dir_fd);
-	return ret;
-}
-
 /* The subvolume's name in the stream: PATH's last component. */
 static int subvol_name(const char *path, char *base, char **name,
 		       struct encio_error *e)
@@ -1194,15 +958,15 @@ static int send_one(struct send_ctx *ctx, const char *path,
 		return roots ? send_kernel_one(ctx, path, ctx->opts.name, roots,
 					       parent, end) :
 			       send_tree(ctx, path, name, end);
-	ret = snapshot_create(path, &snap, ctx->e);
+	ret = send_snapshot_create(path, &snap, ctx->e);
 	if (ret)
-		return snapshot_delete(&snap, ctx->e, ret);
+		return send_snapshot_delete(&snap, ctx->e, ret);
 	ret = roots ? send_kernel_one(ctx, snap.proc, name, roots, parent,
 				      end) :
 		      send_tree(ctx, snap.proc, name, end);
 	if (ret)
 		encio_error_rebase(ctx->e, snap.proc, snap.path);
-	return snapshot_delete(&snap, ctx->e, ret);
+	return send_snapshot_delete(&snap, ctx->e, ret);
 }
 
 /*

@@ -141,6 +141,28 @@ int send_stopped(struct send_ctx *ctx);
 int send_end_cmd(struct send_ctx *ctx);
 /* Probe encoded reads on @fd's file system once per device. */
 int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st);
+
+/* send_meta.c */
+int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
+		       const char *name, const char *path,
+		       const struct stat *st);
+int send_inode_meta(struct send_ctx *ctx, const char *path,
+		    const struct stat *st, unsigned int flags);
+
+/* send_snapshot.c */
+/* send --snapshot's temporary, held by descriptors */
+struct temp_snapshot {
+	int dir_fd; /* the directory it is made in, the subvolume's */
+	int fd;
+	uint64_t id;
+	char path[PATH_MAX]; /* its name, in messages */
+	char proc[32];	     /* /proc/self/fd/N of fd: what is sent */
+};
+
+int send_snapshot_create(const char *path, struct temp_snapshot *t,
+			 struct encio_error *e);
+int send_snapshot_delete(struct temp_snapshot *t, struct encio_error *e,
+			 int ret);
 /* The file at hand is done up to @offset (progress). */
 void send_progress(struct send_ctx *ctx, uint64_t offset);
 /* A file of procfs and the like: size 0, its content what reads return. */
