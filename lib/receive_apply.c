@@ -610,6 +610,64 @@ static int write_decoded(struct receive_ctx *ctx, int fd,
 	return 0;
 }
 
+/*
+ * An encoded write ending inside a sector is an inline extent, which
+ * stands for that whole sector, zeros past its data. The kernel's
+ * compressed send sends its data alone (see put_inline_tail() in
+ * send_kernel.c), so in an incremental stream the rest of the sector
+ * would keep the parent's bytes: they are zeroed here, within the file's
+ * size. Whatever a later command writes there comes after, as in SRC.
+ */
+static int zero_inline_tail(struct receive_ctx *ctx, int fd,
+			    const struct stream_encoded_write *ew)
+{
+	uint64_t end = ew->offset + ew->unencoded_file_len, sector_end;
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return fail(ctx, errno, "stat");
+	if (st.st_blksize <= 0 || (uint64_t)st.st_size <= end)
+		return 0;
+	sector_end = (end + (uint64_t)st.st_blksize - 1) /
+		     (uint64_t)st.st_blksize * (uint64_t)st.st_blksize;
+	if (sector_end == end)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)end, (off_t)(sector_end - end)))
+		return fail(ctx, errno, "zero the rest of an inline extent");
+	return 0;
+}
+
+static int apply_encoded_write(struct receive_ctx *ctx, int fd,
+			       const struct stream_encoded_write *ew,
+			       bool decoded)
+{
+	int ret;
+
+	if (ew->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
+		if (ew->len < ew->unencoded_offset ||
+		    ew->len - ew->unencoded_offset < ew->unencoded_file_len)
+			return fail(ctx, EINVAL,
+				    "the data is shorter than its range");
+		return write_plain(
+			ctx, fd, (const char *)ew->data + ew->unencoded_offset,
+			ew->unencoded_file_len, ew->offset);
+	}
+	if (ctx->write_mode != ENCIO_IO_NONE) {
+		ret = write_encoded(ctx, fd, ew);
+		if (ret == 0) {
+			ctx->stats.extents_encoded++;
+			ctx->stats.encoded_bytes += ew->len;
+			ctx->stats.bytes_written += ew->unencoded_file_len;
+			report_progress(ctx);
+			return 0;
+		}
+		if (!write_refusal(-ret))
+			return fail(ctx, ret, "encoded write");
+	}
+	return write_decoded(ctx, fd, ew, decoded);
+}
+
 static int rcv_encoded_write(const char *path,
 			     const struct stream_encoded_write *ew, void *arg)
 {
@@ -637,28 +695,8 @@ static int rcv_encoded_write(const char *path,
 	fd = write_fd_get(ctx, path);
 	if (fd < 0)
 		return fd;
-	if (ew->compression == BTRFS_ENCODED_IO_COMPRESSION_NONE) {
-		if (ew->len < ew->unencoded_offset ||
-		    ew->len - ew->unencoded_offset < ew->unencoded_file_len)
-			return fail(ctx, EINVAL,
-				    "the data is shorter than its range");
-		return write_plain(
-			ctx, fd, (const char *)ew->data + ew->unencoded_offset,
-			ew->unencoded_file_len, ew->offset);
-	}
-	if (ctx->write_mode != ENCIO_IO_NONE) {
-		ret = write_encoded(ctx, fd, ew);
-		if (ret == 0) {
-			ctx->stats.extents_encoded++;
-			ctx->stats.encoded_bytes += ew->len;
-			ctx->stats.bytes_written += ew->unencoded_file_len;
-			report_progress(ctx);
-			return 0;
-		}
-		if (!write_refusal(-ret))
-			return fail(ctx, ret, "encoded write");
-	}
-	return write_decoded(ctx, fd, ew, decoded);
+	return apply_encoded_write(ctx, fd, ew, decoded) ?:
+		       zero_inline_tail(ctx, fd, ew);
 }
 
 static int rcv_enable_verity(const char *path, uint8_t algorithm,

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/vfs.h>
 
 #include <btrfsutil.h>
 
@@ -35,6 +36,7 @@ struct relay {
 	const char *name; /* the subvolume's name in the stream, or NULL */
 	int root_fd;
 	uint64_t root_id;
+	uint32_t sectorsize; /* of the subvolume sent */
 };
 
 static uint64_t attr_u64(const struct stream_cmd *cmd, unsigned int attr)
@@ -160,6 +162,35 @@ static int new_inode_flags(struct relay *r, const struct stream_cmd *cmd)
 	return stream_end_cmd(w);
 }
 
+/*
+ * An inline extent stands for the whole sector it starts, zeros past its
+ * data. With BTRFS_SEND_FLAG_COMPRESSED the kernel sends it as an
+ * ENCODED_WRITE of its data alone, so in an incremental stream the rest
+ * of that sector keeps what the parent's file had there (btrfs send
+ * --compressed-data -p | btrfs receive gives wrong data). The zeros are
+ * sent after it, as a hole punched within the file's size: which size
+ * the file ends with is not known here, and KEEP_SIZE needs no knowing.
+ */
+static int put_inline_tail(struct relay *r, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	struct stream_writer *w = &r->ctx->w;
+	uint64_t end, sector_end;
+
+	end = attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET) +
+	      attr_u64(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
+	sector_end = (end + r->sectorsize - 1) / r->sectorsize * r->sectorsize;
+	if (sector_end == end || !path->present)
+		return 0;
+	stream_begin_cmd(w, BTRFS_SEND_C_FALLOCATE);
+	stream_put_bytes(w, BTRFS_SEND_A_PATH, path->data, path->len);
+	stream_put_u32(w, BTRFS_SEND_A_FALLOCATE_MODE,
+		       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, end);
+	stream_put_u64(w, BTRFS_SEND_A_SIZE, sector_end - end);
+	return stream_end_cmd(w);
+}
+
 static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 {
 	struct send_ctx *ctx = r->ctx;
@@ -176,6 +207,8 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 	if (!ret && (cmd->type == BTRFS_SEND_C_MKFILE ||
 		     cmd->type == BTRFS_SEND_C_MKDIR))
 		ret = new_inode_flags(r, cmd);
+	if (!ret && cmd->type == BTRFS_SEND_C_ENCODED_WRITE)
+		ret = put_inline_tail(r, cmd);
 	if (ret)
 		return encio_error_set(ctx->e, -ret, "write stream to",
 				       ctx->out_name, false, 0);
@@ -238,6 +271,7 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 {
 	struct relay r = { .ctx = ctx, .name = name };
 	struct kernel_send ks;
+	struct statfs sfs;
 	int root_fd, pass_fd = -ESTALE, ret;
 
 	snprintf(ctx->src, sizeof(ctx->src), "%s", root);
@@ -245,6 +279,13 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	if (root_fd < 0)
 		return send_fail(ctx, errno, "open", 0, false);
 	r.root_fd = root_fd;
+	if (fstatfs(root_fd, &sfs) || !sfs.f_bsize) {
+		ret = send_fail(ctx, errno ?: EIO, "look up the sector size of",
+				0, false);
+		close(root_fd);
+		return ret;
+	}
+	r.sectorsize = (uint32_t)sfs.f_bsize;
 	if (btrfs_util_subvolume_id_fd(root_fd, &r.root_id)) {
 		ret = send_fail(ctx, errno ?: EIO,
 				"look up the subvolume id of", 0, false);
