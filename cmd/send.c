@@ -16,7 +16,7 @@
 #include "../lib/send.h"
 
 static const char *const send_usage[] = {
-	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",
+	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-n] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",
 	"Write a btrfs send stream of each PATH, full or incremental.",
 	"",
 	"Writes the subvolume or directory tree PATH as a btrfs send stream",
@@ -42,9 +42,9 @@ static const char *const send_usage[] = {
 	"and the receiving side must have PARENT and the clone sources (found",
 	"by UUID).",
 	"",
-	"When standard error is a terminal, or with --progress, it shows bytes",
-	"sent of the total (the tree is walked first; full sends of version 2",
-	"only), the rate and the time left. Where 'encio send | encio receive'",
+	"When standard error is a terminal, or with --progress, it shows the",
+	"stream's bytes sent of its size (found first as -n finds it), the rate",
+	"and the time left. Where 'encio send | encio receive'",
 	"share a terminal, send draws it: receive reading from a pipe draws only",
 	"with --progress. The summary at the end is a line on standard error, or",
 	"with --format=json one JSON object: on standard output with -f FILE, on",
@@ -60,6 +60,11 @@ static const char *const send_usage[] = {
 	"               becomes a clone source for the next",
 	"-f|--file FILE write the stream to FILE instead of standard output;",
 	"               FILE gets its name only once the stream is whole",
+	"-n|--dry-run   write no stream: print what the send would move (files,",
+	"               logical and encoded bytes, clones, the stream's size) on",
+	"               standard output. An incremental send runs the kernel's",
+	"               pass and counts it; a full send counts from the files'",
+	"               extents, reading no file data",
 	"-e             several PATHs make one stream, END after the last only",
 	"               (btrfs receive -e stops at an END)",
 	"--no-data      the stream without file data, as the kernel makes it:",
@@ -94,6 +99,7 @@ enum {
 struct send_args {
 	const char *file; /* -f */
 	bool progress;	  /* --progress, or stderr a terminal */
+	bool dry_run;	  /* -n */
 	int json;	  /* --format=json */
 	FILE *json_out;	  /* where it goes: not where the stream goes */
 };
@@ -233,21 +239,38 @@ static void print_summary_text(const struct send_stats *s, double seconds)
 			pretty_size(logical, s->clone_bytes));
 }
 
+/* send -n: what the send would move. */
+static void print_estimate(FILE *out, const struct send_stats *s)
+{
+	char stream[PRETTY_SIZE_LEN], logical[PRETTY_SIZE_LEN],
+		encoded[PRETTY_SIZE_LEN], cloned[PRETTY_SIZE_LEN];
+
+	fprintf(out,
+		"would send %s of stream: %s logical (%s encoded in %llu extents), %llu files, %llu directories, %llu other; %llu ranges as CLONE (%s)\n",
+		pretty_size(stream, s->stream_bytes),
+		pretty_size(logical, s->bytes_logical),
+		pretty_size(encoded, s->bytes_encoded),
+		(unsigned long long)s->extents_encoded,
+		(unsigned long long)s->files, (unsigned long long)s->dirs,
+		(unsigned long long)s->others, (unsigned long long)s->clones,
+		pretty_size(cloned, s->clone_bytes));
+}
+
 /*
  * Every counter of the send, under the names encio(8)'s other JSON uses
  * for the same things (copy's logical_bytes, encoded_bytes, io_read).
  */
 static void print_summary_json(FILE *out, const struct send_stats *s,
-			       double seconds)
+			       bool dry_run, double seconds)
 {
 	fprintf(out,
-		"{\"files\": %llu, \"dirs\": %llu, \"others\": %llu, "
+		"{\"dry_run\": %s, \"files\": %llu, \"dirs\": %llu, \"others\": %llu, "
 		"\"logical_bytes\": %llu, \"encoded_bytes\": %llu, "
 		"\"extents_encoded\": %llu, \"clones\": %llu, "
 		"\"clone_bytes\": %llu, \"stream_bytes\": %llu, "
 		"\"total_bytes\": %llu, \"done_bytes\": %llu, "
 		"\"io_read\": \"%s\", \"seconds\": %.6f}\n",
-		(unsigned long long)s->files, (unsigned long long)s->dirs,
+		dry_run ? "true" : "false", (unsigned long long)s->files, (unsigned long long)s->dirs,
 		(unsigned long long)s->others,
 		(unsigned long long)s->bytes_logical,
 		(unsigned long long)s->bytes_encoded,
@@ -292,10 +315,12 @@ static bool say_at_subvol(void)
 static int print_summary(const struct send_args *args,
 			 const struct send_stats *s, double seconds)
 {
-	FILE *f = args->json ? args->json_out : stderr;
+	FILE *f = args->json ? args->json_out : args->dry_run ? stdout : stderr;
 
 	if (args->json)
-		print_summary_json(f, s, seconds);
+		print_summary_json(f, s, args->dry_run, seconds);
+	else if (args->dry_run && global_opts.verbose >= 0)
+		print_estimate(f, s);
 	else if (global_opts.progs_names ? global_opts.verbose > 0 :
 					   global_opts.verbose >= 0)
 		print_summary_text(s, seconds);
@@ -369,6 +394,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 {
 	static const struct option long_options[] = {
 		{ "file", required_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, 'n' },
 		{ "parent", required_argument, NULL, 'p' },
 		{ "clone-src", required_argument, NULL, 'c' },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
@@ -382,7 +408,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	bool compressed = false, proto_given = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:p:c:e",
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:p:c:en",
 				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -404,6 +430,10 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case 'e':
 			opts->one_stream = true;
+			break;
+		case 'n':
+			opts->estimate = true;
+			args->dry_run = true;
 			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
@@ -434,7 +464,11 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 1)
 		return usage_error(cmd, "need a path");
-	if (global_opts.verbose < 0)
+	if (args->dry_run && args->file) {
+		error("-n writes no stream: leave out -f %s", args->file);
+		return 1;
+	}
+	if (global_opts.verbose < 0 || args->dry_run)
 		args->progress = false;
 	return 0;
 }
@@ -457,7 +491,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	file = args.file;
 	ret = 1;
-	if (!file && isatty(STDOUT_FILENO)) {
+	if (!file && !args.dry_run && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
 		goto out;
 	}
@@ -478,7 +512,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 			opts.replaces_ino = out.replaced.st_ino;
 		}
 	}
-	args.json_out = json_output(&out, file);
+	args.json_out = args.dry_run ? stdout : json_output(&out, file);
 	progress.start = now(); /* the first call shows */
 	for (i = optind; say_at_subvol() && i < argc; i++)
 		fprintf(stderr, "At subvol %s\n", argv[i]);
@@ -488,6 +522,10 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	ret = send_run((const char *const *)argv + optind, argc - optind,
 		       out.fd, file ? file : "stdout", &opts, &stats, &e);
+	if (progress.shown && !ret) {
+		progress.last = 0; /* the end, 100%, however soon */
+		show_progress(&stats, &progress);
+	}
 	progress_end(&progress.shown);
 	/* a signal after the last command still leaves no FILE */
 	if (!ret && stop_signal)

@@ -13,7 +13,6 @@
  * while our own encoded reads are in flight can deadlock against the
  * extent locks they hold until this thread reaps them.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -140,7 +139,6 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 {
 	bool eof = false;
 
-	ctx->file_base = ctx->stats->bytes_done;
 	ret = ret ?: send_prealloc(ctx, path, map, false);
 	if (read)
 		ret = send_emit_pieces(ctx, fd, path, first, last, &eof, ret);
@@ -160,7 +158,7 @@ static int file_emit(struct send_ctx *ctx, int fd, const char *path,
 		ret = send_end_cmd(ctx);
 	}
 	ret = ret ?: send_prealloc(ctx, path, map, true);
-	send_progress(ctx, map->size);
+	send_progress(ctx);
 	return ret;
 }
 
@@ -442,52 +440,6 @@ static int send_entry(struct send_ctx *ctx, struct send_pending *p)
 	return send_inode(ctx, p);
 }
 
-/* The names in @dirfd, freed by the caller. */
-static int list_dir(struct send_ctx *ctx, int dirfd, char ***names, size_t *nr)
-{
-	size_t cap = 0, i;
-	struct dirent *de;
-	char **v = NULL, **nv;
-	DIR *dir;
-	int fd = dup(dirfd), ret = 0;
-
-	*nr = 0;
-	*names = NULL;
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		ret = send_fail(ctx, errno, "open directory", 0, false);
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
-	rewinddir(dir);
-	while ((errno = 0, de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (*nr == cap) {
-			cap = cap ? cap * 2 : 32;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				goto nomem;
-			v = nv;
-		}
-		if (!(v[*nr] = strdup(de->d_name)))
-			goto nomem;
-		(*nr)++;
-	}
-	if (errno)
-		ret = send_fail(ctx, errno, "read directory", 0, false);
-	closedir(dir);
-	*names = v;
-	return ret;
-nomem:
-	closedir(dir);
-	for (i = 0; i < *nr; i++)
-		free(v[i]);
-	free(v);
-	*nr = 0;
-	return send_fail(ctx, ENOMEM, "read directory", 0, false);
-}
-
 #define SEND_BATCH 32
 
 /*
@@ -630,37 +582,6 @@ static int send_walk_tree(struct send_ctx *ctx, int fd, const struct stat *st)
 	if (!ret && send_share_walk_end(ctx))
 		ret = send_fail(ctx, ENOMEM, "remember the paths of", 0, false);
 	return ret;
-}
-
-static void count_tree(struct send_ctx *ctx, int dirfd)
-{
-	char **names = NULL;
-	size_t nr = 0, i;
-	struct stat st;
-	int fd;
-
-	if (list_dir(ctx, dirfd, &names, &nr))
-		nr = 0;
-	for (i = 0; i < nr && !(ctx->opts.stop && *ctx->opts.stop); i++) {
-		meta_prefetch_walked(&ctx->walked);
-		if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) ||
-		    st.st_dev != ctx->root_dev)
-			continue;
-		if (S_ISREG(st.st_mode))
-			ctx->stats->bytes_total +=
-				st.st_size / (st.st_nlink ? st.st_nlink : 1);
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		fd = openat(dirfd, names[i],
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0) {
-			count_tree(ctx, fd);
-			close(fd);
-		}
-	}
-	for (i = 0; i < nr; i++)
-		free(names[i]);
-	free(names);
 }
 
 static int source_kind_fd(int fd, enum send_source *kind)
@@ -876,25 +797,23 @@ static int subvol_name(const char *path, char *base, char **name,
 	return 0;
 }
 
-/* Walk every tree first for bytes_total, best effort. */
-static void count_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
+/*
+ * The stream's size for progress, found first as send -n finds it (the
+ * kernel's pass counted, or the walk's extent maps); 0 if it fails.
+ */
+static void estimate_total(const char *const *paths, size_t nr,
+			   const struct send_options *opts,
+			   struct send_stats *stats)
 {
-	struct stat st;
-	size_t i;
-	int fd;
+	struct send_options o = *opts;
+	struct send_stats est;
+	struct encio_error e;
 
-	for (i = 0; i < nr; i++) {
-		fd = open(paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (!fstat(fd, &st)) {
-			ctx->root_dev = st.st_dev;
-			prefetch_start(ctx, fd, &st);
-			count_tree(ctx, fd);
-			meta_prefetch_stop(&ctx->prefetch);
-		}
-		close(fd);
-	}
+	o.estimate = true;
+	o.progress = NULL;
+	if (!send_run(paths, nr, STREAM_COUNT_ONLY, "the estimate", &o, &est,
+		      &e))
+		stats->bytes_total = est.stream_bytes;
 }
 
 /* The kernel computes the stream: a parent, clone sources, --no-data, v1. */
@@ -1035,6 +954,8 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 
 	memset(stats, 0, sizeof(*stats));
 	stats->read_mode = ENCIO_IO_NONE;
+	if (opts->estimate)
+		out_fd = STREAM_COUNT_ONLY;
 	stream_fd_tune(out_fd);
 	if (opts->name && nr != 1)
 		return encio_error_set(e, EINVAL, "name the subvolumes of",
@@ -1044,13 +965,11 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		if (ret)
 			return ret;
 	}
+	if (opts->progress && !opts->estimate)
+		estimate_total(paths, nr, opts, stats);
 	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
 	if (ret)
 		return ret;
-	if (kernel_computes(opts))
-		ctx->opts.progress = NULL; /* no total to count */
-	else if (opts->progress)
-		count_all(ctx, paths, nr);
 	if (!kernel_computes(opts)) {
 		ret = send_share_begin(ctx, paths, nr);
 		if (ret) {
@@ -1065,6 +984,9 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		ret = encio_error_set(e, ret2, "write stream to", out_name,
 				      false, 0);
 	stats->stream_bytes = ctx->w.written;
+	/* the total, once known, is the stream's real size */
+	if (!ret)
+		stats->bytes_total = stats->bytes_done = stats->stream_bytes;
 	ctx_release(ctx);
 	return ret;
 }

@@ -44,6 +44,12 @@ struct send_options {
 	const uint64_t *clone_ids;
 	uint32_t proto;	 /* stream version: 1, 2; 0 is 2 */
 	bool no_data;	 /* the kernel's stream without file data */
+	/*
+	 * -n: no stream written, its size and counts found (stats): the
+	 * kernel's stream counted as it comes, a walked tree's from its
+	 * extent maps, no file data read.
+	 */
+	bool estimate;
 	bool one_stream; /* -e: one header, END after the last PATH only */
 	/* one PATH only: its subvolume's name in the stream, NULL for its own */
 	const char *name;
@@ -52,7 +58,10 @@ struct send_options {
 	/* a file the stream replaces when done: left out of it too */
 	dev_t replaces_dev;
 	ino_t replaces_ino;
-	/* with a callback, the tree is walked first for bytes_total */
+	/*
+	 * With a callback: bytes_total is the stream's size, estimated first
+	 * (as -n finds it), and bytes_done the stream written so far.
+	 */
 	send_progress_fn progress;
 	void *progress_arg;
 	/*
@@ -74,8 +83,8 @@ struct send_stats {
 	uint64_t clone_bytes;	  /* file bytes they stand for */
 	uint64_t stream_bytes;
 	uint64_t passes_reused; /* kernel passes read from opts->pass */
-	uint64_t bytes_total;	/* file sizes (a hard-linked inode once) */
-	uint64_t bytes_done;	/* of bytes_total */
+	uint64_t bytes_total; /* the stream's size: estimated, then real */
+	uint64_t bytes_done;  /* of the stream, written */
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 

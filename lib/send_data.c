@@ -145,8 +145,12 @@ int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
 	int ret;
 
 	if (fe->compression != BTRFS_COMPRESS_NONE) {
-		if (end - start >= fe->disk_bytes || fe->disk_bytes == 0)
-			return send_push_piece(ctx, start, end, true);
+		if (end - start >= fe->disk_bytes || fe->disk_bytes == 0) {
+			ret = send_push_piece(ctx, start, end, true);
+			if (!ret)
+				ctx->pieces[ctx->nr_pieces - 1].fe = *fe;
+			return ret;
+		}
 		plain = true;
 	}
 	for (; start < end; start += slot) {
@@ -156,6 +160,7 @@ int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
 		if (ret)
 			return ret;
 		ctx->pieces[ctx->nr_pieces - 1].plain = plain;
+		ctx->pieces[ctx->nr_pieces - 1].fe = *fe;
 	}
 	return 0;
 }
@@ -202,6 +207,31 @@ int send_reap_all(struct send_ctx *ctx)
 	return ret;
 }
 
+/*
+ * -n: what the encoded read of @p would return, from its extent, nothing
+ * read: a compressed extent whole (the kernel returns its bytes on disk),
+ * plain data as the piece's bytes of compression NONE.
+ */
+static void estimate_read(struct send_ctx *ctx, struct send_piece *p)
+{
+	const struct file_extent *fe = &p->fe;
+	struct engine_req *req = engine_get_req(&ctx->engine);
+
+	memset(&req->args, 0, sizeof(req->args));
+	req->offset = p->start;
+	req->args.len = p->end - p->start;
+	req->res = (ssize_t)(p->end - p->start);
+	if (p->whole && fe->compression != BTRFS_COMPRESS_NONE) {
+		req->res = (ssize_t)fe->disk_bytes;
+		req->args.unencoded_len = fe->ram_bytes;
+		req->args.unencoded_offset =
+			fe->extent_offset + (p->start - fe->offset);
+		req->args.compression = (uint32_t)extent_encoded_io_compression(
+			fe->compression, SEND_BLOCK);
+	}
+	p->req = req;
+}
+
 void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 {
 	size_t i;
@@ -211,6 +241,10 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 
 		if (p->clone || p->plain)
 			continue;
+		if (ctx->opts.estimate) {
+			estimate_read(ctx, p);
+			continue;
+		}
 		p->req = engine_get_req(&ctx->engine);
 		engine_encoded_read(&ctx->engine, p->req, ctx->probe.read_mode,
 				    fd, p->start);
@@ -224,6 +258,21 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 		     uint64_t pos, uint64_t end)
 {
+	struct stat st;
+
+	/* -n: the WRITEs of the range as the file's size bounds it */
+	if (ctx->opts.estimate) {
+		if (fstat(fd, &st))
+			return send_fail(ctx, errno, "stat", 0, false);
+		if ((uint64_t)st.st_size < end)
+			return send_write(ctx, path, ctx->buf,
+					  pos < (uint64_t)st.st_size ?
+						  st.st_size - pos :
+						  0,
+					  pos) ?:
+			       1;
+		return send_write(ctx, path, ctx->buf, end - pos, pos);
+	}
 	while (pos < end) {
 		size_t want = end - pos < ctx->write_max ? end - pos :
 							   ctx->write_max;
@@ -333,11 +382,11 @@ static int send_window(struct send_ctx *ctx, int fd, const char *path,
 				send_reap_all(ctx));
 }
 
-void send_progress(struct send_ctx *ctx, uint64_t offset)
+void send_progress(struct send_ctx *ctx)
 {
 	if (!ctx->opts.progress)
 		return;
-	ctx->stats->bytes_done = ctx->file_base + offset;
+	ctx->stats->bytes_done = ctx->w.written + ctx->w.len;
 	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
 }
 
@@ -358,7 +407,7 @@ int send_data_encoded(struct send_ctx *ctx, int fd, const char *path,
 			      send_window(ctx, fd, path, i, last, &eof);
 		if (ret)
 			return ret;
-		send_progress(ctx, ctx->pieces[last - 1].end);
+		send_progress(ctx);
 	}
 	return 0;
 }

@@ -212,6 +212,7 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 	if (ret)
 		return encio_error_set(ctx->e, -ret, "write stream to",
 				       ctx->out_name, false, 0);
+	send_progress(ctx);
 	return 0;
 }
 

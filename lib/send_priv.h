@@ -71,6 +71,7 @@ struct send_piece {
 	bool plain; /* pread at its turn: part of a compressed extent */
 	uint32_t file;
 	uint64_t src_off;
+	struct file_extent fe; /* the extent it is read from (not a clone) */
 	struct engine_req *req;
 };
 
@@ -106,7 +107,6 @@ struct send_ctx {
 	char *buf;	    /* SEND_WRITE_MAX bytes for pread */
 	size_t write_max;   /* data bytes of one WRITE */
 	char *xattr_buf;    /* XATTR_SIZE_MAX bytes */
-	uint64_t file_base; /* bytes_done when the file at hand started */
 	struct send_piece *pieces;
 	size_t nr_pieces;
 	size_t cap_pieces;
@@ -163,8 +163,8 @@ int send_snapshot_create(const char *path, struct temp_snapshot *t,
 			 struct encio_error *e);
 int send_snapshot_delete(struct temp_snapshot *t, struct encio_error *e,
 			 int ret);
-/* The file at hand is done up to @offset (progress). */
-void send_progress(struct send_ctx *ctx, uint64_t offset);
+/* Progress: the stream so far, to the callback. */
+void send_progress(struct send_ctx *ctx);
 /* A file of procfs and the like: size 0, its content what reads return. */
 int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path);
 /*

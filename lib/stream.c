@@ -717,6 +717,8 @@ static int writer_flush(struct stream_writer *w, size_t upto)
 	size_t done = 0;
 	ssize_t n;
 
+	if (w->fd == STREAM_COUNT_ONLY)
+		done = upto;
 	while (done < upto) {
 		/*
 		 * A reader that reads nothing must not hold off a stop: a
@@ -887,7 +889,8 @@ void stream_put_data(struct stream_writer *w, const void *data, size_t len)
 	if (!p)
 		return;
 	memcpy(p, &type, sizeof(type));
-	memcpy(p + sizeof(type), data, len);
+	if (w->fd != STREAM_COUNT_ONLY)
+		memcpy(p + sizeof(type), data, len);
 }
 
 int stream_end_cmd(struct stream_writer *w)
@@ -902,7 +905,9 @@ int stream_end_cmd(struct stream_writer *w)
 	len = htole32(
 		(uint32_t)(w->len - w->cmd_start - BTRFS_SEND_CMD_HEADER_LEN));
 	memcpy(p, &len, sizeof(len));
-	crc = htole32(crc32c(0, p, w->len - w->cmd_start));
+	crc = w->fd == STREAM_COUNT_ONLY ?
+		      0 :
+		      htole32(crc32c(0, p, w->len - w->cmd_start));
 	memcpy(p + 6, &crc, sizeof(crc));
 	w->cmd_start = w->len;
 	if (w->len >= WRITER_FLUSH_LEN || type == BTRFS_SEND_C_SUBVOL ||

@@ -141,6 +141,11 @@ struct stream_writer {
 	const volatile sig_atomic_t *stop;
 };
 
+/*
+ * A writer on STREAM_COUNT_ONLY writes nothing: it counts the bytes the
+ * stream would take (written), the commands' data left uncopied.
+ */
+#define STREAM_COUNT_ONLY (-1)
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
 int stream_writer_finish(struct stream_writer *w); /* flush; first error */
 void stream_writer_release(struct stream_writer *w);
