@@ -270,8 +270,8 @@ static void print_summary_json(FILE *out, const struct send_stats *s,
 		"\"clone_bytes\": %llu, \"stream_bytes\": %llu, "
 		"\"total_bytes\": %llu, \"done_bytes\": %llu, "
 		"\"io_read\": \"%s\", \"seconds\": %.6f}\n",
-		dry_run ? "true" : "false", (unsigned long long)s->files, (unsigned long long)s->dirs,
-		(unsigned long long)s->others,
+		dry_run ? "true" : "false", (unsigned long long)s->files,
+		(unsigned long long)s->dirs, (unsigned long long)s->others,
 		(unsigned long long)s->bytes_logical,
 		(unsigned long long)s->bytes_encoded,
 		(unsigned long long)s->extents_encoded,

@@ -265,12 +265,8 @@ int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 		if (fstat(fd, &st))
 			return send_fail(ctx, errno, "stat", 0, false);
 		if ((uint64_t)st.st_size < end)
-			return send_write(ctx, path, ctx->buf,
-					  pos < (uint64_t)st.st_size ?
-						  st.st_size - pos :
-						  0,
-					  pos) ?:
-			       1;
+			return send_write(ctx, path, ctx->buf, pos < (uint64_t)st.st_size ? st.st_size - pos : 0, pos) ?:
+				       1;
 		return send_write(ctx, path, ctx->buf, end - pos, pos);
 	}
 	while (pos < end) {

@@ -37,6 +37,10 @@ struct relay {
 	int root_fd;
 	uint64_t root_id;
 	uint32_t sectorsize; /* of the subvolume sent */
+	/* an inline extent's end in the file tail_path, 0: none pending */
+	uint64_t tail;
+	char tail_path[PATH_MAX];
+	size_t tail_path_len;
 };
 
 static uint64_t attr_u64(const struct stream_cmd *cmd, unsigned int attr)
@@ -47,6 +51,16 @@ static uint64_t attr_u64(const struct stream_cmd *cmd, unsigned int attr)
 	if (a->present && a->len == sizeof(v))
 		memcpy(&v, a->data, sizeof(v));
 	return le64toh(v);
+}
+
+static uint32_t attr_u32(const struct stream_cmd *cmd, unsigned int attr)
+{
+	const struct stream_attr *a = &cmd->attr[attr];
+	uint32_t v = 0;
+
+	if (a->present && a->len == sizeof(v))
+		memcpy(&v, a->data, sizeof(v));
+	return le32toh(v);
 }
 
 /* SUBVOL or SNAPSHOT, under the name asked for. */
@@ -168,47 +182,97 @@ static int new_inode_flags(struct relay *r, const struct stream_cmd *cmd)
  * ENCODED_WRITE of its data alone, so in an incremental stream the rest
  * of that sector keeps what the parent's file had there (btrfs send
  * --compressed-data -p | btrfs receive gives wrong data). The zeros are
- * sent after it, as a hole punched within the file's size: which size
- * the file ends with is not known here, and KEEP_SIZE needs no knowing.
+ * sent as a hole punched within the file's size once the next command
+ * shows the file goes on past that sector: data beyond it, or a TRUNCATE
+ * past the inline data. Never at EOF: a punch there rewrites the block.
+ * Where nothing shows it (the size unchanged, the rest of the file too),
+ * none is sent; encio receive zeroes that tail itself.
  */
-static int put_inline_tail(struct relay *r, const struct stream_cmd *cmd)
+static void note_inline_tail(struct relay *r, const struct stream_cmd *cmd)
 {
 	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
-	struct stream_writer *w = &r->ctx->w;
-	uint64_t end, sector_end;
+	uint64_t end;
 
 	end = attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET) +
 	      attr_u64(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
-	sector_end = (end + r->sectorsize - 1) / r->sectorsize * r->sectorsize;
-	if (sector_end == end || !path->present)
+	if (!(end % r->sectorsize) || !path->present ||
+	    path->len >= sizeof(r->tail_path))
+		return;
+	memcpy(r->tail_path, path->data, path->len);
+	r->tail_path_len = path->len;
+	r->tail = end;
+}
+
+/* Where the file goes on past the tail noted, the end of its zeros. */
+static uint64_t tail_zeros_end(const struct relay *r,
+			       const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	uint64_t sector_end = (r->tail / r->sectorsize + 1) * r->sectorsize;
+	uint64_t size;
+
+	if (!path->present || path->len != r->tail_path_len ||
+	    memcmp(path->data, r->tail_path, path->len))
+		return 0;
+	/* prealloc past EOF (KEEP_SIZE) says nothing of the size */
+	if (cmd->type == BTRFS_SEND_C_FALLOCATE &&
+	    attr_u32(cmd, BTRFS_SEND_A_FALLOCATE_MODE) & FALLOC_FL_KEEP_SIZE)
+		return 0;
+	switch (cmd->type) {
+	case BTRFS_SEND_C_FALLOCATE:
+	case BTRFS_SEND_C_WRITE:
+	case BTRFS_SEND_C_CLONE:
+	case BTRFS_SEND_C_ENCODED_WRITE:
+		return attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET) >= sector_end ?
+			       sector_end :
+			       0;
+	case BTRFS_SEND_C_TRUNCATE:
+		size = attr_u64(cmd, BTRFS_SEND_A_SIZE);
+		if (size <= r->tail)
+			return 0;
+		return size < sector_end ? size : sector_end;
+	default:
+		return 0;
+	}
+}
+
+static int put_tail_zeros(struct relay *r, const struct stream_cmd *cmd)
+{
+	struct stream_writer *w = &r->ctx->w;
+	uint64_t end = tail_zeros_end(r, cmd);
+
+	if (!end)
 		return 0;
 	stream_begin_cmd(w, BTRFS_SEND_C_FALLOCATE);
-	stream_put_bytes(w, BTRFS_SEND_A_PATH, path->data, path->len);
+	stream_put_bytes(w, BTRFS_SEND_A_PATH, r->tail_path, r->tail_path_len);
 	stream_put_u32(w, BTRFS_SEND_A_FALLOCATE_MODE,
 		       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
-	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, end);
-	stream_put_u64(w, BTRFS_SEND_A_SIZE, sector_end - end);
+	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, r->tail);
+	stream_put_u64(w, BTRFS_SEND_A_SIZE, end - r->tail);
 	return stream_end_cmd(w);
 }
 
 static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 {
 	struct send_ctx *ctx = r->ctx;
-	int ret;
+	int ret = 0;
 
 	if (cmd->type == BTRFS_SEND_C_END)
 		return 0;
 	count_cmd(ctx->stats, cmd);
-	if (cmd->type == BTRFS_SEND_C_SUBVOL ||
-	    cmd->type == BTRFS_SEND_C_SNAPSHOT)
+	if (r->tail)
+		ret = put_tail_zeros(r, cmd);
+	r->tail = 0;
+	if (!ret && (cmd->type == BTRFS_SEND_C_SUBVOL ||
+		     cmd->type == BTRFS_SEND_C_SNAPSHOT))
 		ret = put_subvol(r, cmd);
-	else
+	else if (!ret)
 		ret = stream_put_cmd(&ctx->w, cmd);
 	if (!ret && (cmd->type == BTRFS_SEND_C_MKFILE ||
 		     cmd->type == BTRFS_SEND_C_MKDIR))
 		ret = new_inode_flags(r, cmd);
 	if (!ret && cmd->type == BTRFS_SEND_C_ENCODED_WRITE)
-		ret = put_inline_tail(r, cmd);
+		note_inline_tail(r, cmd);
 	if (ret)
 		return encio_error_set(ctx->e, -ret, "write stream to",
 				       ctx->out_name, false, 0);
