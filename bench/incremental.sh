@@ -7,6 +7,7 @@
 # then a second read-only snapshot of each. Timed, for each corpus:
 #   encio send -p | encio receive   against  btrfs send --compressed-data -p | btrfs receive
 #   encio send -p >/dev/null        against  btrfs send --compressed-data -p >/dev/null
+#   encio send -n -p (the estimate) against  btrfs send --no-data -p >/dev/null
 # and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
 # part of encio send -p (its difference without data), a bound for it;
 # with the parent received once beforehand (by btrfs receive; both
@@ -26,7 +27,7 @@ ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null${ENCIO_BASE:+ base-pipe base-null}"
+METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-estimate${ENCIO_BASE:+ base-pipe base-null}"
 
 SIZES=()
 source "$top/bench/corpus.sh"
@@ -83,7 +84,9 @@ for c in many big; do
 	e=$("$ENCIO" -q send -p "$SRC/$c-snap" "$SRC/$c-snap2" | wc -c)
 	b=$(btrfs -q send --compressed-data -p "$SRC/$c-snap" "$SRC/$c-snap2" 2>/dev/null | wc -c)
 	f=$(btrfs -q send --compressed-data "$SRC/$c-snap2" 2>/dev/null | wc -c)
-	SIZES+=("| $c | $e | $b | $(awk -v e="$e" -v b="$b" 'BEGIN { printf "%.3f", e / b }') | $f |")
+	n=$("$ENCIO" -q send -n --format=json -p "$SRC/$c-snap" "$SRC/$c-snap2" |
+		sed -n 's/.*"stream_bytes": \([0-9]*\).*/\1/p')
+	SIZES+=("| $c | $e | $b | $(awk -v e="$e" -v b="$b" 'BEGIN { printf "%.3f", e / b }') | $n | $(awk -v e="$e" -v n="$n" 'BEGIN { printf "%+.3f%%", (n - e) * 100 / e }') | $f |")
 done
 
 run_one()
@@ -117,6 +120,10 @@ run_one()
 	kernel-null)
 		btrfs -q send --proto 2 --no-data -p "$parent" "$snap" >/dev/null 2>&1 ||
 			echo "btrfs send --no-data -p failed" >&2
+		;;
+	encio-estimate)
+		"$ENCIO" -q send -n -p "$parent" "$snap" >/dev/null ||
+			echo "encio send -n -p failed" >&2
 		;;
 	esac
 	run_end "$corpus-$method"
@@ -153,7 +160,7 @@ for c in many big; do
 done
 echo
 for c in many big; do
-	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")"
+	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s; encio send -n -p (the estimate) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")" "$(med "${TIMES[$c-encio-estimate]}")"
 done
 if [ -n "$ENCIO_BASE" ]; then
 	echo
@@ -173,6 +180,6 @@ done
 echo
 echo "Stream bytes (incremental; encio / btrfs send --compressed-data; a full send for scale):"
 echo
-echo "| corpus | encio send -p | btrfs send --compressed-data -p | ratio | btrfs full |"
-echo "|---|---|---|---|---|"
+echo "| corpus | encio send -p | btrfs send --compressed-data -p | ratio | encio send -n -p | estimate off by | btrfs full |"
+echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${SIZES[@]}"

@@ -504,6 +504,7 @@ static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 			 uint64_t len, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	struct stat st;
 	int fd;
 
 	begin_cmd(ctx, BTRFS_SEND_C_FALLOCATE, path, NULL);
@@ -512,6 +513,18 @@ static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 		return fd;
 	if (offset > INT64_MAX || len > INT64_MAX)
 		return fail(ctx, EFBIG, "range past the largest file");
+	/*
+	 * A hole punched past EOF changes no byte, but btrfs zeroes the rest
+	 * of the EOF block all the same, writing it again: an inline extent
+	 * would become a regular one. encio send punches inline tails (see
+	 * put_tail_zeros()), which may lie past EOF here.
+	 */
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+		if (fstat(fd, &st))
+			return fail(ctx, errno, "stat");
+		if (offset >= (uint64_t)st.st_size)
+			return 0;
+	}
 	return fallocate(fd, (int)mode, (off_t)offset, (off_t)len) ? -errno : 0;
 }
 
