@@ -43,24 +43,23 @@ struct relay {
 	size_t tail_path_len;
 };
 
-static uint64_t attr_u64(const struct stream_cmd *cmd, unsigned int attr)
+/* A little-endian u32 or u64 attribute of @cmd; 0 if absent or not one. */
+static uint64_t attr_uint(const struct stream_cmd *cmd, unsigned int attr)
 {
 	const struct stream_attr *a = &cmd->attr[attr];
-	uint64_t v = 0;
+	uint32_t v32;
+	uint64_t v64;
 
-	if (a->present && a->len == sizeof(v))
-		memcpy(&v, a->data, sizeof(v));
-	return le64toh(v);
-}
-
-static uint32_t attr_u32(const struct stream_cmd *cmd, unsigned int attr)
-{
-	const struct stream_attr *a = &cmd->attr[attr];
-	uint32_t v = 0;
-
-	if (a->present && a->len == sizeof(v))
-		memcpy(&v, a->data, sizeof(v));
-	return le32toh(v);
+	if (!a->present)
+		return 0;
+	if (a->len == sizeof(v32)) {
+		memcpy(&v32, a->data, sizeof(v32));
+		return le32toh(v32);
+	}
+	if (a->len != sizeof(v64))
+		return 0;
+	memcpy(&v64, a->data, sizeof(v64));
+	return le64toh(v64);
 }
 
 /* SUBVOL or SNAPSHOT, under the name asked for. */
@@ -102,13 +101,13 @@ static void count_cmd(struct send_stats *st, const struct stream_cmd *cmd)
 		break;
 	case BTRFS_SEND_C_ENCODED_WRITE:
 		st->bytes_logical +=
-			attr_u64(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
+			attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
 		st->bytes_encoded += cmd->attr[BTRFS_SEND_A_DATA].len;
 		st->extents_encoded++;
 		break;
 	case BTRFS_SEND_C_CLONE:
 		st->clones++;
-		st->clone_bytes += attr_u64(cmd, BTRFS_SEND_A_CLONE_LEN);
+		st->clone_bytes += attr_uint(cmd, BTRFS_SEND_A_CLONE_LEN);
 		break;
 	default:
 		break;
@@ -193,8 +192,8 @@ static void note_inline_tail(struct relay *r, const struct stream_cmd *cmd)
 	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
 	uint64_t end;
 
-	end = attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET) +
-	      attr_u64(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
+	end = attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET) +
+	      attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
 	if (!(end % r->sectorsize) || !path->present ||
 	    path->len >= sizeof(r->tail_path))
 		return;
@@ -216,18 +215,18 @@ static uint64_t tail_zeros_end(const struct relay *r,
 		return 0;
 	/* prealloc past EOF (KEEP_SIZE) says nothing of the size */
 	if (cmd->type == BTRFS_SEND_C_FALLOCATE &&
-	    attr_u32(cmd, BTRFS_SEND_A_FALLOCATE_MODE) & FALLOC_FL_KEEP_SIZE)
+	    attr_uint(cmd, BTRFS_SEND_A_FALLOCATE_MODE) & FALLOC_FL_KEEP_SIZE)
 		return 0;
 	switch (cmd->type) {
 	case BTRFS_SEND_C_FALLOCATE:
 	case BTRFS_SEND_C_WRITE:
 	case BTRFS_SEND_C_CLONE:
 	case BTRFS_SEND_C_ENCODED_WRITE:
-		return attr_u64(cmd, BTRFS_SEND_A_FILE_OFFSET) >= sector_end ?
+		return attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET) >= sector_end ?
 			       sector_end :
 			       0;
 	case BTRFS_SEND_C_TRUNCATE:
-		size = attr_u64(cmd, BTRFS_SEND_A_SIZE);
+		size = attr_uint(cmd, BTRFS_SEND_A_SIZE);
 		if (size <= r->tail)
 			return 0;
 		return size < sector_end ? size : sector_end;
