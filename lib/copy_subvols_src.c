@@ -279,8 +279,9 @@ static int snapshot_hold(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
-/* The snapshot deleted by its id: whatever its name holds by now. */
-int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
+/* @snap of @en deleted by its id: whatever its name holds by now. */
+static int snapshot_delete(struct subvols *s, struct subvol_entry *en,
+			   struct subvol_snapshot *snap, const char *what)
 {
 	struct timespec times[2];
 	int dir_fd, ret = 0;
@@ -288,13 +289,18 @@ int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
 	dir_fd = snapshot_dir_open(s, en, times);
 	if (dir_fd < 0)
 		return dir_fd;
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
-		ret = encio_error_set(s->e, errno ?: EIO, "delete the snapshot",
-				      en->snap.path, false, 0);
+	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, snap->id))
+		ret = encio_error_set(s->e, errno ?: EIO, what, snap->path,
+				      false, 0);
 	else
-		en->snap.held = false;
+		snap->held = false;
 	snapshot_dir_close(dir_fd, times);
 	return ret;
+}
+
+int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
+{
+	return snapshot_delete(s, en, &en->snap, "delete the snapshot");
 }
 
 /*
@@ -489,25 +495,14 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 /* After the last run of a move (--final): no base is kept. */
 int subvols_bases_drop(struct subvols *s)
 {
-	struct timespec times[2];
-	struct subvol_entry *en;
-	int dir_fd, ret = 0;
 	size_t i;
+	int ret = 0;
 
-	for (i = 0; !ret && i < s->plan.nr; i++) {
-		en = &s->plan.v[i];
-		if (!en->base.held)
-			continue;
-		dir_fd = snapshot_dir_open(s, en, times);
-		if (dir_fd < 0)
-			return dir_fd;
-		if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
-			ret = encio_error_set(s->e, errno ?: EIO,
-					      "delete the base", en->base.path,
-					      false, 0);
-		en->base.held = false;
-		snapshot_dir_close(dir_fd, times);
-	}
+	for (i = 0; !ret && i < s->plan.nr; i++)
+		if (s->plan.v[i].base.held)
+			ret = snapshot_delete(s, &s->plan.v[i],
+					      &s->plan.v[i].base,
+					      "delete the base");
 	return ret;
 }
 
