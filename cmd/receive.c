@@ -17,7 +17,7 @@
 #include "../lib/receive.h"
 
 static const char *const receive_usage[] = {
-	"encio receive [options] DEST | encio receive --dump [-f FILE]",
+	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST/NAME",
 	"Receive subvolumes from a send stream into DEST.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
@@ -52,6 +52,15 @@ static const char *const receive_usage[] = {
 	"-m ROOTMOUNT        open parents and clone sources from ROOTMOUNT, a",
 	"                    directory of DEST's filesystem, instead of the root",
 	"                    of the mount holding DEST",
+	"-s|--resumable      receive each subvolume as .NAME.encio-receiving, taking",
+	"                    checkpoints (every 1 GiB of stream or 10 s): a stream",
+	"                    that stops short keeps the last as .NAME.encio-partial.N",
+	"                    with its record, for 'encio send -t'; the message says",
+	"                    how to resume. A resumed stream needs -s",
+	"--checkpoint SIZE   with -s, a checkpoint every SIZE bytes of stream",
+	"                    (K, M, G suffixes) instead of 1 GiB",
+	"--resume-token DEST/NAME  print the token of NAME's partial receive, for",
+	"                    'encio send -t TOKEN'",
 	"--dump              print the stream's commands as 'btrfs receive",
 	"                    --dump' does ('encio dump'); no DEST",
 	"--force-decompress  decode every encoded extent and write it plain",
@@ -71,6 +80,8 @@ enum {
 	OPT_DUMP,
 	OPT_VERIFY,
 	OPT_PROGRESS,
+	OPT_CHECKPOINT,
+	OPT_RESUME_TOKEN,
 };
 
 struct progress {
@@ -296,6 +307,7 @@ struct receive_args {
 	bool dump;
 	bool progress; /* --progress */
 	int json;      /* --format=json */
+	const char *resume_token; /* --resume-token */
 };
 
 static int parse_receive_options(const struct cmd_struct *cmd, int argc,
@@ -310,6 +322,9 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "resumable", no_argument, NULL, 's' },
+		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
+		{ "resume-token", required_argument, NULL, OPT_RESUME_TOKEN },
 		COMMON_LONG_OPTIONS
 	};
 	struct receive_options *opts = &args->opts;
@@ -317,7 +332,7 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 	char *end;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:eCE:m:",
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:eCE:m:s",
 				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -353,12 +368,28 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_PROGRESS:
 			args->progress = true;
 			break;
+		case 's':
+			opts->resumable = true;
+			break;
+		case OPT_CHECKPOINT:
+			if (parse_size(optarg, &opts->checkpoint_bytes) ||
+			    !opts->checkpoint_bytes)
+				return usage_error(cmd, "bad checkpoint size '%s'",
+						   optarg);
+			break;
+		case OPT_RESUME_TOKEN:
+			args->resume_token = optarg;
+			break;
 		default:
 			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
 			break;
 		}
 	}
+	if (args->resume_token)
+		return argc != optind ? usage_error(cmd,
+						    "--resume-token takes no destination") :
+					0;
 	if (args->dump && argc != optind)
 		return usage_error(cmd, "--dump takes no destination");
 	if (args->dump && (args->progress || args->json))
@@ -367,6 +398,28 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 	if (!args->dump && argc - optind != 1)
 		return usage_error(cmd, "need exactly one destination");
 	return 0;
+}
+
+static int print_resume_token(const char *path)
+{
+	char token[RESUME_TOKEN_MAX];
+	struct encio_error e;
+
+	if (receive_resume_token(path, token, &e)) {
+		print_encio_error(&e);
+		return 1;
+	}
+	printf("%s\n", token);
+	return fflush(stdout) ? 1 : 0;
+}
+
+/* What resumes the receive that stopped: said whatever -q says. */
+static void show_resume_hint(const char *dest, const char *name)
+{
+	fprintf(stderr,
+		"the partial receive of %s is kept in %s; to resume it, on the sending side:\n"
+		"  encio send -t \"$(encio receive --resume-token %s/%s)\" [-p PARENT] [-c CLONE_SRC]... [PATH] | encio receive -s %s\n",
+		name, dest, dest, name, dest);
 }
 
 static int receive_dump(int fd, const char *name)
@@ -406,6 +459,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_receive_options(cmd, argc, argv, &args);
 	if (ret)
 		return 1;
+	if (args.resume_token)
+		return print_resume_token(args.resume_token);
 	if (!args.file && isatty(STDIN_FILENO)) {
 		error("not reading a stream from a terminal: use -f or a pipe");
 		return 1;
@@ -450,6 +505,9 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 			p->write_punted ? "yes" : "no");
 	if (ret < 0)
 		show_error(&e, receive_error_summary(ctx), NULL);
+	if (ret && receive_get_stats(ctx)->partial_kept[0])
+		show_resume_hint(argv[optind],
+				 receive_get_stats(ctx)->partial_kept);
 	ret = print_summary(ctx, args.json, ret, now() - progress.start);
 	receive_ctx_free(ctx);
 out:

@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "../lib/fsutil.h"
 #include "../lib/send.h"
 
 static const char *const send_usage[] = {
-	"encio send [-p PARENT] [-c CLONE_SRC]... [-f FILE] [-n] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",
+	"encio send [-p PARENT] [-c CLONE_SRC]... [-t TOKEN] [-f FILE] [-n] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",
 	"Write a btrfs send stream of each PATH, full or incremental.",
 	"",
 	"Writes the subvolume or directory tree PATH as a btrfs send stream",
@@ -60,6 +61,14 @@ static const char *const send_usage[] = {
 	"               becomes a clone source for the next",
 	"-f|--file FILE write the stream to FILE instead of standard output;",
 	"               FILE gets its name only once the stream is whole",
+	"-t|--resume TOKEN  resume a receive -s that stopped short: TOKEN is",
+	"               'encio receive --resume-token DEST/NAME's. Sent: what the",
+	"               receiver lacks, after the point it reached (the stream",
+	"               regenerated up to it must be the one it received, else",
+	"               nothing is sent); PATHs before the one it names are taken",
+	"               as received. Without PATH, the snapshot is found by UUID",
+	"               in the mounted btrfs filesystems, and without -p, the",
+	"               parent as well; -c as the first send had it",
 	"-n|--dry-run   write no stream: print what the send would move (files,",
 	"               logical and encoded bytes, clones, the stream's size) on",
 	"               standard output. An incremental send runs the kernel's",
@@ -100,6 +109,9 @@ struct send_args {
 	const char *file; /* -f */
 	bool progress;	  /* --progress, or stderr a terminal */
 	bool dry_run;	  /* -n */
+	const char *token;		/* -t */
+	struct resume_point resume;	/* its point */
+	char found[2][PATH_MAX];	/* PATH and PARENT found by UUID */
 	int json;	  /* --format=json */
 	FILE *json_out;	  /* where it goes: not where the stream goes */
 };
@@ -395,6 +407,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	static const struct option long_options[] = {
 		{ "file", required_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "resume", required_argument, NULL, 't' },
 		{ "parent", required_argument, NULL, 'p' },
 		{ "clone-src", required_argument, NULL, 'c' },
 		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
@@ -408,7 +421,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	bool compressed = false, proto_given = false;
 	int opt, ret;
 
-	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:p:c:en",
+	while ((opt = getopt_long(argc, argv, COMMON_SHORT_OPTIONS "f:p:c:ent:",
 				  long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
@@ -434,6 +447,15 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		case 'n':
 			opts->estimate = true;
 			args->dry_run = true;
+			break;
+		case 't':
+			if (resume_token_decode(optarg, &args->resume)) {
+				error("not a resume token (or a corrupt one): '%s'",
+				      optarg);
+				return 1;
+			}
+			args->token = optarg;
+			opts->resume = &args->resume;
 			break;
 		case OPT_SNAPSHOT:
 			opts->snapshot = true;
@@ -462,7 +484,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		error("--compressed-data requires protocol version >= 2 (requested 1)");
 		return 1;
 	}
-	if (argc - optind < 1)
+	if (argc - optind < 1 && !args->token)
 		return usage_error(cmd, "need a path");
 	if (args->dry_run && args->file) {
 		error("-n writes no stream: leave out -f %s", args->file);
@@ -471,6 +493,41 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	if (global_opts.verbose < 0 || args->dry_run)
 		args->progress = false;
 	return 0;
+}
+
+/*
+ * -t without PATH: the snapshot the token names, found by UUID (and its
+ * parent without -p), as the only PATH.
+ */
+static int find_resumed(struct send_args *args, struct send_options *opts,
+			int *argc, char ***argv)
+{
+	static const uint8_t zero[BTRFS_UUID_SIZE];
+	const struct resume_point *p = &args->resume;
+	static char *found_argv[2];
+
+	if (*argc - optind >= 1)
+		return 0;
+	if (subvol_find_by_uuid(p->uuid, p->ctransid, args->found[0],
+				sizeof(args->found[0]))) {
+		error("resume: no mounted subvolume is the snapshot the token names (subvolume %s, ctransid %llu): it was deleted or changed since, or give its PATH",
+		      p->name, (unsigned long long)p->ctransid);
+		return 1;
+	}
+	found_argv[0] = args->found[0];
+	*argv = found_argv;
+	*argc = 1;
+	optind = 0;
+	if (opts->parent || opts->nr_clones ||
+	    !memcmp(p->parent_uuid, zero, BTRFS_UUID_SIZE))
+		return 0;
+	if (subvol_find_by_uuid(p->parent_uuid, p->parent_ctransid,
+				args->found[1], sizeof(args->found[1]))) {
+		error("resume: no mounted subvolume is the parent the token names: give it with -p");
+		return 1;
+	}
+	opts->parent = args->found[1];
+	return check_read_only(opts->parent, "parent");
 }
 
 static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
@@ -491,6 +548,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	file = args.file;
 	ret = 1;
+	if (args.token && find_resumed(&args, &opts, &argc, &argv))
+		goto out;
 	if (!file && !args.dry_run && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
 		goto out;

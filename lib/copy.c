@@ -28,6 +28,7 @@
 #include "copy.h"
 #include "cpool.h"
 #include "extents.h"
+#include "fsutil.h"
 #include "meta.h"
 
 static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
@@ -401,23 +402,6 @@ bool copy_job_issue(struct copy_job *job, struct engine_req *req)
 	if (r->start == r->end)
 		job->nr_pending--;
 	return true;
-}
-
-static int pwrite_all(int fd, const char *buf, size_t len, uint64_t offset)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, buf, len, offset);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-		offset += n;
-	}
-	return 0;
 }
 
 static void job_write_plain(struct copy_job *job, const void *buf, size_t len,

@@ -337,7 +337,24 @@ static int dump_enable_verity(const char *path, uint8_t algorithm,
 			  algorithm, block_size, salt_len, sig_len);
 }
 
+/* encio's own: where a resumed stream (encio send -t) takes up its subvolume */
+static int dump_resume(const struct resume_point *p, void *arg)
+{
+	struct dump_ctx *d = arg;
+	char u[37];
+
+	snprintf(d->subvol, sizeof(d->subvol), ".");
+	uuid_str(p->uuid, u);
+	print_line(d, "encio_resume", p->name,
+		   "uuid=%s transid=%" PRIu64 " position=%" PRIu64
+		   " commands=%" PRIu64 " fingerprint=%016" PRIx64,
+		   u, p->ctransid, p->position, p->commands, p->fingerprint);
+	join(d->subvol, ".", p->name);
+	return ferror(d->out) ? -EIO : 0;
+}
+
 const struct stream_ops dump_ops = {
+	.resume = dump_resume,
 	.subvol = dump_subvol,
 	.snapshot = dump_snapshot,
 	.mkfile = dump_mkfile,

@@ -52,4 +52,23 @@ int open_parent_resolve(int dirfd, const char *rel, int flags, uint64_t resolve,
  */
 int subvol_children(int fd, char ***paths, size_t *nr);
 
+/*
+ * The subvolume ids the UUID tree lists for @uuid under @type (a received
+ * UUID may belong to several subvolumes): at most @max in @ids, their
+ * number returned, 0 when there is none, or -errno.
+ */
+int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type, uint64_t *ids,
+		  int max);
+/*
+ * The path, through a mount of this process, of a subvolume of UUID (or
+ * received UUID) @uuid and ctransid @ctransid: 0, or -ENOENT.
+ */
+int subvol_find_by_uuid(const uint8_t *uuid, uint64_t ctransid, char *path,
+			size_t len);
+
+/* All @len bytes at @offset, whatever EINTR or short counts: 0 or -errno. */
+int pwrite_all(int fd, const void *buf, size_t len, uint64_t offset);
+/* -EIO where the file ends before @len bytes. */
+int pread_all(int fd, void *buf, size_t len, uint64_t offset);
+
 #endif

@@ -8,12 +8,14 @@
 #ifndef ENCIO_RECEIVE_H
 #define ENCIO_RECEIVE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "engine.h"
 #include "error.h"
 #include "inode_flags.h"
+#include "resume.h"
 
 struct receive_options {
 	enum encio_io_mode io_mode;
@@ -29,6 +31,13 @@ struct receive_options {
 	/* Stop at this many failed commands (-E); 0 never stops early. */
 	uint64_t max_errors;
 	bool verify; /* decode each encoded extent, check its length */
+	/*
+	 * -s: a subvolume is received under a name of its own and keeps
+	 * checkpoints, every @checkpoint_bytes of stream (0: 1 GiB) or 10 s:
+	 * a stream that stops short leaves the last one, for encio send -t.
+	 */
+	bool resumable;
+	uint64_t checkpoint_bytes;
 };
 
 struct receive_stats {
@@ -42,6 +51,9 @@ struct receive_stats {
 	uint64_t errors; /* failed commands, those passed by included */
 	/* What DEST did not take of FILEATTRs, for a warning */
 	struct inode_flags_refused flags_refused;
+	/* -s: the subvolume whose partial was kept when the receive stopped */
+	char partial_kept[NAME_MAX + 1];
+	uint64_t checkpoints;
 };
 
 /* What the receive tells its caller while it runs; any may be NULL. */
@@ -119,6 +131,13 @@ void receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
  * exists"), which scripts match; valid until the next receive_run().
  */
 const char *receive_error_summary(const struct receive_ctx *ctx);
+
+/*
+ * The token of the partial receive -s kept for @path (DEST/NAME), into
+ * @token (RESUME_TOKEN_MAX bytes): checked against the partial, which must
+ * not have changed since. 0 or -errno with @e filled.
+ */
+int receive_resume_token(const char *path, char *token, struct encio_error *e);
 
 /* The probe of the destination (valid once a subvolume was created). */
 const struct encio_probe *receive_get_probe(const struct receive_ctx *ctx);

@@ -362,23 +362,6 @@ static int rcv_update_extent(const char *path, uint64_t offset, uint64_t len,
 
 /* Data. */
 
-static int pwrite_all(int fd, const char *buf, size_t len, uint64_t offset)
-{
-	ssize_t n;
-
-	while (len) {
-		n = pwrite(fd, buf, len, offset);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= n;
-		offset += n;
-	}
-	return 0;
-}
-
 static int write_plain(struct receive_ctx *ctx, int fd, const void *data,
 		       size_t len, uint64_t offset)
 {
@@ -751,6 +734,8 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 }
 
 const struct stream_ops apply_ops = {
+	.resume = rcv_resume,
+	.applied = resume_applied,
 	.subvol = rcv_subvol,
 	.snapshot = rcv_snapshot,
 	.mkfile = rcv_mkfile,

@@ -274,7 +274,7 @@ out:
 	return ret;
 }
 
-static const char *inherited_xattr(const char *name)
+const char *flags_inherited_xattr(const char *name)
 {
 	size_t i;
 
@@ -338,7 +338,7 @@ static int late_xattr_add(struct receive_ctx *ctx, const union late_handle *h,
 int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
 		const void *data, size_t len)
 {
-	const char *kept = inherited_xattr(name);
+	const char *kept = flags_inherited_xattr(name);
 	union late_handle h;
 	struct stat st;
 	bool own, dir;

@@ -201,6 +201,17 @@ struct receive_ctx {
 	int clone_src_fd;
 	uint8_t clone_src_uuid[BTRFS_UUID_SIZE];
 	uint64_t clone_src_transid;
+	/* receive -s: the subvolume in flight, its checkpoints (resume.h) */
+	struct resume_state {
+		bool active;
+		char final[NAME_MAX + 1]; /* the name it gets at its END */
+		struct resume_point point; /* up to the last command applied */
+		uint64_t base; /* stream offset of its first command */
+		uint64_t ckpt_pos; /* position of the last checkpoint */
+		double ckpt_time;
+		uint64_t ckpt_seq; /* 0: none yet */
+		uint64_t ckpt_id;
+	} rs;
 	/* receive_set_known_subvol(): the caller's, not closed here */
 	int known_fd;
 	uint8_t known_uuid[BTRFS_UUID_SIZE];
@@ -282,9 +293,25 @@ int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
 		const void *data, size_t len);
 int flags_finish(struct receive_ctx *ctx);
 void flags_forget(struct receive_ctx *ctx);
+/* The name as kept by a late_xattr, if a directory passes it on; or NULL. */
+const char *flags_inherited_xattr(const char *name);
+
+/* receive_resume.c: receive -s, the partial kept for encio send -t */
+int resume_subvol_begin(struct receive_ctx *ctx, const char *name,
+			char *made);
+void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
+			    uint64_t ctransid, const uint8_t *parent_uuid,
+			    uint64_t parent_ctransid);
+int resume_subvol_finish(struct receive_ctx *ctx);
+int resume_applied(const struct stream_cmd *cmd, void *arg);
+int rcv_resume(const struct resume_point *p, void *arg);
+void resume_stopped(struct receive_ctx *ctx, bool read_failed);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 void subvol_close(struct receive_ctx *ctx);
+/* The subvolume @name just made in DEST, received from now on. */
+int subvol_start_at(struct receive_ctx *ctx, const char *name,
+		    const uint8_t *uuid, uint64_t ctransid);
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg);
 int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,

@@ -145,43 +145,6 @@ void lookup_uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE])
 		u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
-/*
- * The subvolume ids the UUID tree lists for @uuid under @type (a received
- * UUID may belong to several subvolumes): at most @max in @ids, their
- * number returned, 0 when there is no such item.
- */
-static int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
-			 uint64_t *ids, int max)
-{
-	struct btrfs_ioctl_search_args args = { 0 };
-	struct btrfs_ioctl_search_key *sk = &args.key;
-	struct btrfs_ioctl_search_header sh;
-	uint64_t objectid, offset, id;
-	uint32_t i, n = 0;
-
-	/* The key is the UUID's two halves, little-endian (uuid-tree.c). */
-	memcpy(&objectid, uuid, 8);
-	memcpy(&offset, uuid + 8, 8);
-	sk->tree_id = BTRFS_UUID_TREE_OBJECTID;
-	sk->min_objectid = sk->max_objectid = le64toh(objectid);
-	sk->min_offset = sk->max_offset = le64toh(offset);
-	sk->min_type = sk->max_type = type;
-	sk->max_transid = UINT64_MAX;
-	sk->nr_items = 1;
-	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &args))
-		return -errno;
-	if (sk->nr_items == 0)
-		return 0;
-	memcpy(&sh, args.buf, sizeof(sh));
-	if (sh.len > sizeof(args.buf) - sizeof(sh))
-		return -EUCLEAN;
-	for (i = 0; i + sizeof(id) <= sh.len && (int)n < max; i += sizeof(id)) {
-		memcpy(&id, args.buf + sizeof(sh) + i, sizeof(id));
-		ids[n++] = le64toh(id);
-	}
-	return (int)n;
-}
-
 /* What a search by UUID met, for its messages. */
 struct uuid_search {
 	const uint8_t *uuid;

@@ -207,6 +207,9 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	}
 out:
 	ctx->stats.stream_bytes = r.offset;
+	/* a read failed: every command before it was applied whole */
+	if (ret)
+		resume_stopped(ctx, !(e->has_offset && e->offset < r.offset));
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	subvol_close(ctx);

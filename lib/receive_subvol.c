@@ -69,8 +69,8 @@ static int probe_dest(struct receive_ctx *ctx)
 	return 0;
 }
 
-static int start_subvol(struct receive_ctx *ctx, const char *name,
-			const uint8_t *uuid, uint64_t ctransid)
+int subvol_start_at(struct receive_ctx *ctx, const char *name,
+		    const uint8_t *uuid, uint64_t ctransid)
 {
 	int fd;
 
@@ -122,6 +122,9 @@ static int finish_subvol(struct receive_ctx *ctx)
 							    true);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "make it read-only");
+	ret = resume_subvol_finish(ctx);
+	if (ret)
+		return ret;
 	subvol_close(ctx);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
@@ -147,20 +150,23 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	char made[NAME_MAX + 1];
 	enum btrfs_util_error err;
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
-	ret = leave_subvol(ctx) ?: check_name(ctx, name);
+	ret = leave_subvol(ctx) ?: check_name(ctx, name) ?:
+				    resume_subvol_begin(ctx, name, made);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
 		ctx->events.subvol(name, uuid, ctransid, NULL, 0,
 				   ctx->events.arg);
-	err = btrfs_util_create_subvolume_fd(ctx->dest_fd, name, 0, NULL, NULL);
+	err = btrfs_util_create_subvolume_fd(ctx->dest_fd, made, 0, NULL, NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
-	return start_subvol(ctx, name, uuid, ctransid);
+	resume_subvol_identity(ctx, uuid, ctransid, NULL, 0);
+	return subvol_start_at(ctx, made, uuid, ctransid);
 }
 
 /*
@@ -235,11 +241,13 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 		 void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	char made[NAME_MAX + 1];
 	enum btrfs_util_error err;
 	int ret, parent;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
-	ret = leave_subvol(ctx) ?: check_name(ctx, name);
+	ret = leave_subvol(ctx) ?: check_name(ctx, name) ?:
+				    resume_subvol_begin(ctx, name, made);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
@@ -249,17 +257,20 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 					    parent_ctransid);
 	if (parent < 0)
 		return parent;
-	err = btrfs_util_create_snapshot_fd2(parent, ctx->dest_fd, name, 0,
+	err = btrfs_util_create_snapshot_fd2(parent, ctx->dest_fd, made, 0,
 					     NULL, NULL);
 	ret = btrfsutil_errno(err);
 	if (ret) {
 		close(parent);
 		return fail(ctx, ret, "snapshot the parent subvolume");
 	}
-	ret = start_subvol(ctx, name, uuid, ctransid) ?:
+	ret = subvol_start_at(ctx, made, uuid, ctransid) ?:
 		      drop_stand_ins(ctx, parent)     ?:
 							keep_root_times(ctx);
 	close(parent);
+	if (!ret)
+		resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,
+				       parent_ctransid);
 	return ret;
 }
 

@@ -916,31 +916,84 @@ static int send_walked(struct send_ctx *ctx, const char *path,
 	return send_roots_add(sent, path, ctx->e);
 }
 
+/*
+ * Whether the subvolume @path is the one @p resumes: its UUID (or the one
+ * it was received with, which its stream names) and ctransid.
+ */
+static bool resumes(const char *path, const struct resume_point *p)
+{
+	struct btrfs_util_subvolume_info info;
+
+	if (btrfs_util_subvolume_info(path, 0, &info))
+		return false;
+	return (!memcmp(info.uuid, p->uuid, BTRFS_UUID_SIZE) ||
+		!memcmp(info.received_uuid, p->uuid, BTRFS_UUID_SIZE)) &&
+	       info.ctransid == p->ctransid;
+}
+
+/* The writer found what it regenerated is not what the point names. */
+static int resume_differs(struct send_ctx *ctx)
+{
+	return encio_error_set(
+		ctx->e, ESTALE,
+		"resume (the stream regenerated is not the one received up to the resume point: send it whole again)",
+		"send", false, 0);
+}
+
+/* The PATH -t resumes: the ones before it are not sent. */
+static int resume_first(struct send_ctx *ctx, const char *const *paths,
+			size_t nr, size_t *first)
+{
+	const struct resume_point *p = ctx->opts.resume;
+
+	*first = 0;
+	if (!p)
+		return 0;
+	for (*first = 0; *first < nr; (*first)++)
+		if (resumes(paths[*first], p))
+			return 0;
+	return encio_error_set(
+		ctx->e, ESTALE,
+		"resume (the token is for another subvolume, or one changed since: no PATH is its snapshot)",
+		"send", false, 0);
+}
+
 static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 {
 	const struct send_root *parent = NULL;
 	struct send_roots roots = { 0 };
 	bool kernel = kernel_computes(&ctx->opts);
-	size_t i;
+	size_t i, first;
 	int ret;
 
-	ret = send_roots_init(&roots, &ctx->opts, nr, &parent, ctx->e);
+	ret = resume_first(ctx, paths, nr, &first) ?:
+		      send_roots_init(&roots, &ctx->opts, nr, &parent, ctx->e);
 	for (i = 0; !ret && i < nr; i++) {
 		bool end = i + 1 == nr || !ctx->opts.one_stream;
+		bool add = !kernel || (ctx->opts.nr_clones && !parent &&
+				       !ctx->opts.snapshot);
 
-		if (i && !ctx->opts.one_stream)
+		/* received whole before: a clone source all the same */
+		if (i < first) {
+			if (add && btrfs_util_is_subvolume(paths[i]) ==
+					   BTRFS_UTIL_OK)
+				ret = send_roots_add(&roots, paths[i], ctx->e);
+			continue;
+		}
+		if (i == first && ctx->opts.resume)
+			stream_writer_skip(&ctx->w, ctx->opts.resume);
+		else if (i && !ctx->opts.one_stream)
 			stream_put_header(&ctx->w);
 		if (!kernel) {
 			ret = send_walked(ctx, paths[i], &roots, end);
 			continue;
 		}
 		ret = send_one(ctx, paths[i], &roots, parent, end);
-		if (!ret && ctx->opts.nr_clones && !parent &&
-		    !ctx->opts.snapshot)
+		if (!ret && add)
 			ret = send_roots_add(&roots, paths[i], ctx->e);
 	}
 	send_roots_release(&roots);
-	return ret;
+	return ctx->w.err == -ESTALE ? resume_differs(ctx) : ret;
 }
 
 int send_run(const char *const *paths, size_t nr, int out_fd,
@@ -980,7 +1033,9 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	}
 	ret = send_all(ctx, paths, nr);
 	ret2 = stream_writer_finish(&ctx->w);
-	if (!ret && ret2)
+	if (!ret && ret2 == -ESTALE)
+		ret = resume_differs(ctx);
+	else if (!ret && ret2)
 		ret = encio_error_set(e, ret2, "write stream to", out_name,
 				      false, 0);
 	stats->stream_bytes = ctx->w.written;

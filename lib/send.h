@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "resume.h"
 
 struct send_stats;
 struct send_pass;
@@ -50,6 +51,14 @@ struct send_options {
 	 * extent maps, no file data read.
 	 */
 	bool estimate;
+	/*
+	 * -t: the stream resumed at this point, for the PATH whose subvolume
+	 * it names (by UUID and ctransid): the PATHs before it are taken as
+	 * received whole and not sent, its commands before the point not
+	 * either (regenerated and checked against the point's fingerprint:
+	 * -ESTALE where they differ), the rest and the PATHs after it are.
+	 */
+	const struct resume_point *resume;
 	bool one_stream; /* -e: one header, END after the last PATH only */
 	/* one PATH only: its subvolume's name in the stream, NULL for its own */
 	const char *name;

@@ -271,7 +271,10 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 		return reader_error(r, e, EBADMSG, "verify (crc32c mismatch)",
 				    cmd->offset);
 #endif
-	if (cmd->type == BTRFS_SEND_C_UNSPEC || cmd->type > BTRFS_SEND_C_MAX)
+	cmd->crc = crc;
+	if (cmd->type == BTRFS_SEND_C_UNSPEC ||
+	    (cmd->type > BTRFS_SEND_C_MAX &&
+	     cmd->type != STREAM_C_ENCIO_RESUME))
 		return reader_error(r, e, EBADMSG,
 				    "parse (unknown command type)",
 				    cmd->offset);
@@ -629,10 +632,43 @@ static int dispatch_verity(struct cmd_ctx *c, const struct stream_ops *ops,
 		       0;
 }
 
+static int dispatch_resume(struct cmd_ctx *c, const struct stream_ops *ops,
+			   void *arg, struct cmd_strings *s)
+{
+	const char *name = attr_string(c, BTRFS_SEND_A_PATH, s->path);
+	const uint8_t *uuid = attr_uuid(c, BTRFS_SEND_A_UUID);
+	const uint8_t *parent = attr_uuid(c, BTRFS_SEND_A_CLONE_UUID);
+	struct resume_point p = { 0 };
+
+	p.ctransid = attr_u64(c, BTRFS_SEND_A_CTRANSID);
+	p.parent_ctransid = attr_u64(c, BTRFS_SEND_A_CLONE_CTRANSID);
+	p.position = attr_u64(c, BTRFS_SEND_A_FILE_OFFSET);
+	p.fingerprint = attr_u64(c, BTRFS_SEND_A_SIZE);
+	p.commands = attr_u64(c, BTRFS_SEND_A_INO);
+	if (c->err)
+		return c->err;
+	if (!ops->resume)
+		return reader_error(
+			c->r, c->e, EPROTO,
+			"receive (a resumed stream, of encio send -t: it needs encio receive -s and the partial subvolume) from",
+			c->cmd->offset);
+	if (strlen(name) > NAME_MAX)
+		return reader_error(c->r, c->e, EINVAL,
+				    "parse (a resume point's name too long)",
+				    c->cmd->offset);
+	strcpy(p.name, name);
+	memcpy(p.uuid, uuid, BTRFS_UUID_SIZE);
+	memcpy(p.parent_uuid, parent, BTRFS_UUID_SIZE);
+	p.version = c->r->version;
+	return ops->resume(&p, arg);
+}
+
 static int dispatch(struct cmd_ctx *c, const struct stream_ops *ops, void *arg,
 		    struct cmd_strings *s)
 {
 	switch (c->cmd->type) {
+	case STREAM_C_ENCIO_RESUME:
+		return dispatch_resume(c, ops, arg, s);
 	case BTRFS_SEND_C_SUBVOL:
 	case BTRFS_SEND_C_SNAPSHOT:
 		return dispatch_subvol(c, ops, arg, s);
@@ -683,6 +719,8 @@ int stream_process(struct stream_reader *r, const struct stream_ops *ops,
 		ended = cmd.type == BTRFS_SEND_C_END;
 		c.err = 0;
 		ret = dispatch(&c, ops, arg, s);
+		if (!ret && ops->applied)
+			ret = ops->applied(&cmd, arg);
 		if (ret && !c.err) {
 			/* A callback's failure: name the command and where. */
 			snprintf(r->what, STREAM_WHAT_LEN,
@@ -771,6 +809,8 @@ void stream_put_header(struct stream_writer *w)
 
 int stream_writer_finish(struct stream_writer *w)
 {
+	if (w->skip && !w->err)
+		w->err = -ESTALE; /* the stream ended before its point */
 	if (!w->err && w->len)
 		w->err = writer_flush(w, w->len);
 	return w->err;
@@ -893,6 +933,47 @@ void stream_put_data(struct stream_writer *w, const void *data, size_t len)
 		memcpy(p + sizeof(type), data, len);
 }
 
+void stream_writer_skip(struct stream_writer *w, const struct resume_point *p)
+{
+	w->skip = p;
+	w->skip_pos = w->skip_fp = w->skip_cmds = 0;
+	w->len = w->cmd_start = 0; /* the header, before anything is written */
+}
+
+static void put_resume(struct stream_writer *w, const struct resume_point *p)
+{
+	stream_begin_cmd(w, STREAM_C_ENCIO_RESUME);
+	stream_put_string(w, BTRFS_SEND_A_PATH, p->name);
+	stream_put_uuid(w, BTRFS_SEND_A_UUID, p->uuid);
+	stream_put_u64(w, BTRFS_SEND_A_CTRANSID, p->ctransid);
+	stream_put_uuid(w, BTRFS_SEND_A_CLONE_UUID, p->parent_uuid);
+	stream_put_u64(w, BTRFS_SEND_A_CLONE_CTRANSID, p->parent_ctransid);
+	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, p->position);
+	stream_put_u64(w, BTRFS_SEND_A_SIZE, p->fingerprint);
+	stream_put_u64(w, BTRFS_SEND_A_INO, p->commands);
+}
+
+/* The command just ended, dropped: the resume point reached, or not yet. */
+static int skip_cmd(struct stream_writer *w, uint16_t type, uint32_t len,
+		    uint32_t crc)
+{
+	const struct resume_point *p = w->skip;
+
+	w->len = w->cmd_start;
+	w->skip_pos += BTRFS_SEND_CMD_HEADER_LEN + len;
+	w->skip_fp = resume_fingerprint_add(w->skip_fp, type, len, crc);
+	w->skip_cmds++;
+	if (w->skip_pos < p->position)
+		return 0;
+	if (w->skip_pos > p->position || w->skip_fp != p->fingerprint ||
+	    w->skip_cmds != p->commands)
+		return w->err = -ESTALE;
+	w->skip = NULL;
+	stream_put_header(w);
+	put_resume(w, p);
+	return stream_end_cmd(w);
+}
+
 int stream_end_cmd(struct stream_writer *w)
 {
 	unsigned char *p = w->buf + w->cmd_start;
@@ -909,6 +990,8 @@ int stream_end_cmd(struct stream_writer *w)
 		      0 :
 		      htole32(crc32c(0, p, w->len - w->cmd_start));
 	memcpy(p + 6, &crc, sizeof(crc));
+	if (w->skip)
+		return skip_cmd(w, type, le32toh(len), le32toh(crc));
 	w->cmd_start = w->len;
 	if (w->len >= WRITER_FLUSH_LEN || type == BTRFS_SEND_C_SUBVOL ||
 	    type == BTRFS_SEND_C_SNAPSHOT)

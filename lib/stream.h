@@ -14,11 +14,18 @@
 
 #include "error.h"
 #include "kernel.h"
+#include "resume.h"
 
 /* No command is larger: the kernel's v2 buffer is 16 KiB + 128 KiB. */
 #define STREAM_MAX_CMD_LEN (1024 * 1024)
 #define STREAM_MAX_VERSION 3
 #define STREAM_WHAT_LEN 320
+/*
+ * encio's own command, past the kernel's: the first of a resumed stream
+ * (encio send -t), naming its resume point (resume.h). Nothing but
+ * encio receive -s takes it; btrfs receive refuses it as unknown.
+ */
+#define STREAM_C_ENCIO_RESUME 64
 
 struct stream_attr {
 	const unsigned char *data;
@@ -30,6 +37,7 @@ struct stream_cmd {
 	uint16_t type;
 	uint32_t len;		   /* body bytes */
 	uint64_t offset;	   /* of the command header in the stream */
+	uint32_t crc;		   /* its crc32c, verified */
 	const unsigned char *body; /* its @len bytes of attributes */
 	struct stream_attr attr[BTRFS_SEND_A_MAX + 1];
 };
@@ -106,6 +114,10 @@ struct stream_ops {
 			     size_t salt_len, const void *sig, size_t sig_len,
 			     void *arg);
 	int (*end)(void *arg);
+	/* STREAM_C_ENCIO_RESUME; NULL: refused */
+	int (*resume)(const struct resume_point *p, void *arg);
+	/* after each command applied without error */
+	int (*applied)(const struct stream_cmd *cmd, void *arg);
 };
 
 /* Read and check the stream header. Returns 0 or -errno with @e filled. */
@@ -139,6 +151,13 @@ struct stream_writer {
 	int err;	  /* first error, sticky */
 	/* set by a signal handler: a write interrupted then gives -EINTR */
 	const volatile sig_atomic_t *stop;
+	/*
+	 * stream_writer_skip(): the commands before this point are dropped,
+	 * the header too; at the point, the header and an ENCIO_RESUME
+	 * command, then the rest.
+	 */
+	const struct resume_point *skip;
+	uint64_t skip_pos, skip_fp, skip_cmds;
 };
 
 /*
@@ -147,6 +166,12 @@ struct stream_writer {
  */
 #define STREAM_COUNT_ONLY (-1)
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
+/*
+ * Drop what comes before @p, checking it is what @p fingerprinted (a
+ * stream that differs there gives -ESTALE at the first command past it,
+ * or at stream_writer_finish()); @p must live while the writer does.
+ */
+void stream_writer_skip(struct stream_writer *w, const struct resume_point *p);
 int stream_writer_finish(struct stream_writer *w); /* flush; first error */
 void stream_writer_release(struct stream_writer *w);
 
