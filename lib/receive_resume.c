@@ -402,7 +402,8 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 
 /*
  * The checkpoint @rec names, opened beneath @dir_fd and checked: its UUID
- * the record's, its ctransid not moved since (nothing changed it).
+ * the record's, its ctransid not moved since (nothing changed it), once
+ * what was written in it is committed.
  */
 static int checkpoint_open(int dir_fd, const struct record *rec,
 			   struct btrfs_util_subvolume_info *info)
@@ -418,6 +419,12 @@ static int checkpoint_open(int dir_fd, const struct record *rec,
 			     RESOLVE_CONFINED);
 	if (fd < 0)
 		return fd == -ENOENT ? -ENOENT : fd;
+	/* a change not committed yet has not moved the ctransid */
+	if (syncfs(fd)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
 	err = btrfs_util_subvolume_info_fd(fd, 0, info);
 	if (err) {
 		ret = btrfsutil_errno(err);
