@@ -3,6 +3,8 @@
 # tmpfs (both compress-force=zstd), on the corpora of bench/copy.sh:
 #   encio send | encio receive      against  btrfs send --compressed-data | btrfs receive
 #   encio receive -f STREAM         against  btrfs receive -f STREAM
+#   encio send | encio receive -s   against  encio send | encio receive
+#                                   (the cost of resumable receives' checkpoints)
 # (STREAM saved once from btrfs send --compressed-data). Each run starts on
 # a fresh destination filesystem with caches dropped, times include the
 # final sync, every result is checked with diff -r. The methods take turns
@@ -21,7 +23,7 @@ ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-file btrfs-file${ENCIO_BASE:+ base-pipe}"
+METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable${ENCIO_BASE:+ base-pipe}"
 
 source "$top/bench/corpus.sh"
 
@@ -43,6 +45,10 @@ run_one()
 	base-pipe)
 		"$ENCIO_BASE" -q send "$snap" | "$ENCIO_BASE" -q receive "$DST" ||
 			echo "base encio send|receive failed" >&2
+		;;
+	encio-resumable)
+		"$ENCIO" -q send "$snap" | "$ENCIO" -q receive -s "$DST" ||
+			echo "encio send|receive -s failed" >&2
 		;;
 	encio-file)
 		/usr/bin/time -f %M -o "$work/rss-file" "$ENCIO" -q receive -f "$stream" "$DST" ||
@@ -88,6 +94,12 @@ for c in many big; do
 		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
 		-v ce="$(med "${CPUS[$c-encio-file]}")" -v cf="$(med "${CPUS[$c-btrfs-file]}")" \
 		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
+done
+echo
+for c in many big; do
+	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-resumable]}")" \
+		'BEGIN { printf "%s: encio send | encio receive -s %.2f s, %+.1f%% against without -s (the checkpoints)\n", c, s, (s - a) * 100 / a }'
+	printf '  %-5s -s       %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-resumable]}")"
 done
 echo
 echo "Ratio to encio within each round, round by round:"
