@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +401,34 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 	return 0;
 }
 
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/*
+ * With -s, SIGINT and SIGTERM (unless ignored) stop the stream at its next
+ * read, so that the last command applied gets a checkpoint; without -s
+ * they kill the receive, as they kill btrfs receive.
+ */
+static void install_signals(struct receive_options *opts)
+{
+	struct sigaction sa = { .sa_handler = on_signal }, old;
+	int sigs[] = { SIGINT, SIGTERM };
+	size_t i;
+
+	if (!opts->resumable)
+		return;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	opts->stop = &stop_signal;
+}
+
 static int print_resume_token(const char *path)
 {
 	char token[RESUME_TOKEN_MAX];
@@ -477,6 +506,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = receive_dump(fd, args.file ? args.file : "stdin");
 		goto out;
 	}
+	install_signals(opts);
 	ret = receive_ctx_new(&ctx, opts, &e);
 	if (ret) {
 		print_encio_error(&e);
@@ -510,6 +540,10 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 				 receive_get_stats(ctx)->partial_kept);
 	ret = print_summary(ctx, args.json, ret, now() - progress.start);
 	receive_ctx_free(ctx);
+	if (stop_signal) {
+		signal(stop_signal, SIG_DFL);
+		raise(stop_signal);
+	}
 out:
 	if (args.file)
 		close(fd);

@@ -9,6 +9,7 @@
 #define ENCIO_RECEIVE_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -38,6 +39,8 @@ struct receive_options {
 	 */
 	bool resumable;
 	uint64_t checkpoint_bytes;
+	/* set by a signal handler: the stream stops at its next read */
+	const volatile sig_atomic_t *stop;
 };
 
 struct receive_stats {

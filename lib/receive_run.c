@@ -161,6 +161,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	}
 	ctx->reader = &r;
 	ret = stream_reader_init(&r, stream_fd, stream_name, e);
+	r.stop = ctx->opts.stop;
 	if (ret) {
 		summary_build(ctx, &r, e);
 		goto out;

@@ -98,6 +98,8 @@ static int reader_fill(struct stream_reader *r, size_t need)
 			r->buf_len -= r->buf_pos;
 			r->buf_pos = 0;
 		}
+		if (r->stop && *r->stop)
+			return -EINTR;
 		n = read(r->fd, r->buf + r->buf_len, r->buf_cap - r->buf_len);
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -53,6 +53,8 @@ struct stream_reader {
 	bool eof;
 	const char *name;	    /* for messages */
 	char what[STREAM_WHAT_LEN]; /* the last error's description */
+	/* set by a signal handler: a read it interrupts gives -EINTR */
+	const volatile sig_atomic_t *stop;
 };
 
 struct stream_encoded_write {

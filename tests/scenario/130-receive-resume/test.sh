@@ -3,7 +3,7 @@
 # encio send -t sends only the rest: for a full stream cut by EOF, an
 # incremental one whose receiver is SIGKILLed (DEST unmounted and mounted
 # again before the resume), a stream of two subvolumes cut in the second,
-# and a receive stopped by ENOSPC. Each result equals the source and an
+# a receive stopped by SIGINT, and one stopped by ENOSPC. Each result equals the source and an
 # uninterrupted receive, and the resumed stream is smaller than the
 # whole one. Refused, with nothing written: a corrupt token, a token whose
 # snapshot changed since, a partial changed since its record, a resumed
@@ -88,6 +88,21 @@ token=$("$ENCIO" receive --resume-token "$DST/b/s2") || _fail "no token after th
 # the parent found by UUID too
 "$ENCIO" -q send -t "$token" | "$ENCIO" -q receive -s "$DST/b" || _fail "the resume failed"
 same s2 "$DST/b"
+
+_log "SIGINT: a last checkpoint at the last command applied, and the hint"
+mkdir "$DST/i"
+( "$ENCIO" -q send "$SRC/s1" | python3 "$HERE/throttle.py" 8e6 |
+	"$ENCIO" -q receive -s --checkpoint 64M "$DST/i" ) 2>"$T/i.err" &
+sleep 1
+pkill -INT -f "receive -s --checkpoint 64M $DST/i"
+wait
+grep -q 'encio receive --resume-token' "$T/i.err" || _fail "no hint after SIGINT: $(cat "$T/i.err")"
+# two checkpoints: after the first command, and at the stop (not 64M on)
+ls -A "$DST/i" | grep -q 'encio-partial\.2$' || _fail "no checkpoint at the stop: $(ls -A "$DST/i")"
+ls -A "$DST/i" | grep -q 'encio-receiving' && _fail "the working subvolume was left"
+token=$("$ENCIO" receive --resume-token "$DST/i/s1") || _fail "no token after SIGINT"
+"$ENCIO" -q send -t "$token" | "$ENCIO" -q receive -s "$DST/i" || _fail "the resume after SIGINT failed"
+same s1 "$DST/i"
 
 _log "two subvolumes in one stream, cut in the second"
 mkdir "$DST/c"
