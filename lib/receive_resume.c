@@ -360,8 +360,10 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* ours only: another user could plant one naming a subvolume of theirs */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 8 ||
-	    st.st_size > RECORD_MAX) {
+	    st.st_size > RECORD_MAX || st.st_uid != geteuid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
 		close(fd);
 		return -EINVAL;
 	}
@@ -470,8 +472,10 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	uint64_t old_id = rs->ckpt_id;
 	int fd, ret;
 
+	/* the name may hold one a crash left before its record was written */
 	ret = pending_flush(ctx) ?:
-		      name_of(name, rs->final, PARTIAL_SUFFIX, rec.seq);
+		      name_of(name, rs->final, PARTIAL_SUFFIX, rec.seq) ?:
+				    drop_subvol_at(ctx->dest_fd, name);
 	if (ret)
 		return ret;
 	err = btrfs_util_create_snapshot_fd2(ctx->subvol_fd, ctx->dest_fd,
@@ -528,6 +532,9 @@ static void drop_partial(struct receive_ctx *ctx, const char *final)
 		btrfs_util_delete_subvolume_by_id_fd(ctx->dest_fd,
 						     ctx->rs.ckpt_id);
 	if (!name_of(name, final, PARTIAL_SUFFIX ".resume", 0))
+		unlinkat(ctx->dest_fd, name, 0);
+	/* a record being written when a receive was killed */
+	if (!name_of(name, final, PARTIAL_SUFFIX ".resume-new", 0))
 		unlinkat(ctx->dest_fd, name, 0);
 	ctx->rs.ckpt_id = 0;
 }
