@@ -306,8 +306,8 @@ struct receive_args {
 	struct receive_options opts;
 	const char *file;
 	bool dump;
-	bool progress; /* --progress */
-	int json;      /* --format=json */
+	bool progress;		  /* --progress */
+	int json;		  /* --format=json */
 	const char *resume_token; /* --resume-token */
 };
 
@@ -375,7 +375,8 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_CHECKPOINT:
 			if (parse_size(optarg, &opts->checkpoint_bytes) ||
 			    !opts->checkpoint_bytes)
-				return usage_error(cmd, "bad checkpoint size '%s'",
+				return usage_error(cmd,
+						   "bad checkpoint size '%s'",
 						   optarg);
 			break;
 		case OPT_RESUME_TOKEN:
@@ -388,9 +389,11 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		}
 	}
 	if (args->resume_token)
-		return argc != optind ? usage_error(cmd,
-						    "--resume-token takes no destination") :
-					0;
+		return argc != optind ?
+			       usage_error(
+				       cmd,
+				       "--resume-token takes no destination") :
+			       0;
 	if (args->dump && argc != optind)
 		return usage_error(cmd, "--dump takes no destination");
 	if (args->dump && (args->progress || args->json))

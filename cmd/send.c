@@ -106,14 +106,14 @@ enum {
 
 /* What the command line asks of the command itself, beyond the send. */
 struct send_args {
-	const char *file; /* -f */
-	bool progress;	  /* --progress, or stderr a terminal */
-	bool dry_run;	  /* -n */
-	const char *token;		/* -t */
-	struct resume_point resume;	/* its point */
-	char found[2][PATH_MAX];	/* PATH and PARENT found by UUID */
-	int json;	  /* --format=json */
-	FILE *json_out;	  /* where it goes: not where the stream goes */
+	const char *file;	    /* -f */
+	bool progress;		    /* --progress, or stderr a terminal */
+	bool dry_run;		    /* -n */
+	const char *token;	    /* -t */
+	struct resume_point resume; /* its point */
+	char found[2][PATH_MAX];    /* PATH and PARENT found by UUID */
+	int json;		    /* --format=json */
+	FILE *json_out; /* where it goes: not where the stream goes */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */

@@ -122,8 +122,8 @@ int pread_all(int fd, void *buf, size_t len, uint64_t offset)
  * UUID may belong to several subvolumes): at most @max in @ids, their
  * number returned, 0 when there is no such item.
  */
-int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type,
-			 uint64_t *ids, int max)
+int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type, uint64_t *ids,
+		  int max)
 {
 	struct btrfs_ioctl_search_args args = { 0 };
 	struct btrfs_ioctl_search_key *sk = &args.key;
@@ -167,9 +167,8 @@ static const char *beneath(const char *path, const char *top)
 }
 
 /* In the btrfs mount @mnt (its root @root in the filesystem), by UUID. */
-static int find_in_mount(const char *mnt, const char *root,
-			 const uint8_t *uuid, uint64_t ctransid, char *out,
-			 size_t len)
+static int find_in_mount(const char *mnt, const char *root, const uint8_t *uuid,
+			 uint64_t ctransid, char *out, size_t len)
 {
 	static const uint8_t types[] = { BTRFS_UUID_KEY_SUBVOL,
 					 BTRFS_UUID_KEY_RECEIVED_SUBVOL };

@@ -204,9 +204,9 @@ struct receive_ctx {
 	/* receive -s: the subvolume in flight, its checkpoints (resume.h) */
 	struct resume_state {
 		bool active;
-		char final[NAME_MAX + 1]; /* the name it gets at its END */
+		char final[NAME_MAX + 1];  /* the name it gets at its END */
 		struct resume_point point; /* up to the last command applied */
-		uint64_t base; /* stream offset of its first command */
+		uint64_t base;	   /* stream offset of its first command */
 		uint64_t ckpt_pos; /* position of the last checkpoint */
 		double ckpt_time;
 		uint64_t ckpt_seq; /* 0: none yet */
@@ -297,8 +297,7 @@ void flags_forget(struct receive_ctx *ctx);
 const char *flags_inherited_xattr(const char *name);
 
 /* receive_resume.c: receive -s, the partial kept for encio send -t */
-int resume_subvol_begin(struct receive_ctx *ctx, const char *name,
-			char *made);
+int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made);
 void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 			    uint64_t ctransid, const uint8_t *parent_uuid,
 			    uint64_t parent_ctransid);

@@ -26,6 +26,7 @@
  * not have changed); a new working subvolume is snapshotted from it, and
  * the stream goes on from there.
  */
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -323,7 +324,8 @@ static int record_write(struct receive_ctx *ctx, const struct record *rec)
 		return ret;
 	}
 	fd = openat(ctx->dest_fd, tmp,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
 	if (fd < 0) {
 		free(b.p);
 		return -errno;
@@ -384,7 +386,8 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	if (!ret) {
 		rd_bytes(&r, used);
 		rec->seq = rd_u64(&r);
-		memcpy(rec->ckpt_uuid, rd_bytes(&r, BTRFS_UUID_SIZE) ?: rec->ckpt_uuid,
+		memcpy(rec->ckpt_uuid,
+		       rd_bytes(&r, BTRFS_UUID_SIZE) ?: rec->ckpt_uuid,
 		       BTRFS_UUID_SIZE);
 		rec->ckpt_ctransid = rd_u64(&r);
 		if (r.bad || strcmp(rec->point.name, final))
@@ -473,13 +476,13 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	int fd, ret;
 
 	/* the name may hold one a crash left before its record was written */
-	ret = pending_flush(ctx) ?:
+	ret = pending_flush(ctx)					?:
 		      name_of(name, rs->final, PARTIAL_SUFFIX, rec.seq) ?:
-				    drop_subvol_at(ctx->dest_fd, name);
+		      drop_subvol_at(ctx->dest_fd, name);
 	if (ret)
 		return ret;
-	err = btrfs_util_create_snapshot_fd2(ctx->subvol_fd, ctx->dest_fd,
-					     name, 0, NULL, NULL);
+	err = btrfs_util_create_snapshot_fd2(ctx->subvol_fd, ctx->dest_fd, name,
+					     0, NULL, NULL);
 	if (err)
 		return btrfsutil_errno(err);
 	fd = openat2_resolve(ctx->dest_fd, name, O_RDONLY | O_DIRECTORY,
@@ -514,23 +517,44 @@ static int checkpoint(struct receive_ctx *ctx)
 	return ret ? fail(ctx, ret, "take a checkpoint (receive -s)") : 0;
 }
 
+/*
+ * Every checkpoint of @final in DEST, by name (a killed receive may have
+ * left one its record no longer names), deleted.
+ */
+static void drop_checkpoints(struct receive_ctx *ctx, const char *final)
+{
+	char prefix[NAME_MAX + 2];
+	struct dirent *de;
+	size_t len;
+	DIR *dir;
+	int fd;
+
+	if (name_of(prefix, final, PARTIAL_SUFFIX ".", 0))
+		return;
+	len = strlen(prefix);
+	fd = dup(ctx->dest_fd);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	rewinddir(dir);
+	while ((de = readdir(dir)))
+		if (!strncmp(de->d_name, prefix, len) && de->d_name[len] &&
+		    strspn(de->d_name + len, "0123456789") ==
+			    strlen(de->d_name + len))
+			drop_subvol_at(ctx->dest_fd, de->d_name);
+	closedir(dir);
+}
+
 /* The record and every checkpoint of @final: its receive is complete. */
 static void drop_partial(struct receive_ctx *ctx, const char *final)
 {
 	char name[NAME_MAX + 1];
-	struct record rec;
-	uint64_t seq;
 
-	if (record_read(ctx->dest_fd, final, &rec) == 0) {
-		for (seq = rec.seq > 1 ? rec.seq - 1 : 1; seq <= rec.seq + 1;
-		     seq++)
-			if (!name_of(name, final, PARTIAL_SUFFIX, seq))
-				drop_subvol_at(ctx->dest_fd, name);
-		free(rec.state);
-	}
-	if (ctx->rs.ckpt_id)
-		btrfs_util_delete_subvolume_by_id_fd(ctx->dest_fd,
-						     ctx->rs.ckpt_id);
+	drop_checkpoints(ctx, final);
 	if (!name_of(name, final, PARTIAL_SUFFIX ".resume", 0))
 		unlinkat(ctx->dest_fd, name, 0);
 	/* a record being written when a receive was killed */
@@ -557,16 +581,18 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made)
 	ret = record_read(ctx->dest_fd, name, &rec);
 	free(rec.state);
 	if (ret != -ENOENT) {
-		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
-			 "a partial receive of it is kept (.%s" PARTIAL_SUFFIX
-			 ".*): resume it with encio send -t, or delete it and its record",
-			 name);
+		snprintf(
+			ctx->why_buf, sizeof(ctx->why_buf),
+			"a partial receive of it is kept (.%s" PARTIAL_SUFFIX
+			".*): resume it with encio send -t, or delete it and its record",
+			name);
 		return fail(ctx, EEXIST, ctx->why_buf);
 	}
-	/* a working subvolume a killed receive left, without a record */
+	/* what a killed receive left without a record */
 	ret = drop_subvol_at(ctx->dest_fd, made);
 	if (ret)
 		return fail(ctx, ret, "delete the working subvolume left");
+	drop_checkpoints(ctx, name);
 	memset(&ctx->rs, 0, sizeof(ctx->rs));
 	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", name);
 	return 0;
@@ -644,8 +670,8 @@ void resume_stopped(struct receive_ctx *ctx, bool read_failed)
 		take_checkpoint(ctx);
 	if (!rs->ckpt_seq)
 		return;
-	snprintf(ctx->stats.partial_kept, sizeof(ctx->stats.partial_kept),
-		 "%s", rs->final);
+	snprintf(ctx->stats.partial_kept, sizeof(ctx->stats.partial_kept), "%s",
+		 rs->final);
 	close_fd(&ctx->write_fd);
 	subvol_close(ctx);
 	drop_subvol_at(ctx->dest_fd, ctx->subvol_name);
@@ -663,8 +689,9 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 
 	ckpt = checkpoint_open(ctx->dest_fd, rec, &info);
 	if (ckpt == -ESTALE)
-		return fail(ctx, ESTALE,
-			    "the partial changed since its record: receive the whole stream again");
+		return fail(
+			ctx, ESTALE,
+			"the partial changed since its record: receive the whole stream again");
 	if (ckpt < 0)
 		return fail(ctx, ckpt, "open the partial subvolume");
 	ret = name_of(made, rec->point.name, WORK_SUFFIX, 0) ?:
@@ -714,22 +741,25 @@ int rcv_resume(const struct resume_point *p, void *arg)
 
 	begin_cmd(ctx, STREAM_C_ENCIO_RESUME, p->name, NULL);
 	if (!ctx->opts.resumable)
-		return fail(ctx, EPROTO,
-			    "a resumed stream (encio send -t) needs receive -s");
+		return fail(
+			ctx, EPROTO,
+			"a resumed stream (encio send -t) needs receive -s");
 	if (ctx->subvol_fd >= 0)
 		return fail(ctx, EPROTO,
 			    "a resume point in the middle of a subvolume");
 	ret = record_read(ctx->dest_fd, p->name, &rec);
 	if (ret == -ENOENT)
-		return fail(ctx, ENOENT,
-			    "no partial receive of this subvolume here to resume");
+		return fail(
+			ctx, ENOENT,
+			"no partial receive of this subvolume here to resume");
 	if (ret)
 		return fail(ctx, ret, "read the partial's record");
 	memset(&ctx->rs, 0, sizeof(ctx->rs));
 	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", p->name);
 	if (!same_point(p, &rec.point))
-		ret = fail(ctx, ESTALE,
-			   "the stream resumes another point than the partial's record");
+		ret = fail(
+			ctx, ESTALE,
+			"the stream resumes another point than the partial's record");
 	else
 		ret = resume_from(ctx, &rec);
 	free(rec.state);

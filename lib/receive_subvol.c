@@ -155,8 +155,9 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
-	ret = leave_subvol(ctx) ?: check_name(ctx, name) ?:
-				    resume_subvol_begin(ctx, name, made);
+	ret = leave_subvol(ctx)		    ?:
+		      check_name(ctx, name) ?:
+		      resume_subvol_begin(ctx, name, made);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
@@ -246,8 +247,9 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	int ret, parent;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
-	ret = leave_subvol(ctx) ?: check_name(ctx, name) ?:
-				    resume_subvol_begin(ctx, name, made);
+	ret = leave_subvol(ctx)		    ?:
+		      check_name(ctx, name) ?:
+		      resume_subvol_begin(ctx, name, made);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
@@ -265,8 +267,8 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 		return fail(ctx, ret, "snapshot the parent subvolume");
 	}
 	ret = subvol_start_at(ctx, made, uuid, ctransid) ?:
-		      drop_stand_ins(ctx, parent)     ?:
-							keep_root_times(ctx);
+		      drop_stand_ins(ctx, parent)	 ?:
+							   keep_root_times(ctx);
 	close(parent);
 	if (!ret)
 		resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,

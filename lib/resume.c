@@ -62,8 +62,8 @@ size_t resume_point_pack(const struct resume_point *p, uint8_t *buf)
 	return (size_t)(q - buf) + name_len;
 }
 
-int resume_point_unpack(const uint8_t *buf, size_t len,
-			struct resume_point *p, size_t *used)
+int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
+			size_t *used)
 {
 	const size_t fixed = 1 + 2 * (BTRFS_UUID_SIZE + 8) + 4 * 8 + 1;
 	const uint8_t *q = buf + 1;

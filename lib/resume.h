@@ -50,8 +50,8 @@ int resume_token_decode(const char *token, struct resume_point *p);
 /* The point's fields, little-endian, for a record: returns the length. */
 size_t resume_point_pack(const struct resume_point *p, uint8_t *buf);
 /* 0, or -EINVAL; *@used the bytes read. */
-int resume_point_unpack(const uint8_t *buf, size_t len,
-			struct resume_point *p, size_t *used);
+int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
+			size_t *used);
 #define RESUME_POINT_PACKED_MAX (96 + NAME_MAX)
 
 #endif

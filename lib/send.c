@@ -975,8 +975,8 @@ static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 
 		/* received whole before: a clone source all the same */
 		if (i < first) {
-			if (add && btrfs_util_is_subvolume(paths[i]) ==
-					   BTRFS_UTIL_OK)
+			if (add &&
+			    btrfs_util_is_subvolume(paths[i]) == BTRFS_UTIL_OK)
 				ret = send_roots_add(&roots, paths[i], ctx->e);
 			continue;
 		}

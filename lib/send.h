@@ -43,8 +43,8 @@ struct send_options {
 	 */
 	uint64_t parent_id;
 	const uint64_t *clone_ids;
-	uint32_t proto;	 /* stream version: 1, 2; 0 is 2 */
-	bool no_data;	 /* the kernel's stream without file data */
+	uint32_t proto; /* stream version: 1, 2; 0 is 2 */
+	bool no_data;	/* the kernel's stream without file data */
 	/*
 	 * -n: no stream written, its size and counts found (stats): the
 	 * kernel's stream counted as it comes, a walked tree's from its
@@ -92,8 +92,8 @@ struct send_stats {
 	uint64_t clone_bytes;	  /* file bytes they stand for */
 	uint64_t stream_bytes;
 	uint64_t passes_reused; /* kernel passes read from opts->pass */
-	uint64_t bytes_total; /* the stream's size: estimated, then real */
-	uint64_t bytes_done;  /* of the stream, written */
+	uint64_t bytes_total;	/* the stream's size: estimated, then real */
+	uint64_t bytes_done;	/* of the stream, written */
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 
