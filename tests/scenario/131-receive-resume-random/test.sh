@@ -66,6 +66,19 @@ resume_cmd() # KIND TOKEN
 	esac
 }
 
+# the subvolumes of KIND not in DIR yet, sent as what DIR has would take them
+rest_again() # KIND DIR
+{
+	local s have=() rest=()
+	for s in $(made "$1"); do
+		if [ -e "$2/$s" ]; then have+=(-c "$SRC/$s"); else rest+=("$SRC/$s"); fi
+	done
+	case $1 in
+	incr) "$ENCIO" -q send -p "$SRC/s1" "${rest[@]}" ;;
+	*) "$ENCIO" -q send "${have[@]}" "${rest[@]}" ;;
+	esac
+}
+
 mkdir "$DST/whole-full" "$DST/whole-incr" "$DST/whole-three"
 stream full | "$ENCIO" -q receive "$DST/whole-full" || _fail "whole full"
 stream full | "$ENCIO" -q receive "$DST/whole-incr" || _fail "whole parent"
@@ -115,8 +128,10 @@ for seed in $(seq "$FIRST" "$SEEDS"); do
 		$done && break
 		name=$(ls -A "$dir" | sed -n 's/^\.\(.*\)\.encio-partial\.resume$/\1/p')
 		if [ -z "$name" ]; then
-			# cut before its first command: nothing kept, sent again
-			stream "$kind" | "$ENCIO" -q receive -s "$dir" && done=true
+			# stopped before a subvolume's first checkpoint: nothing
+			# kept of it; what is not received yet is sent again,
+			# from what is (as clone sources)
+			rest_again "$kind" "$dir" | "$ENCIO" -q receive -s "$dir" && done=true
 			continue
 		fi
 		token=$("$ENCIO" receive --resume-token "$dir/$name") ||
