@@ -850,18 +850,13 @@ static void remove_stale_temps(int dir_fd, const char *name)
 	struct stat st;
 	char *end;
 	long pid;
-	int len, fd;
+	int len;
 	DIR *dir;
 
 	len = snprintf(prefix, sizeof(prefix), ".%.200s.encio-", name);
-	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	dir = dir_stream_of(dir_fd);
+	if (!dir)
 		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(dir))) {
 		if (strncmp(de->d_name, prefix, len) ||
 		    !isdigit((unsigned char)de->d_name[len]))

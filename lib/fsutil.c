@@ -222,3 +222,19 @@ int subvol_find_by_uuid(const uint8_t *uuid, uint64_t ctransid, char *path,
 	fclose(f);
 	return ret;
 }
+
+DIR *dir_stream_of(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+	DIR *dir;
+
+	if (fd < 0)
+		return NULL;
+	dir = fdopendir(fd);
+	if (!dir) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return dir;
+}

@@ -8,6 +8,7 @@
 #ifndef ENCIO_FSUTIL_H
 #define ENCIO_FSUTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,10 @@ int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type, uint64_t *ids,
  */
 int subvol_find_by_uuid(const uint8_t *uuid, uint64_t ctransid, char *path,
 			size_t len);
+
+/* A directory stream of its own on what @dirfd names, from its start; NULL
+ * with errno set. @dirfd stays the caller's. */
+DIR *dir_stream_of(int dirfd);
 
 /* All @len bytes at @offset, whatever EINTR or short counts: 0 or -errno. */
 int pwrite_all(int fd, const void *buf, size_t len, uint64_t offset);

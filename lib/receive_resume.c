@@ -527,20 +527,13 @@ static void drop_checkpoints(struct receive_ctx *ctx, const char *final)
 	struct dirent *de;
 	size_t len;
 	DIR *dir;
-	int fd;
 
 	if (name_of(prefix, final, PARTIAL_SUFFIX ".", 0))
 		return;
 	len = strlen(prefix);
-	fd = dup(ctx->dest_fd);
-	if (fd < 0)
+	dir = dir_stream_of(ctx->dest_fd);
+	if (!dir)
 		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
-	rewinddir(dir);
 	while ((de = readdir(dir)))
 		if (!strncmp(de->d_name, prefix, len) && de->d_name[len] &&
 		    strspn(de->d_name + len, "0123456789") ==

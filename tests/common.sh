@@ -131,6 +131,19 @@ make_btrfs()
 	_MOUNTS+=("$MNT")
 }
 
+# umount_settled DIR: unmount DIR after a process on it was SIGKILLed:
+# its io_uring is torn down after it dies, holding its files a moment
+# (umount then says busy), so a few tries, 5 s at most.
+umount_settled()
+{
+	local i
+	for ((i = 0; i < 50; i++)); do
+		umount "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	umount "$1"
+}
+
 # make_tmpfs NAME [SIZE]: sets MNT.
 make_tmpfs()
 {

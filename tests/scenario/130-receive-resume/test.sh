@@ -82,7 +82,7 @@ sleep 1.2
 pkill -KILL -f "receive -s --checkpoint 256K $DST/b"
 wait
 ls -A "$DST/b" | grep -q 'encio-partial' || _fail "nothing kept: $(ls -A "$DST/b")"
-run_check umount "$DST"
+run_check umount_settled "$DST"
 run_check mount "$DST_LOOP" "$DST"
 token=$("$ENCIO" receive --resume-token "$DST/b/s2") || _fail "no token after the kill"
 # the parent found by UUID too

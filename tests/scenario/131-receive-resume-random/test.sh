@@ -108,7 +108,7 @@ cut_once()
 	pkill -KILL -f "receive -s --checkpoint 64K $dir\$"
 	wait
 	if [ $((RANDOM % 2)) = 0 ]; then
-		umount "$DST" && mount "$DST_LOOP" "$DST" || _fail "remount"
+		umount_settled "$DST" && mount "$DST_LOOP" "$DST" || _fail "remount"
 	fi
 	# done before the kill came
 	[ -e "$dir/$LAST" ] && ! ls -A "$dir" | grep -q encio
