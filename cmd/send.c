@@ -109,8 +109,7 @@ struct send_args {
 	const char *file;	    /* -f */
 	bool progress;		    /* --progress, or stderr a terminal */
 	bool dry_run;		    /* -n */
-	const char *token;	    /* -t */
-	struct resume_point resume; /* its point */
+	struct resume_point resume; /* -t's point */
 	char found[2][PATH_MAX];    /* PATH and PARENT found by UUID */
 	int json;		    /* --format=json */
 	FILE *json_out; /* where it goes: not where the stream goes */
@@ -163,11 +162,11 @@ static void install_signals(void)
  * Refuse a writable subvolume as btrfs send does, before any output; warn
  * once for each PATH that may change while it is sent.
  */
-static int check_sources(char *const *paths, int nr, bool kernel)
+static int check_sources(const char *const *paths, size_t nr, bool kernel)
 {
 	enum send_source kind;
 	struct encio_error e;
-	int i;
+	size_t i;
 
 	for (i = 0; i < nr; i++) {
 		if (send_source_kind(paths[i], &kind, &e)) {
@@ -454,7 +453,6 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 				      optarg);
 				return 1;
 			}
-			args->token = optarg;
 			opts->resume = &args->resume;
 			break;
 		case OPT_SNAPSHOT:
@@ -484,7 +482,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		error("--compressed-data requires protocol version >= 2 (requested 1)");
 		return 1;
 	}
-	if (argc - optind < 1 && !args->token)
+	if (argc - optind < 1 && !opts->resume)
 		return usage_error(cmd, "need a path");
 	if (args->dry_run && args->file) {
 		error("-n writes no stream: leave out -f %s", args->file);
@@ -497,27 +495,19 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 
 /*
  * -t without PATH: the snapshot the token names, found by UUID (and its
- * parent without -p), as the only PATH.
+ * parent without -p), in args->found: the one PATH.
  */
-static int find_resumed(struct send_args *args, struct send_options *opts,
-			int *argc, char ***argv)
+static int find_resumed(struct send_args *args, struct send_options *opts)
 {
 	static const uint8_t zero[BTRFS_UUID_SIZE];
 	const struct resume_point *p = &args->resume;
-	static char *found_argv[2];
 
-	if (*argc - optind >= 1)
-		return 0;
 	if (subvol_find_by_uuid(p->uuid, p->ctransid, args->found[0],
 				sizeof(args->found[0]))) {
 		error("resume: no mounted subvolume is the snapshot the token names (subvolume %s, ctransid %llu): it was deleted or changed since, or give its PATH",
 		      p->name, (unsigned long long)p->ctransid);
 		return 1;
 	}
-	found_argv[0] = args->found[0];
-	*argv = found_argv;
-	*argc = 1;
-	optind = 0;
 	if (opts->parent || opts->nr_clones ||
 	    !memcmp(p->parent_uuid, zero, BTRFS_UUID_SIZE))
 		return 0;
@@ -539,25 +529,33 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	struct progress progress = { 0 };
 	struct send_stats stats;
 	struct encio_error e;
-	const char *file;
+	const char *const *paths;
+	const char *file, *found;
 	bool kernel;
-	int ret, i;
+	size_t nr, i;
+	int ret;
 
 	ret = parse_send_options(cmd, argc, argv, &opts, &args);
 	if (ret)
 		goto out;
 	file = args.file;
 	ret = 1;
-	if (args.token && find_resumed(&args, &opts, &argc, &argv))
-		goto out;
+	paths = (const char *const *)argv + optind;
+	nr = (size_t)(argc - optind);
+	if (opts.resume && !nr) {
+		if (find_resumed(&args, &opts))
+			goto out;
+		found = args.found[0];
+		paths = &found;
+		nr = 1;
+	}
 	if (!file && !args.dry_run && isatty(STDOUT_FILENO)) {
 		error("not writing a stream to a terminal: use -f or a pipe");
 		goto out;
 	}
 	kernel = opts.parent || opts.nr_clones || opts.no_data ||
 		 opts.proto == 1;
-	if (!opts.snapshot &&
-	    check_sources(argv + optind, argc - optind, kernel))
+	if (!opts.snapshot && check_sources(paths, nr, kernel))
 		goto out;
 	install_signals();
 	opts.stop = &stop_signal;
@@ -573,14 +571,14 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	args.json_out = args.dry_run ? stdout : json_output(&out, file);
 	progress.start = now(); /* the first call shows */
-	for (i = optind; say_at_subvol() && i < argc; i++)
-		fprintf(stderr, "At subvol %s\n", argv[i]);
+	for (i = 0; say_at_subvol() && i < nr; i++)
+		fprintf(stderr, "At subvol %s\n", paths[i]);
 	if (args.progress) {
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
 	}
-	ret = send_run((const char *const *)argv + optind, argc - optind,
-		       out.fd, file ? file : "stdout", &opts, &stats, &e);
+	ret = send_run(paths, nr, out.fd, file ? file : "stdout", &opts, &stats,
+		       &e);
 	if (progress.shown && !ret) {
 		progress.last = 0; /* the end, 100%, however soon */
 		show_progress(&stats, &progress);

@@ -154,16 +154,15 @@ int uuid_tree_ids(int fd, const uint8_t *uuid, uint8_t type, uint64_t *ids,
 	return (int)n;
 }
 
-/* @path relative to @top when it is @top or beneath it, else NULL. */
-static const char *beneath(const char *path, const char *top)
+const char *path_beneath(const char *path, const char *top)
 {
 	size_t n = strlen(top);
 
 	if (!n)
-		return path;
+		return *path ? path : ".";
 	if (strncmp(path, top, n) || (path[n] && path[n] != '/'))
 		return NULL;
-	return path[n] ? path + n + 1 : "";
+	return path[n] ? path + n + 1 : ".";
 }
 
 /* In the btrfs mount @mnt (its root @root in the filesystem), by UUID. */
@@ -190,9 +189,12 @@ static int find_in_mount(const char *mnt, const char *root, const uint8_t *uuid,
 				   BTRFS_UUID_SIZE) ||
 			    btrfs_util_subvolume_path_fd(fd, ids[i], &path))
 				continue;
-			rel = beneath(path, root[0] == '/' ? root + 1 : root);
-			if (rel && snprintf(out, len, "%s%s%s", mnt,
-					    *rel ? "/" : "", rel) < (int)len)
+			rel = path_beneath(path,
+					   root[0] == '/' ? root + 1 : root);
+			if (rel &&
+			    (strcmp(rel, ".") ?
+				     snprintf(out, len, "%s/%s", mnt, rel) :
+				     snprintf(out, len, "%s", mnt)) < (int)len)
 				ret = 0;
 			free(path);
 		}

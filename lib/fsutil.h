@@ -53,6 +53,9 @@ int open_parent_resolve(int dirfd, const char *rel, int flags, uint64_t resolve,
  */
 int subvol_children(int fd, char ***paths, size_t *nr);
 
+/* @path relative to @top ("." for @top itself) when beneath it, else NULL. */
+const char *path_beneath(const char *path, const char *top);
+
 /*
  * The subvolume ids the UUID tree lists for @uuid under @type (a received
  * UUID may belong to several subvolumes): at most @max in @ids, their

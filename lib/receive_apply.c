@@ -483,6 +483,25 @@ static int rcv_truncate(const char *path, uint64_t size, void *arg)
 	return ftruncate(fd, (off_t)size) ? -errno : 0;
 }
 
+/*
+ * A hole punched within the file's size, KEEP_SIZE. Past EOF it changes
+ * no byte, but btrfs zeroes the rest of the EOF block all the same,
+ * writing it again (an inline extent would become a regular one): not
+ * done. encio send punches inline tails (put_tail_zeros()), which may lie
+ * past EOF here, and zero_inline_tail() punches them itself.
+ */
+static int punch_within_size(struct receive_ctx *ctx, int fd,
+			     const struct stat *st, uint64_t offset,
+			     uint64_t len)
+{
+	if (offset >= (uint64_t)st->st_size)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)offset, (off_t)len))
+		return fail(ctx, errno, "punch a hole");
+	return 0;
+}
+
 static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 			 uint64_t len, void *arg)
 {
@@ -496,18 +515,10 @@ static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 		return fd;
 	if (offset > INT64_MAX || len > INT64_MAX)
 		return fail(ctx, EFBIG, "range past the largest file");
-	/*
-	 * A hole punched past EOF changes no byte, but btrfs zeroes the rest
-	 * of the EOF block all the same, writing it again: an inline extent
-	 * would become a regular one. encio send punches inline tails (see
-	 * put_tail_zeros()), which may lie past EOF here.
-	 */
-	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
-		if (fstat(fd, &st))
-			return fail(ctx, errno, "stat");
-		if (offset >= (uint64_t)st.st_size)
-			return 0;
-	}
+	if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return fstat(fd, &st) ?
+			       fail(ctx, errno, "stat") :
+			       punch_within_size(ctx, fd, &st, offset, len);
 	return fallocate(fd, (int)mode, (off_t)offset, (off_t)len) ? -errno : 0;
 }
 
@@ -607,31 +618,27 @@ static int write_decoded(struct receive_ctx *ctx, int fd,
 }
 
 /*
- * An encoded write ending inside a sector is an inline extent, which
- * stands for that whole sector, zeros past its data. The kernel's
- * compressed send sends its data alone (see put_inline_tail() in
- * send_kernel.c), so in an incremental stream the rest of the sector
- * would keep the parent's bytes: they are zeroed here, within the file's
- * size. Whatever a later command writes there comes after, as in SRC.
+ * An inline extent (btrfs has them at offset 0 only) stands for its whole
+ * sector, zeros past its data. The kernel's compressed send sends its
+ * data alone (see note_inline_tail() in send_kernel.c), so in an
+ * incremental stream the rest of the sector would keep the parent's
+ * bytes: they are zeroed here, within the file's size. Whatever a later
+ * command writes there comes after, as in SRC.
  */
 static int zero_inline_tail(struct receive_ctx *ctx, int fd,
 			    const struct stream_encoded_write *ew)
 {
-	uint64_t end = ew->offset + ew->unencoded_file_len, sector_end;
+	uint64_t end = ew->unencoded_file_len, sector;
 	struct stat st;
 
+	if (ew->offset)
+		return 0;
 	if (fstat(fd, &st))
 		return fail(ctx, errno, "stat");
-	if (st.st_blksize <= 0 || (uint64_t)st.st_size <= end)
+	sector = st.st_blksize > 0 ? (uint64_t)st.st_blksize : 0;
+	if (!sector || end % sector == 0)
 		return 0;
-	sector_end = (end + (uint64_t)st.st_blksize - 1) /
-		     (uint64_t)st.st_blksize * (uint64_t)st.st_blksize;
-	if (sector_end == end)
-		return 0;
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		      (off_t)end, (off_t)(sector_end - end)))
-		return fail(ctx, errno, "zero the rest of an inline extent");
-	return 0;
+	return punch_within_size(ctx, fd, &st, end, sector - end % sector);
 }
 
 static int apply_encoded_write(struct receive_ctx *ctx, int fd,

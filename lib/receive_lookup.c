@@ -154,18 +154,6 @@ struct uuid_search {
 	char path[PATH_MAX]; /* of the one found */
 };
 
-/* @path relative to @top when it is @top or beneath it, else NULL. */
-static const char *path_beneath(const char *path, const char *top)
-{
-	size_t n = strlen(top);
-
-	if (!n)
-		return *path ? path : ".";
-	if (strncmp(path, top, n) || (path[n] && path[n] != '/'))
-		return NULL;
-	return path[n] ? path + n + 1 : ".";
-}
-
 /*
  * A subvolume found by UUID whose transid is not the stream's is taken, as
  * btrfs receive takes it: a received parent is named by its received UUID

@@ -348,6 +348,7 @@ static int record_write(struct receive_ctx *ctx, const struct record *rec)
 static int record_read(int dir_fd, const char *final, struct record *rec)
 {
 	char name[NAME_MAX + 1];
+	const uint8_t *uuid;
 	uint8_t *data = NULL;
 	struct reader r;
 	struct stat st;
@@ -386,9 +387,9 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	if (!ret) {
 		rd_bytes(&r, used);
 		rec->seq = rd_u64(&r);
-		memcpy(rec->ckpt_uuid,
-		       rd_bytes(&r, BTRFS_UUID_SIZE) ?: rec->ckpt_uuid,
-		       BTRFS_UUID_SIZE);
+		uuid = rd_bytes(&r, BTRFS_UUID_SIZE);
+		if (uuid)
+			memcpy(rec->ckpt_uuid, uuid, BTRFS_UUID_SIZE);
 		rec->ckpt_ctransid = rd_u64(&r);
 		if (r.bad || strcmp(rec->point.name, final))
 			ret = -EINVAL;

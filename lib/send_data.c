@@ -259,15 +259,15 @@ int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 		     uint64_t pos, uint64_t end)
 {
 	struct stat st;
+	uint64_t stop;
 
 	/* -n: the WRITEs of the range as the file's size bounds it */
 	if (ctx->opts.estimate) {
 		if (fstat(fd, &st))
 			return send_fail(ctx, errno, "stat", 0, false);
-		if ((uint64_t)st.st_size < end)
-			return send_write(ctx, path, ctx->buf, pos < (uint64_t)st.st_size ? st.st_size - pos : 0, pos) ?:
-				       1;
-		return send_write(ctx, path, ctx->buf, end - pos, pos);
+		stop = end < (uint64_t)st.st_size ? end : (uint64_t)st.st_size;
+		return send_write(ctx, path, ctx->buf, stop > pos ? stop - pos : 0, pos) ?:
+			       stop < end;
 	}
 	while (pos < end) {
 		size_t want = end - pos < ctx->write_max ? end - pos :

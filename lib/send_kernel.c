@@ -176,8 +176,8 @@ static int new_inode_flags(struct relay *r, const struct stream_cmd *cmd)
 }
 
 /*
- * An inline extent stands for the whole sector it starts, zeros past its
- * data. With BTRFS_SEND_FLAG_COMPRESSED the kernel sends it as an
+ * An inline extent (at offset 0: btrfs has none elsewhere) stands for the
+ * whole sector it starts, zeros past its data. With BTRFS_SEND_FLAG_COMPRESSED the kernel sends it as an
  * ENCODED_WRITE of its data alone, so in an incremental stream the rest
  * of that sector keeps what the parent's file had there (btrfs send
  * --compressed-data -p | btrfs receive gives wrong data). The zeros are
@@ -190,11 +190,11 @@ static int new_inode_flags(struct relay *r, const struct stream_cmd *cmd)
 static void note_inline_tail(struct relay *r, const struct stream_cmd *cmd)
 {
 	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
-	uint64_t end;
+	uint64_t end = attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
 
-	end = attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET) +
-	      attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
-	if (!(end % r->sectorsize) || !path->present ||
+	/* btrfs has inline extents at offset 0 only */
+	if (attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET) ||
+	    !(end % r->sectorsize) || !path->present ||
 	    path->len >= sizeof(r->tail_path))
 		return;
 	memcpy(r->tail_path, path->data, path->len);

@@ -12,7 +12,7 @@
 # is kept.
 source "$(dirname "$0")/../../common.sh"
 require_root
-HERE=$TOP_SRCDIR/tests/scenario/130-receive-resume
+HERE=$TOP_SRCDIR/tests
 
 make_btrfs src 1G compress=zstd
 SRC=$MNT

@@ -9,7 +9,7 @@
 # of the same stream, and nothing of encio's is left beside it.
 source "$(dirname "$0")/../../common.sh"
 require_root
-HERE=$TOP_SRCDIR/tests/scenario/130-receive-resume
+HERE=$TOP_SRCDIR/tests
 # RESUME_SEEDS: N (seeds 1 to N) or A-B
 SEEDS=${RESUME_SEEDS:-40}
 case $SEEDS in
