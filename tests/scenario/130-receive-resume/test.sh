@@ -70,6 +70,8 @@ _log "token $token"
 resumed=$(stat -c %s "$T/a.resumed")
 _log "whole stream $full B, resumed $resumed B"
 [ "$resumed" -lt $((full * 60 / 100)) ] || _fail "the resumed stream is $resumed B of $full B"
+est=$("$ENCIO" -q send -n --format=json -t "$token" | sed -n 's/.*"stream_bytes": \([0-9]*\).*/\1/p')
+[ "$est" = "$resumed" ] || _fail "send -n -t says $est B, the resumed stream has $resumed B"
 run_check "$ENCIO" -q receive -s -f "$T/a.resumed" "$DST/a"
 same s1 "$DST/a"
 
