@@ -49,6 +49,9 @@ static const char *const copy_usage[] = {
 	"--final              with --subvolumes: the last run of a move; the",
 	"                     snapshots kept in SRC as the next run's bases",
 	"                     (.NAME.encio-base) are deleted at its end",
+	"--checkpoint SIZE    with --subvolumes: a subvolume received as a",
+	"                     difference keeps a checkpoint every SIZE of stream",
+	"                     (default 1G) or 10 s, where a rerun goes on",
 	"--compress=ALG[:LEVEL]  compress plain data: zstd (1..15), zlib (1..9),",
 	"                     lzo; level 3 by default (needs encoded writes)",
 	"--recompress=ALG[:LEVEL]  decode compressed extents, encode them again",
@@ -81,7 +84,8 @@ struct copy_cmd {
 	bool progress;
 	bool verify_only;
 	bool subvolumes;
-	bool final; /* --final */
+	bool final;		   /* --final */
+	uint64_t checkpoint_bytes; /* --checkpoint */
 	unsigned int jobs;
 	struct tree_stats tree;
 	struct subvols_stats subvols;
@@ -103,6 +107,7 @@ enum {
 	OPT_THREADS,
 	OPT_SUBVOLUMES,
 	OPT_FINAL,
+	OPT_CHECKPOINT,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -323,6 +328,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
 		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
 		       "\"subvolumes_skipped\": %llu, \"subvolumes_replaced\": %llu, "
+		       "\"subvolumes_resumed\": %llu, "
 		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
 		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu, "
 		       "\"subvolume_bases\": %llu",
@@ -332,6 +338,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.ahead,
 		       (unsigned long long)c->subvols.skipped,
 		       (unsigned long long)c->subvols.replaced,
+		       (unsigned long long)c->subvols.resumed,
 		       (unsigned long long)c->subvols.bytes_written,
 		       (unsigned long long)c->subvols.encoded_bytes,
 		       (unsigned long long)c->subvols.clones,
@@ -435,6 +442,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "final", no_argument, NULL, OPT_FINAL },
+		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
@@ -483,6 +491,13 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_FINAL:
 			c->final = true;
 			break;
+		case OPT_CHECKPOINT:
+			if (parse_size(optarg, &c->checkpoint_bytes) ||
+			    !c->checkpoint_bytes)
+				return usage_error(cmd,
+						   "bad checkpoint size '%s'",
+						   optarg);
+			break;
 		case OPT_THREADS:
 			c->opts.threads = strtoul(optarg, &end, 10);
 			if (*end || c->opts.threads < 1 ||
@@ -510,6 +525,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		return usage_error(cmd, "--subvolumes needs -r and one SRC");
 	if (c->final && !c->subvolumes)
 		return usage_error(cmd, "--final goes with --subvolumes");
+	if (c->checkpoint_bytes && !c->subvolumes)
+		return usage_error(cmd, "--checkpoint goes with --subvolumes");
 	if (c->subvolumes && (c->opts.compress.alg || c->opts.recompress.alg ||
 			      c->opts.verify || c->verify_only))
 		return usage_error(
@@ -770,6 +787,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.depth = global_opts.queue_depth,
 		.no_target_dir = c->no_target_dir,
 		.final = c->final,
+		.checkpoint_bytes = c->checkpoint_bytes,
 		.stop = &stop_signal,
 		.begin = subvol_begin,
 		.progress = subvol_progress,
@@ -785,7 +803,10 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	c->failed = c->tree.failed;
 	c->ctx.stats.files = c->tree.files;
 	if (ret == -EINTR && stop_signal)
-		error("interrupted: the subvolume in flight removed, those complete kept (a rerun resumes)");
+		error("interrupted: the subvolumes complete kept%s (a rerun resumes)",
+		      c->subvols.kept ?
+			      ", the one in flight as far as it was made" :
+			      "");
 	else if (ret && !c->failed)
 		/* else the entries that failed said it, each */
 		print_copy_error(&e);
@@ -807,6 +828,11 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	       pretty_size(encoded, s->encoded_bytes),
 	       (unsigned long long)s->clones,
 	       pretty_size(stream, s->stream_bytes), c->seconds);
+	if (s->resumed)
+		printf("resumed: %llu subvolume%s gone on with where a stopped run left %s\n",
+		       (unsigned long long)s->resumed,
+		       s->resumed == 1 ? "" : "s",
+		       s->resumed == 1 ? "it" : "them");
 	if (s->bases)
 		printf("bases: %llu snapshots kept in SRC (.NAME.encio-base), the parents of the next run's differences; the last run's --final deletes them\n",
 		       (unsigned long long)s->bases);

@@ -11,8 +11,10 @@
  * changes. Each copy is received under .NAME.encio-partial beside its
  * final name and renamed into place when complete, so that a rerun can
  * tell a complete copy (at its name, marked received as expected) from
- * one in flight when the copy stopped (under the partial name: deleted and
- * redone).
+ * one in flight when the copy stopped (under the partial name). That one
+ * is resumed where it is of the same source: a whole copy by copy -r's
+ * resume, a difference from the last checkpoint its receive (as receive
+ * -s, checkpoints only after 1 GiB or 10 s) kept, sent from there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -119,6 +121,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		.clone_ids = s->clone_ids,
 		.nr_clones = nr,
 		.name = p->partial,
+		.resume = p->resume_stream ? &p->point : NULL,
 		.stop = s->opts->stop,
 		.pass = subvol_ahead_take(s->ahead, en, parent, s->clones, nr),
 	};
@@ -253,6 +256,27 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+/* The new subvolume a whole copy is made in, marked with its source. */
+static int partial_create(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p)
+{
+	int fd, ret;
+
+	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
+					   NULL))
+		return encio_error_set(s->e, errno ?: EIO,
+				       "create the subvolume", p->dst, false,
+				       0);
+	fd = openat(p->dir_fd, p->partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ret = fd < 0 ? -errno : subvols_partial_mark(en, fd);
+	if (fd >= 0)
+		close(fd);
+	return ret ? encio_error_set(s->e, -ret, "create the subvolume", p->dst,
+				     false, 0) :
+		     0;
+}
+
 /*
  * A subvolume copied whole, by copy -r's engine into a new subvolume
  * (faster than a stream): synced, marked received, made read-only.
@@ -267,12 +291,10 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 	src_fd = subvols_entry_open(s, en, en->snap.path != NULL);
 	if (src_fd < 0)
 		return src_fd;
-	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
-					   NULL)) {
+	ret = p->resume_whole ? 0 : partial_create(s, en, p);
+	if (ret) {
 		close(src_fd);
-		return encio_error_set(s->e, errno ?: EIO,
-				       "create the subvolume", p->dst, false,
-				       0);
+		return ret;
 	}
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d/%s", p->dir_fd,
 		 p->partial);
@@ -298,7 +320,11 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
-	ret = mark_received(s, en, fd);
+	ret = subvols_partial_unmark(fd);
+	if (ret)
+		ret = encio_error_set(s->e, -ret, "finish", p->dst, false, 0);
+	if (!ret)
+		ret = mark_received(s, en, fd);
 	if (!ret && en->read_only && !en->contains &&
 	    btrfs_util_set_subvolume_read_only_fd(fd, true))
 		ret = encio_error_set(s->e, errno ?: EIO, "make read-only",
@@ -337,11 +363,40 @@ static int transfer_from_base(struct subvols *s, struct subvol_entry *en,
 	return ret;
 }
 
+/*
+ * @en received as the difference from @parent's copy (NULL: from its
+ * base). A resumed stream the sender finds is not the one received up to
+ * the point (the kernel's stream need not be the same twice) is refused
+ * before anything is sent: the partial goes and the stream is sent whole.
+ */
+static int copy_difference(struct subvols *s, struct subvol_entry *en,
+			   const struct subvol_entry *parent,
+			   struct placement *p)
+{
+	int ret;
+
+	for (;;) {
+		ret = parent ? transfer(s, en, subvol_source(parent),
+					subvol_source_id(parent), p) :
+			       transfer_from_base(s, en, p);
+		if (ret != -ESTALE || !p->resume_stream)
+			return ret;
+		p->resume_stream = false;
+		s->stats->resumed--;
+		ret = receive_partial_drop(p->dir_fd, p->partial);
+		if (ret)
+			return encio_error_set(
+				s->e, -ret,
+				"delete the partial receive left of", p->dst,
+				false, 0);
+	}
+}
+
 static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 {
 	const struct subvol_entry *parent;
 	struct placement p = { 0 };
-	bool replace, from_base;
+	bool replace, from_base, whole;
 	int ret;
 
 	ret = subvols_placement_open(s, en, &p, top_fd);
@@ -374,13 +429,16 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		ret = 0;
 		goto out;
 	}
-	ret = subvols_partial_remove(s, &p);
-	if (ret)
-		goto out;
 	/* the base the copy holds is its closest relative: what changed */
 	from_base = replace && en->base.held &&
 		    p.copy_stransid == en->base.ctransid;
 	parent = from_base ? NULL : subvol_plan_nearest(&s->plan, en, NULL);
+	whole = !from_base && !parent;
+	ret = subvols_partial_settle(s, en, &p, whole);
+	if (ret)
+		goto out;
+	if (p.resume_whole || p.resume_stream)
+		s->stats->resumed++;
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent || from_base ? SUBVOLS_INCREMENTAL :
@@ -389,20 +447,15 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 			       parent	 ? parent->src :
 					   NULL,
 			       s->stats);
-	if (from_base)
-		ret = transfer_from_base(s, en, &p);
-	else if (parent)
-		ret = transfer(s, en, subvol_source(parent),
-			       subvol_source_id(parent), &p);
-	else
-		ret = copy_whole(s, en, &p);
+	ret = whole ? copy_whole(s, en, &p) :
+		      copy_difference(s, en, parent, &p);
 	if (!ret && replace)
 		ret = subvols_replace_copy(s, en, &p);
 	if (!ret)
 		ret = subvols_place(s, en, &p);
 	if (ret) {
-		/* nothing half-made stays: a rerun would delete it anyway */
-		btrfs_util_delete_subvolume_fd(p.dir_fd, p.partial, 0);
+		en->partial_kept = subvols_partial_drop(s, en, &p, whole);
+		s->stats->kept = en->partial_kept;
 		goto out;
 	}
 	en->in_dest = en->parent_ok = true;
@@ -462,7 +515,11 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 static int copy_all(struct subvols *s)
 {
 	struct receive_options ro = { .io_mode = s->opts->io_mode,
-				      .max_errors = 1 };
+				      .max_errors = 1,
+				      .resumable = true,
+				      .checkpoint_bytes =
+					      s->opts->checkpoint_bytes,
+				      .checkpoint_late = true };
 	struct subvol_entry *en;
 	int top_fd = -1, ret;
 	size_t i;

@@ -17,17 +17,20 @@
 #include "tree.h"
 
 struct subvols_stats {
-	uint64_t total;		/* subvolumes below SRC, SRC's own included */
-	uint64_t copied;	/* copied by this run */
-	uint64_t incremental;	/* of those, made as snapshots of copies */
-	uint64_t ahead;		/* of those, from a difference made ahead */
-	uint64_t skipped;	/* complete in DEST already */
-	uint64_t replaced;	/* in DEST, SRC changed since: copied again */
+	uint64_t total;	      /* subvolumes below SRC, SRC's own included */
+	uint64_t copied;      /* copied by this run */
+	uint64_t incremental; /* of those, made as snapshots of copies */
+	uint64_t ahead;	      /* of those, from a difference made ahead */
+	uint64_t skipped;     /* complete in DEST already */
+	uint64_t replaced;    /* in DEST, SRC changed since: copied again */
+	uint64_t resumed; /* of those copied, gone on with from a stopped run */
 	uint64_t bytes_written; /* file data written (logical) */
 	uint64_t encoded_bytes; /* of it, written without decoding */
 	uint64_t clones;	/* ranges cloned from data written before */
 	uint64_t stream_bytes;	/* commands passed from send to receive */
 	uint64_t bases;		/* snapshots kept in SRC for the next run */
+	/* stopped: the copy in flight kept for a rerun to go on with */
+	bool kept;
 	/* the subvolume being copied: its path in DEST, data written so far */
 	const char *current;
 	uint64_t current_bytes;
@@ -49,7 +52,9 @@ struct subvols_options {
 	 * the next run's differences (.NAME.encio-base) are deleted at its end
 	 */
 	bool final;
-	/* set by a signal handler: stop, the subvolume in flight removed */
+	/* a difference's checkpoints, every so much stream (0: 1 GiB) or 10 s */
+	uint64_t checkpoint_bytes;
+	/* set by a signal handler: stop, the subvolume in flight kept */
 	volatile sig_atomic_t *stop;
 	/*
 	 * Each subvolume as it is begun: @dst its path in DEST, @parent the

@@ -194,25 +194,6 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 }
 
 /* A copy left in flight by an earlier run: deleted, to be made again. */
-int subvols_partial_remove(struct subvols *s, struct placement *p)
-{
-	struct stat st;
-
-	if (fstatat(p->dir_fd, p->partial, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? 0 :
-					 encio_error_set(s->e, errno, "look at",
-							 p->partial, false, 0);
-	if (!S_ISDIR(st.st_mode) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		return encio_error_set(s->e, EEXIST,
-				       "make the copy (not a subvolume)",
-				       p->partial, false, 0);
-	if (btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0))
-		return encio_error_set(s->e, errno ?: EIO,
-				       "delete the copy left in flight",
-				       p->partial, false, 0);
-	return 0;
-}
-
 /*
  * Subvolume @rel of the copy a rerun replaces moved into its replacement
  * at the same path, where that has the directory and not the name; the

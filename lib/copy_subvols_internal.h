@@ -5,7 +5,8 @@
  * their bases and the marks of their finished copies, and what changed in
  * SRC since a copy), its DEST side (copy_subvols_dest.c: what DEST holds
  * at each name, and putting copies in place), which takes from the SRC
- * side and never the reverse, and the transfers between them
+ * side and never the reverse, the copy in flight a run left, which both
+ * look at (copy_subvols_partial.c), and the transfers between them
  * (copy_subvols.c).
  */
 #ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
@@ -55,6 +56,13 @@ struct placement {
 	/* a writable copy at the name: its id and the moment it holds */
 	uint64_t copy_id;
 	uint64_t copy_stransid;
+	/*
+	 * What an earlier run left of the copy in flight, to go on with: the
+	 * partial copied whole so far, or the point a received one reached.
+	 */
+	bool resume_whole;
+	bool resume_stream;
+	struct resume_point point;
 };
 
 /*
@@ -90,12 +98,21 @@ int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 			   struct placement *p, int top_fd);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		       struct placement *p);
-int subvols_partial_remove(struct subvols *s, struct placement *p);
 int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			 struct placement *p);
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
 int subvols_finish_containers(struct subvols *s, int top_fd);
 int subvols_keep_default(struct subvols *s, int top_fd);
+
+/* The copy in flight: copy_subvols_partial.c */
+int subvols_partial_mark(const struct subvol_entry *en, int fd);
+int subvols_partial_unmark(int fd);
+int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, bool whole);
+bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p, bool whole);
+bool subvols_partial_of_left(struct subvols *s, const struct subvol_entry *en,
+			     int top_fd);
 
 #endif

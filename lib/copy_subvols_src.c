@@ -426,8 +426,9 @@ static int finish_writable(struct subvols *s, struct subvol_entry *en,
  * A snapshot an earlier run left at the snapshot name: that run stopped.
  * If @en's copy in DEST (@top_fd, -1 where there is none yet) was made
  * from it, the copy is complete and is finished now, the snapshot kept as
- * its base; else it is deleted, and a new one made. Either way the copy
- * made now holds this run's moment.
+ * its base; where a copy in flight from it is there to go on with, it is
+ * kept for that copy (which then holds the stopped run's moment); else it
+ * is deleted, and a new one made, so that the copy holds this run's.
  */
 static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 			 int src_fd, int top_fd)
@@ -438,6 +439,8 @@ static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 		return ret == -ENOENT ? 0 : ret;
 	if (top_fd >= 0 && dest_made_from(en, top_fd) > 0)
 		return finish_writable(s, en, top_fd);
+	if (subvols_partial_of_left(s, en, top_fd))
+		return 0;
 	en->snap.held = false;
 	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
 		return encio_error_set(
@@ -473,7 +476,8 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 		ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->base);
 		ret = ret == -ENOENT ? 0 : ret;
 	}
-	if (!ret) {
+	/* kept by snapshot_left() for the copy in flight from it */
+	if (!ret && !en->snap.held) {
 		en->snap_before = s->synced_at;
 		if (btrfs_util_create_snapshot_fd2(
 			    src_fd, dir_fd, en->snap.name,
@@ -595,7 +599,8 @@ void subvols_snapshots_drop(struct subvols *s, int top_fd)
 
 	for (i = 0; i < s->plan.nr; i++) {
 		en = &s->plan.v[i];
-		if (!en->snap.held)
+		/* kept with the copy in flight from it, for the rerun */
+		if (!en->snap.held || en->partial_kept)
 			continue;
 		ret = en->in_dest && top_fd >= 0 ?
 			      finish_writable(s, en, top_fd) :

@@ -39,6 +39,12 @@ struct receive_options {
 	 */
 	bool resumable;
 	uint64_t checkpoint_bytes;
+	/*
+	 * No checkpoint as a subvolume begins, only after the interval: one
+	 * received in less keeps none (copy --subvolumes makes it again, and
+	 * a snapshot per subvolume would cost more than that).
+	 */
+	bool checkpoint_late;
 	/* set by a signal handler: the stream stops at its next read */
 	const volatile sig_atomic_t *stop;
 };
@@ -141,6 +147,20 @@ const char *receive_error_summary(const struct receive_ctx *ctx);
  * not have changed since. 0 or -errno with @e filled.
  */
 int receive_resume_token(const char *path, char *token, struct encio_error *e);
+
+/*
+ * The resume point of the partial receive -s kept in @dir_fd for the
+ * subvolume @name, checked as receive_resume_token() checks it: 0,
+ * -ENOENT where there is none, -ESTALE where it changed, or -errno.
+ */
+int receive_partial_point(int dir_fd, const char *name,
+			  struct resume_point *point);
+
+/*
+ * What a receive -s of @name left in @dir_fd (its record, checkpoints and
+ * working subvolume), deleted. 0 or -errno.
+ */
+int receive_partial_drop(int dir_fd, const char *name);
 
 /* The probe of the destination (valid once a subvolume was created). */
 const struct encio_probe *receive_get_probe(const struct receive_ctx *ctx);

@@ -522,7 +522,7 @@ static int checkpoint(struct receive_ctx *ctx)
  * Every checkpoint of @final in DEST, by name (a killed receive may have
  * left one its record no longer names), deleted.
  */
-static void drop_checkpoints(struct receive_ctx *ctx, const char *final)
+static void drop_checkpoints(int dir_fd, const char *final)
 {
 	char prefix[NAME_MAX + 2];
 	struct dirent *de;
@@ -532,29 +532,28 @@ static void drop_checkpoints(struct receive_ctx *ctx, const char *final)
 	if (name_of(prefix, final, PARTIAL_SUFFIX ".", 0))
 		return;
 	len = strlen(prefix);
-	dir = dir_stream_of(ctx->dest_fd);
+	dir = dir_stream_of(dir_fd);
 	if (!dir)
 		return;
 	while ((de = readdir(dir)))
 		if (!strncmp(de->d_name, prefix, len) && de->d_name[len] &&
 		    strspn(de->d_name + len, "0123456789") ==
 			    strlen(de->d_name + len))
-			drop_subvol_at(ctx->dest_fd, de->d_name);
+			drop_subvol_at(dir_fd, de->d_name);
 	closedir(dir);
 }
 
 /* The record and every checkpoint of @final: its receive is complete. */
-static void drop_partial(struct receive_ctx *ctx, const char *final)
+static void drop_partial(int dir_fd, const char *final)
 {
 	char name[NAME_MAX + 1];
 
-	drop_checkpoints(ctx, final);
+	drop_checkpoints(dir_fd, final);
 	if (!name_of(name, final, PARTIAL_SUFFIX ".resume", 0))
-		unlinkat(ctx->dest_fd, name, 0);
+		unlinkat(dir_fd, name, 0);
 	/* a record being written when a receive was killed */
 	if (!name_of(name, final, PARTIAL_SUFFIX ".resume-new", 0))
-		unlinkat(ctx->dest_fd, name, 0);
-	ctx->rs.ckpt_id = 0;
+		unlinkat(dir_fd, name, 0);
 }
 
 int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made)
@@ -586,7 +585,7 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made)
 	ret = drop_subvol_at(ctx->dest_fd, made);
 	if (ret)
 		return fail(ctx, ret, "delete the working subvolume left");
-	drop_checkpoints(ctx, name);
+	drop_checkpoints(ctx->dest_fd, name);
 	memset(&ctx->rs, 0, sizeof(ctx->rs));
 	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", name);
 	return 0;
@@ -621,7 +620,8 @@ int resume_subvol_finish(struct receive_ctx *ctx)
 		      RENAME_NOREPLACE))
 		return fail(ctx, errno, "give the subvolume its name");
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", rs->final);
-	drop_partial(ctx, rs->final);
+	drop_partial(ctx->dest_fd, rs->final);
+	rs->ckpt_id = 0;
 	rs->active = false;
 	return 0;
 }
@@ -647,8 +647,10 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 		rs->point.fingerprint, cmd->type, cmd->len, cmd->crc);
 	rs->point.commands++;
 	rs->point.position = ctx->reader->offset - rs->base;
-	if (first || rs->point.position - rs->ckpt_pos >= every ||
-	    now() - rs->ckpt_time >= CHECKPOINT_SECONDS)
+	if (first && ctx->opts.checkpoint_late)
+		rs->ckpt_time = now();
+	else if (first || rs->point.position - rs->ckpt_pos >= every ||
+		 now() - rs->ckpt_time >= CHECKPOINT_SECONDS)
 		return checkpoint(ctx);
 	return 0;
 }
@@ -760,12 +762,41 @@ int rcv_resume(const struct resume_point *p, void *arg)
 	return ret;
 }
 
-int receive_resume_token(const char *path, char *token, struct encio_error *e)
+int receive_partial_point(int dir_fd, const char *name,
+			  struct resume_point *point)
 {
 	struct btrfs_util_subvolume_info info;
-	char dir[PATH_MAX], *slash, *final;
 	struct record rec;
-	int dir_fd, fd, ret;
+	int fd;
+
+	fd = record_read(dir_fd, name, &rec);
+	free(rec.state);
+	if (!fd)
+		fd = checkpoint_open(dir_fd, &rec, &info);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	*point = rec.point;
+	return 0;
+}
+
+int receive_partial_drop(int dir_fd, const char *name)
+{
+	char work[NAME_MAX + 1];
+	int ret;
+
+	ret = name_of(work, name, WORK_SUFFIX, 0) ?:
+						    drop_subvol_at(dir_fd, work);
+	if (!ret)
+		drop_partial(dir_fd, name);
+	return ret;
+}
+
+int receive_resume_token(const char *path, char *token, struct encio_error *e)
+{
+	struct resume_point point;
+	char dir[PATH_MAX], *slash, *final;
+	int dir_fd, ret;
 
 	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
 		return encio_error_set(e, ENAMETOOLONG, "resolve", path, false,
@@ -785,27 +816,20 @@ int receive_resume_token(const char *path, char *token, struct encio_error *e)
 	if (dir_fd < 0)
 		return encio_error_set(e, errno, "open the directory of", path,
 				       false, 0);
-	ret = record_read(dir_fd, final, &rec);
-	if (ret) {
-		close(dir_fd);
-		return encio_error_set(
-			e, -ret,
-			ret == -ENOENT ?
-				"find a partial receive (receive -s) of" :
-				"read the record of the partial receive of",
-			path, false, 0);
-	}
-	fd = checkpoint_open(dir_fd, &rec, &info);
+	ret = receive_partial_point(dir_fd, final, &point);
 	close(dir_fd);
-	free(rec.state);
-	if (fd < 0)
+	if (ret == -ENOENT)
+		return encio_error_set(e, ENOENT,
+				       "find a partial receive (receive -s) of",
+				       path, false, 0);
+	if (ret == -ESTALE)
 		return encio_error_set(
-			e, -fd,
-			fd == -ESTALE ?
-				"resume (the partial changed since its record)" :
-				"open the partial subvolume of",
-			path, false, 0);
-	close(fd);
-	resume_token_encode(&rec.point, token);
+			e, ESTALE,
+			"resume (the partial changed since its record)", path,
+			false, 0);
+	if (ret)
+		return encio_error_set(e, -ret, "read the partial receive of",
+				       path, false, 0);
+	resume_token_encode(&point, token);
 	return 0;
 }

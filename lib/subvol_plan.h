@@ -53,6 +53,8 @@ struct subvol_entry {
 	struct subvol_snapshot base;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
+	/* stopped in flight, its copy kept for a rerun to go on with */
+	bool partial_kept;
 	/* its copy is marked received as a stream from it expects */
 	bool parent_ok;
 	bool emitted;  /* placed in the copy order */

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * copy -r --subvolumes: the copy in flight when a run stopped, and what
+ * the rerun goes on with. A subvolume copied whole is made in a partial
+ * subvolume marked with its source and private until its last step; one
+ * received as a difference keeps the checkpoints of receive -s. Either is
+ * gone on with only where it is of the source the rerun copies, as that
+ * is now; a writable subvolume's snapshot a stopped run left is kept for
+ * it (subvols_partial_of_left()).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "copy_subvols_internal.h"
+#include "kernel.h"
+
+static int partial_remove(struct subvols *s, struct placement *p)
+{
+	struct stat st;
+
+	if (fstatat(p->dir_fd, p->partial, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 :
+					 encio_error_set(s->e, errno, "look at",
+							 p->partial, false, 0);
+	if (!S_ISDIR(st.st_mode) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return encio_error_set(s->e, EEXIST,
+				       "make the copy (not a subvolume)",
+				       p->partial, false, 0);
+	if (btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0))
+		return encio_error_set(s->e, errno ?: EIO,
+				       "delete the copy left in flight",
+				       p->partial, false, 0);
+	return 0;
+}
+
+/*
+ * A partial copied whole carries its source (UUID, then ctransid, little
+ * endian) in a trusted xattr, which only root can set.
+ */
+#define PARTIAL_SOURCE_XATTR "trusted.encio.copy-of"
+#define PARTIAL_SOURCE_LEN (BTRFS_UUID_SIZE + 8)
+
+static void partial_source(const struct subvol_entry *en, uint8_t *v)
+{
+	uint64_t ctransid =
+		htole64(en->snap.path ? en->snap.ctransid : en->info.ctransid);
+
+	memcpy(v, en->snap.path ? en->snap.uuid : en->info.uuid,
+	       BTRFS_UUID_SIZE);
+	memcpy(v + BTRFS_UUID_SIZE, &ctransid, sizeof(ctransid));
+}
+
+/*
+ * The new partial's root @fd, before anything is copied into it: private
+ * (nobody else can reach what is made in it) and marked with its source.
+ */
+int subvols_partial_mark(const struct subvol_entry *en, int fd)
+{
+	uint8_t v[PARTIAL_SOURCE_LEN];
+
+	partial_source(en, v);
+	if (fchmod(fd, 0700) ||
+	    fsetxattr(fd, PARTIAL_SOURCE_XATTR, v, sizeof(v), 0))
+		return -errno;
+	return 0;
+}
+
+/* The copy is whole: the mark goes before it is marked received. */
+int subvols_partial_unmark(int fd)
+{
+	return fremovexattr(fd, PARTIAL_SOURCE_XATTR) && errno != ENODATA ?
+		       -errno :
+		       0;
+}
+
+/*
+ * Whether @partial in @dir_fd is a whole copy of @en an earlier run left
+ * in flight: a writable subvolume marked with @en's source as it is now,
+ * owned by us, and private still (its root gets its source's mode only
+ * once everything below it is copied), so that nobody else could have
+ * changed what is in it. copy -r's resume then keeps what is complete
+ * and identical in it.
+ */
+static bool partial_copy_of(const struct subvol_entry *en, int dir_fd,
+			    const char *partial)
+{
+	uint8_t want[PARTIAL_SOURCE_LEN], got[PARTIAL_SOURCE_LEN];
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	bool ok;
+	int fd;
+
+	fd = openat(dir_fd, partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	partial_source(en, want);
+	ok = !fstat(fd, &st) && st.st_ino == BTRFS_FIRST_FREE_OBJECTID &&
+	     st.st_uid == geteuid() && !(st.st_mode & 077) &&
+	     fgetxattr(fd, PARTIAL_SOURCE_XATTR, got, sizeof(got)) ==
+		     (ssize_t)sizeof(got) &&
+	     !memcmp(got, want, sizeof(got)) &&
+	     !btrfs_util_subvolume_info_fd(fd, 0, &info) &&
+	     !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY);
+	close(fd);
+	return ok;
+}
+
+/* Whether @point is in @en's stream: a stream names it so. */
+static bool point_of(const struct subvol_entry *en,
+		     const struct resume_point *point)
+{
+	if (en->snap.path)
+		return point->ctransid == en->snap.ctransid &&
+		       !memcmp(point->uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+	return point->ctransid == en->info.ctransid &&
+	       !memcmp(point->uuid, subvol_expected_received(en),
+		       BTRFS_UUID_SIZE);
+}
+
+/*
+ * What an earlier run left of @en's copy in flight: kept to go on with
+ * where it is of @en's source as it is now and made the way this run
+ * makes it (@whole, or received as a difference: the point a receive -s
+ * of it reached, which the sender checks again), else deleted.
+ */
+int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, bool whole)
+{
+	int ret;
+
+	p->resume_whole = p->resume_stream = false;
+	ret = receive_partial_point(p->dir_fd, p->partial, &p->point);
+	if (!ret && !whole && point_of(en, &p->point))
+		p->resume_stream = true;
+	else if (ret != -ENOENT || whole)
+		ret = receive_partial_drop(p->dir_fd, p->partial);
+	else
+		ret = 0;
+	if (ret)
+		return encio_error_set(s->e, -ret,
+				       "delete the partial receive left of",
+				       p->dst, false, 0);
+	if (whole && partial_copy_of(en, p->dir_fd, p->partial)) {
+		p->resume_whole = true;
+		return 0;
+	}
+	return partial_remove(s, p);
+}
+
+/*
+ * A copy that failed or was stopped: what a rerun can go on with stays
+ * (a whole copy's partial, marked still; the checkpoint a receive kept:
+ * true), the rest goes.
+ */
+bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p, bool whole)
+{
+	if (whole ? partial_copy_of(en, p->dir_fd, p->partial) :
+		    receive_get_stats(s->rcv)->partial_kept[0] != '\0')
+		return true;
+	btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0);
+	if (!whole)
+		receive_partial_drop(p->dir_fd, p->partial);
+	return false;
+}
+
+/*
+ * Whether a stopped run left writable @en's copy in flight (below
+ * @top_fd, -1 where DEST has nothing yet) made from the snapshot it left
+ * too, held in en->snap: that snapshot is then kept for the copy to go
+ * on with, instead of one of this run's start.
+ */
+bool subvols_partial_of_left(struct subvols *s, const struct subvol_entry *en,
+			     int top_fd)
+{
+	struct encio_error first = *s->e;
+	struct placement p = { 0 };
+	bool of;
+
+	if (top_fd < 0 || subvols_placement_open(s, en, &p, top_fd)) {
+		*s->e = first;
+		return false;
+	}
+	of = partial_copy_of(en, p.dir_fd, p.partial) ||
+	     (!receive_partial_point(p.dir_fd, p.partial, &p.point) &&
+	      point_of(en, &p.point));
+	close(p.dir_fd);
+	return of;
+}
