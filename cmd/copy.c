@@ -328,7 +328,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
 		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
 		       "\"subvolumes_skipped\": %llu, \"subvolumes_replaced\": %llu, "
-		       "\"subvolumes_resumed\": %llu, "
+		       "\"subvolumes_resumed\": %llu, \"subvolume_entries_complete\": %llu, "
 		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
 		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu, "
 		       "\"subvolume_bases\": %llu",
@@ -339,6 +339,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.skipped,
 		       (unsigned long long)c->subvols.replaced,
 		       (unsigned long long)c->subvols.resumed,
+		       (unsigned long long)c->subvols.complete_entries,
 		       (unsigned long long)c->subvols.bytes_written,
 		       (unsigned long long)c->subvols.encoded_bytes,
 		       (unsigned long long)c->subvols.clones,
@@ -766,10 +767,16 @@ static void subvol_begin(void *arg, const char *dst, enum subvols_how how,
 	if (how == SUBVOLS_SKIPPED)
 		verbose(1, "subvolume '%s': complete already, skipped", dst);
 	else if (how == SUBVOLS_INCREMENTAL)
-		verbose(1, "subvolume '%s': a snapshot of the copy of '%s'",
-			dst, parent);
+		verbose(1, "subvolume '%s': a snapshot of the copy of '%s'%s",
+			dst, parent,
+			s->current_resumed ?
+				", gone on with from a stopped run" :
+				"");
 	else
-		verbose(1, "subvolume '%s': copied whole", dst);
+		verbose(1, "subvolume '%s': copied whole%s", dst,
+			s->current_resumed ?
+				", gone on with from a stopped run" :
+				"");
 }
 
 static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
@@ -829,10 +836,11 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	       (unsigned long long)s->clones,
 	       pretty_size(stream, s->stream_bytes), c->seconds);
 	if (s->resumed)
-		printf("resumed: %llu subvolume%s gone on with where a stopped run left %s\n",
+		printf("resumed: %llu subvolume%s gone on with where a stopped run left %s, %llu entries found complete\n",
 		       (unsigned long long)s->resumed,
 		       s->resumed == 1 ? "" : "s",
-		       s->resumed == 1 ? "it" : "them");
+		       s->resumed == 1 ? "it" : "them",
+		       (unsigned long long)s->complete_entries);
 	if (s->bases)
 		printf("bases: %llu snapshots kept in SRC (.NAME.encio-base), the parents of the next run's differences; the last run's --final deletes them\n",
 		       (unsigned long long)s->bases);

@@ -271,6 +271,14 @@ int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
 int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
 			  const char *const *srcs, int nr);
 int copy_share_plan(struct copy_job *job);
+/*
+ * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
+ * @st, @map): its ranges offered as if this run wrote them, so that the
+ * files sharing their extents clone them instead of writing them again.
+ */
+void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
+			      const struct stat *st,
+			      const struct extent_map *map, int dst_fd);
 bool copy_share_clone(struct copy_job *job);
 void copy_share_end(struct copy_job *job);
 /* copy.c's: [start, end) of the file done (clipped at EOF), for progress */

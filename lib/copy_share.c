@@ -133,6 +133,15 @@ int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
 	return ret;
 }
 
+/* Whether the file of @map, @fd and @st, is in a source that may share. */
+static bool share_source(struct copy_ctx *ctx, const struct extent_map *map,
+			 int fd, const struct stat *st, uint32_t *fs)
+{
+	return map->source == EXTENT_SOURCE_TREE_SEARCH &&
+	       ctx->opts.compress.alg == BTRFS_COMPRESS_NONE &&
+	       !share_fs_of(&ctx->share, fd, st, fs);
+}
+
 int copy_share_plan(struct copy_job *job)
 {
 	struct share_index *si = &job->ctx->share;
@@ -141,9 +150,7 @@ int copy_share_plan(struct copy_job *job)
 	size_t i, j;
 	int ret = 0;
 
-	if (job->map.source != EXTENT_SOURCE_TREE_SEARCH ||
-	    job->ctx->opts.compress.alg != BTRFS_COMPRESS_NONE ||
-	    share_fs_of(si, job->src_fd, &job->src_st, &fs))
+	if (!share_source(job->ctx, &job->map, job->src_fd, &job->src_st, &fs))
 		return 0;
 	ret = share_file_new(si, &job->share_file);
 	if (ret)
@@ -182,6 +189,33 @@ int copy_share_plan(struct copy_job *job)
 	}
 	share_plan_release(&plan);
 	return ret;
+}
+
+void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
+			      const struct stat *st,
+			      const struct extent_map *map, int dst_fd)
+{
+	struct share_index *si = &ctx->share;
+	uint32_t fs, id;
+	size_t i;
+	int ret;
+
+	if (!share_source(ctx, map, src_fd, st, &fs) || share_file_new(si, &id))
+		return;
+	ret = share_file_keep_handle(share_file_get(si, id), dst_fd);
+	for (i = 0; !ret && i < map->nr; i++) {
+		const struct file_extent *fe = &map->ext[i];
+		uint64_t end = fe->offset + fe->len;
+
+		if ((fe->kind != EXTENT_REGULAR &&
+		     fe->kind != EXTENT_PREALLOC) ||
+		    fe->offset >= (uint64_t)st->st_size)
+			continue;
+		if (end > (uint64_t)st->st_size)
+			end = st->st_size;
+		ret = share_note_range(si, fs, fe, fe->offset, end, id);
+	}
+	share_file_set_state(si, id, ret ? SHARE_FAILED : SHARE_READY);
 }
 
 /* Others may clone what this job wrote: it is written and was checked. */

@@ -307,6 +307,7 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 		 src_fd);
 	s->src_name = subvol_source(en);
 	ret = copy_tree(s, s->src_proc, dest, true, &ts);
+	s->stats->complete_entries += ts.skipped;
 	if (ret) {
 		error_path_rebase(s->e, s->fd_dir, p->dst);
 		encio_error_rebase(s->e, s->src_proc, s->src_name);
@@ -381,7 +382,7 @@ static int copy_difference(struct subvols *s, struct subvol_entry *en,
 			       transfer_from_base(s, en, p);
 		if (ret != -ESTALE || !p->resume_stream)
 			return ret;
-		p->resume_stream = false;
+		p->resume_stream = s->stats->current_resumed = false;
 		s->stats->resumed--;
 		ret = receive_partial_drop(p->dir_fd, p->partial);
 		if (ret)
@@ -437,8 +438,8 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 	ret = subvols_partial_settle(s, en, &p, whole);
 	if (ret)
 		goto out;
-	if (p.resume_whole || p.resume_stream)
-		s->stats->resumed++;
+	s->stats->current_resumed = p.resume_whole || p.resume_stream;
+	s->stats->resumed += s->stats->current_resumed;
 	if (s->opts->begin)
 		s->opts->begin(s->opts->arg, p.dst,
 			       parent || from_base ? SUBVOLS_INCREMENTAL :
@@ -466,6 +467,7 @@ static int copy_entry(struct subvols *s, struct subvol_entry *en, int top_fd)
 		s->stats->replaced++;
 out:
 	s->stats->current = NULL;
+	s->stats->current_resumed = false;
 	close(p.dir_fd);
 	return ret;
 }

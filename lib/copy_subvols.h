@@ -24,16 +24,18 @@ struct subvols_stats {
 	uint64_t skipped;     /* complete in DEST already */
 	uint64_t replaced;    /* in DEST, SRC changed since: copied again */
 	uint64_t resumed; /* of those copied, gone on with from a stopped run */
-	uint64_t bytes_written; /* file data written (logical) */
-	uint64_t encoded_bytes; /* of it, written without decoding */
-	uint64_t clones;	/* ranges cloned from data written before */
-	uint64_t stream_bytes;	/* commands passed from send to receive */
-	uint64_t bases;		/* snapshots kept in SRC for the next run */
+	uint64_t complete_entries; /* found complete in the partials resumed */
+	uint64_t bytes_written;	   /* file data written (logical) */
+	uint64_t encoded_bytes;	   /* of it, written without decoding */
+	uint64_t clones;	   /* ranges cloned from data written before */
+	uint64_t stream_bytes;	   /* commands passed from send to receive */
+	uint64_t bases;		   /* snapshots kept in SRC for the next run */
 	/* stopped: the copy in flight kept for a rerun to go on with */
 	bool kept;
 	/* the subvolume being copied: its path in DEST, data written so far */
 	const char *current;
 	uint64_t current_bytes;
+	bool current_resumed; /* gone on with from a stopped run's copy */
 };
 
 /* How a subvolume is brought into DEST. */

@@ -471,11 +471,14 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 		close(src_fd);
 		return dir_fd;
 	}
-	ret = snapshot_left(s, en, dir_fd, src_fd, top_fd);
-	if (!ret) {
-		ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->base);
-		ret = ret == -ENOENT ? 0 : ret;
-	}
+	/*
+	 * The base first: a copy finished from a snapshot left replaces it
+	 * (snapshot_keep()), by its id.
+	 */
+	ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->base);
+	ret = ret == -ENOENT ? 0 : ret;
+	if (!ret)
+		ret = snapshot_left(s, en, dir_fd, src_fd, top_fd);
 	/* kept by snapshot_left() for the copy in flight from it */
 	if (!ret && !en->snap.held) {
 		en->snap_before = s->synced_at;

@@ -689,6 +689,26 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 	return 0;
 }
 
+int share_note_range(struct share_index *si, uint32_t fs,
+		     const struct file_extent *fe, uint64_t start, uint64_t end,
+		     uint32_t file)
+{
+	uint64_t eo = fe->extent_offset + (start - fe->offset);
+	struct share_ref r = {
+		.bytenr = fe->disk_bytenr,
+		.dst_off = start,
+		.eo = eo,
+		.len = end - start,
+		.file = file,
+		.fs = fs,
+	};
+
+	if (!share_extent_may_share(si, fs, fe) ||
+	    eo + (end - start) > UINT32_MAX)
+		return 0;
+	return ref_add(si, &r);
+}
+
 size_t share_memory(const struct share_index *si)
 {
 	size_t i, bytes = si->cap_refs * sizeof(*si->refs) +

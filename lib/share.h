@@ -190,6 +190,14 @@ int share_plan_range(struct share_index *si, uint32_t fs,
 		     const struct file_extent *fe, uint64_t start, uint64_t end,
 		     uint64_t size, enum share_cut cut, uint32_t file,
 		     struct share_plan *plan);
+/*
+ * The file range [@start, @end) of @fe remembered as written by @file at
+ * the same offsets (a file found complete in DEST), if @fe may be
+ * shared. 0 or -errno.
+ */
+int share_note_range(struct share_index *si, uint32_t fs,
+		     const struct file_extent *fe, uint64_t start, uint64_t end,
+		     uint32_t file);
 void share_plan_release(struct share_plan *plan);
 /* Append @p to @plan. 0 or -ENOMEM. */
 int share_plan_push(struct share_plan *plan, const struct share_piece *p);

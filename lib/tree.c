@@ -235,6 +235,14 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 {
 	struct copy_ctx *ctx = t->ctx;
 
+	if (f->complete) {
+		copy_share_note_complete(ctx, f->job.src_fd, &f->st,
+					 &f->job.map, f->job.dst_fd);
+		tree_file_free(f);
+		file_done(t);
+		return;
+	}
+
 	if (probe_needed(t, &f->st)) {
 		tree_drain(t);
 		if (tree_probe_source(t, f) || tree_probe(t, f)) {

@@ -98,12 +98,14 @@ static bool same_layout(const struct extent_map *a, const struct extent_map *b)
 
 /*
  * DEST's file @dst open, with its stat in @st, where it has the data of
- * the source already (same size, mtime and layout); else -1.
+ * the source already (same size, mtime and layout), the source's extent
+ * map in @ma (to release); else -1.
  */
 static int file_complete(int src_fd, const struct stat *src,
-			 struct entry_at dst, struct stat *st)
+			 struct entry_at dst, struct stat *st,
+			 struct extent_map *ma)
 {
-	struct extent_map ma = { 0 }, mb = { 0 };
+	struct extent_map mb = { 0 };
 	bool same = false;
 	int fd;
 
@@ -116,12 +118,12 @@ static int file_complete(int src_fd, const struct stat *src,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0)
 		return -1;
-	if (!fstat(fd, st) && !extent_map_build(src_fd, &ma) &&
+	if (!fstat(fd, st) && !extent_map_build(src_fd, ma) &&
 	    !extent_map_build(fd, &mb))
-		same = same_layout(&ma, &mb);
-	extent_map_release(&ma);
+		same = same_layout(ma, &mb);
 	extent_map_release(&mb);
 	if (!same) {
+		extent_map_release(ma);
 		close(fd);
 		return -1;
 	}
@@ -281,6 +283,30 @@ static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 }
 
 /*
+ * Walker: DEST has the file complete (@fd, @cur; the source's map in
+ * f->job.map): its metadata refreshed, and where the run shares data,
+ * handed to the ring thread (which owns the share index) to offer its
+ * ranges, so that files sharing its extents clone them from it. 0 to
+ * queue it (f->complete), 1 when nothing is left to do, -1 with f->e set.
+ */
+static int file_found_complete(struct tree *t, struct tree_file *f, int fd,
+			       const struct stat *cur)
+{
+	int ret, keep = t->ctx->share_on ? dup(fd) : -1;
+
+	ret = file_refresh(t, f, fd, cur);
+	if (ret != 1 || keep < 0) {
+		if (keep >= 0)
+			close(keep);
+		extent_map_release(&f->job.map);
+		return ret;
+	}
+	f->job.dst_fd = keep;
+	f->complete = true;
+	return 0;
+}
+
+/*
  * Walker: DEST's file of an earlier run, incomplete or different, is
  * replaced: not if append-only or immutable. Where that fails, the
  * replacement reports it.
@@ -331,9 +357,9 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 	f->no_xattrs = meta_src_no_xattrs(t, &f->st);
 	if (entry_parent_fresh(t))
 		return 0;
-	ret = file_complete(f->job.src_fd, &f->st, at, &cur);
+	ret = file_complete(f->job.src_fd, &f->st, at, &cur, &f->job.map);
 	if (ret >= 0)
-		return file_refresh(t, f, ret, &cur);
+		return file_found_complete(t, f, ret, &cur);
 	file_unlock_old(t, at);
 	return 0;
 }
@@ -373,6 +399,10 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 			goto fail;
 		if (ret > 0) {
 			tree_file_free(f);
+			return;
+		}
+		if (f->complete) {
+			queue_push(t, f);
 			return;
 		}
 	}
