@@ -136,6 +136,8 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 				       en->src, false, 0);
 	}
 	receive_set_read_only(s->rcv, en->read_only && !en->contains);
+	/* a name too long for the checkpoints' names: made again if stopped */
+	receive_set_resumable(s->rcv, receive_name_resumable(p->partial));
 	rs = receive_get_stats(s->rcv);
 	s->bytes_before = rs->bytes_written;
 	encoded = rs->encoded_bytes;

@@ -138,13 +138,15 @@ int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
 	int ret;
 
 	p->resume_whole = p->resume_stream = false;
-	ret = receive_partial_point(p->dir_fd, p->partial, &p->point);
+	ret = receive_name_resumable(p->partial) ?
+		      receive_partial_point(p->dir_fd, p->partial, &p->point) :
+		      -ENAMETOOLONG;
 	if (!ret && !whole && point_of(en, &p->point))
 		p->resume_stream = true;
-	else if (ret != -ENOENT || whole)
-		ret = receive_partial_drop(p->dir_fd, p->partial);
-	else
+	else if (ret == -ENAMETOOLONG || (ret == -ENOENT && !whole))
 		ret = 0;
+	else
+		ret = receive_partial_drop(p->dir_fd, p->partial);
 	if (ret)
 		return encio_error_set(s->e, -ret,
 				       "delete the partial receive left of",
@@ -168,7 +170,7 @@ bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
 		    receive_get_stats(s->rcv)->partial_kept[0] != '\0')
 		return true;
 	btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0);
-	if (!whole)
+	if (!whole && receive_name_resumable(p->partial))
 		receive_partial_drop(p->dir_fd, p->partial);
 	return false;
 }

@@ -125,6 +125,13 @@ const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
  * marked received but left writable for the caller to finish.
  */
 void receive_set_read_only(struct receive_ctx *ctx, bool read_only);
+/* In process: the next subvolumes received as -s says, or not. */
+void receive_set_resumable(struct receive_ctx *ctx, bool resumable);
+/*
+ * Whether -s can keep a partial of a subvolume named @name: its working,
+ * checkpoint and record names fit in a name.
+ */
+bool receive_name_resumable(const char *name);
 /*
  * The parent or clone source a stream names as @uuid at @transid is the
  * subvolume open at @fd, whatever UUIDs it has: a copy its caller checked

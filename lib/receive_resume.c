@@ -762,6 +762,16 @@ int rcv_resume(const struct resume_point *p, void *arg)
 	return ret;
 }
 
+bool receive_name_resumable(const char *name)
+{
+	char longest[NAME_MAX + 1];
+
+	/* a checkpoint's sequence number has at most 20 digits */
+	return !name_of(longest, name, PARTIAL_SUFFIX ".resume-new", 0) &&
+	       !name_of(longest, name, WORK_SUFFIX, 0) &&
+	       !name_of(longest, name, PARTIAL_SUFFIX, UINT64_MAX);
+}
+
 int receive_partial_point(int dir_fd, const char *name,
 			  struct resume_point *point)
 {

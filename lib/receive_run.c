@@ -87,6 +87,11 @@ void receive_set_read_only(struct receive_ctx *ctx, bool read_only)
 	ctx->leave_writable = !read_only;
 }
 
+void receive_set_resumable(struct receive_ctx *ctx, bool resumable)
+{
+	ctx->opts.resumable = resumable;
+}
+
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx)
 {
 	return &ctx->stats;

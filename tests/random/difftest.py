@@ -1178,19 +1178,24 @@ class SubvolumesMethod(Method):
         super().setup()
         self.r = random.Random("%d-sub" % self.ck.seed)
         self.how = self.r.choice(["sigint", "sigkill", "enospc", None, None, None])
+        # small checkpoints: a difference stopped in flight is gone on with
+        # from one (by default they come after 1 GiB or 10 s only)
+        self.checkpoint = self.r.choice([None, "64K", "1M"])
         self.note = ""
         self.hung = False
         self.after = []         # the commands of finish(), for the reproducer
 
     def copy_cmd(self):
-        return [self.ck.encio, "-q", "copy", "-rT", "--subvolumes", self.ck.hist.mnt, self.mnt]
+        ckpt = ["--checkpoint", self.checkpoint] if self.checkpoint else []
+        return [self.ck.encio, "-q", "copy", "-rT", "--subvolumes"] + ckpt + [self.ck.hist.mnt, self.mnt]
 
     def shell(self, step, dest):
         if step is self.ck.steps[0]:
             lines = []
             if self.note:
                 lines.append("# first run stopped: %s" % self.note)
-            lines.append("$ENCIO copy -rT --subvolumes \"$MNT\" %s" % dest)
+            ckpt = " --checkpoint %s" % self.checkpoint if self.checkpoint else ""
+            lines.append("$ENCIO copy -rT --subvolumes%s \"$MNT\" %s" % (ckpt, dest))
             return "\n# ".join(lines + self.after)
         return "# (%s came with the first command)" % step["name"]
 

@@ -9,6 +9,7 @@
 # mode changed), and one whose source is another snapshot now. A rerun
 # after a run killed once a writable subvolume's copy was complete, with
 # the base an earlier run kept, finishes (it failed: "File exists").
+# Snapshots with names too long for the checkpoints' are copied as before.
 # Every result equals its source and an uninterrupted copy, and nothing
 # of encio's is left in DEST.
 # encio-test: alone
@@ -209,4 +210,15 @@ for n in s1 s2 v x; do same $n "$DST/o"; done
 clean_dest "$DST/o"
 left=$(ls -A "$SRC" | grep encio | sort | xargs)
 [ "$left" = ".v.encio-base .x.encio-base" ] || _fail "SRC keeps $left"
+
+_log "snapshots whose names leave no room for the checkpoints' names"
+long=$(printf 'l%.0s' $(seq 1 228))
+run_check btrfs -q subvolume create "$SRC/lv"
+echo one >"$SRC/lv/f"
+run_check btrfs -q subvolume snapshot -r "$SRC/lv" "$SRC/${long}1"
+echo two >>"$SRC/lv/f"
+run_check btrfs -q subvolume snapshot -r "$SRC/lv" "$SRC/${long}2"
+run_check "$ENCIO" -q copy -rT --subvolumes --final "$SRC" "$DST/p"
+for n in s1 s2 v x "${long}1" "${long}2"; do same "$n" "$DST/p"; done
+clean_dest "$DST/p"
 exit 0
