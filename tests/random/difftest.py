@@ -1178,6 +1178,7 @@ class SubvolumesMethod(Method):
         super().setup()
         self.r = random.Random("%d-sub" % self.ck.seed)
         self.how = self.r.choice(["sigint", "sigkill", "enospc", None, None, None])
+        self.tag = ""           # said on the seed's line
         # small checkpoints: a difference stopped in flight is gone on with
         # from one (by default they come after 1 GiB or 10 s only)
         self.checkpoint = self.r.choice([None, "64K", "1M"])
@@ -1238,6 +1239,9 @@ class SubvolumesMethod(Method):
             return "encio copy -rT --subvolumes exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
         self.summary = json.loads(p.stdout)
+        if self.summary.get("subvolumes_resumed") and not self.tag:
+            self.tag = "sub: %d in flight gone on with after %s" % (
+                self.summary["subvolumes_resumed"], self.how)
         left = []
         for m in (self.ck.hist.mnt, self.mnt):
             found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
@@ -1899,9 +1903,11 @@ def main():
                     ck.env.keep = False
                 ck.env.cleanup()
             done += 1
-            print("seed %d: %s (%s, %d snapshots, %d ops, methods %s, %.1f s)" % (
+            tags = "".join("; " + m.tag for m in ck.methods if getattr(m, "tag", ""))
+            print("seed %d: %s (%s, %d snapshots, %d ops, methods %s, %.1f s%s)" % (
                 seed, "ok" if ok else "MISMATCH", ck.hist.opts or "no options", len(ck.steps),
-                len(ck.hist.log), ",".join(m.name for m in ck.methods), time.time() - t0), flush=True)
+                len(ck.hist.log), ",".join(m.name for m in ck.methods), time.time() - t0, tags),
+                flush=True)
             if a.verbose:
                 for n in ck.notes:
                     print("  note: " + n)
