@@ -38,7 +38,8 @@ static const char *const receive_usage[] = {
 	"lines) and exit status are those of 'btrfs receive'.",
 	"",
 	"Standard error shows the bytes written and the rate (of a stream read",
-	"from a file, also the time left) when it is a terminal and the stream",
+	"from a file, or one whose sender, encio send with progress, put its",
+	"size in it, also the time left) when it is a terminal and the stream",
 	"comes from a file, not a pipe: a pipe's writer draws its own, as",
 	"'encio send' does on the same terminal; with --progress always. The",
 	"summary at the end is a line on standard error, or with --format=json",
@@ -89,8 +90,9 @@ struct progress {
 	double start;
 	double last;
 	bool shown;
-	uint64_t total; /* the stream's size when it is a file, else 0 */
-	bool json;	/* stdout holds the JSON object only */
+	uint64_t total;	 /* the stream's size when it is a file, else 0 */
+	bool total_told; /* the stream's sender (encio send) told its size */
+	bool json;	 /* stdout holds the JSON object only */
 };
 
 static double now(void)
@@ -102,9 +104,10 @@ static double now(void)
 }
 
 /*
- * Bytes written and their rate; of a stream of known size, also how much
- * of it was read and the time left at that pace (once a second of it
- * gives a pace to go by).
+ * Bytes written and their rate; of a stream of known size (a file's, or
+ * what encio send estimated and put in it), also how much of it was read
+ * and the time left at that pace (once a second of it gives a pace to go
+ * by).
  */
 static void show_progress(const struct receive_stats *s, void *arg)
 {
@@ -117,6 +120,10 @@ static void show_progress(const struct receive_stats *s, void *arg)
 		return;
 	p->last = t;
 	p->shown = true;
+	if (!p->total && s->stream_total) {
+		p->total = s->stream_total;
+		p->total_told = true;
+	}
 	pretty_size(bytes, s->bytes_written);
 	pretty_size(rate, secs > 0 ? s->bytes_written / secs : 0);
 	if (!p->total) {
@@ -131,6 +138,18 @@ static void show_progress(const struct receive_stats *s, void *arg)
 	fprintf(stderr, "\r%s of %s read, %s written, %s/s, ETA %s\033[K",
 		pretty_size(read, s->stream_bytes),
 		pretty_size(total, p->total), bytes, rate, eta);
+}
+
+/*
+ * The last line, however soon after the one before: the whole stream read,
+ * which is the total where the sender's was an estimate.
+ */
+static void show_progress_end(const struct receive_stats *s, struct progress *p)
+{
+	if (p->total_told)
+		p->total = s->stream_bytes;
+	p->last = 0;
+	show_progress(s, p);
 }
 
 static void print_summary_text(struct receive_ctx *ctx, double seconds)
@@ -526,6 +545,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		receive_set_progress(ctx, show_progress, &progress);
 	ret = receive_run(ctx, fd, args.file ? args.file : "stdin",
 			  argv[optind], &e);
+	if (progress.shown && !ret)
+		show_progress_end(receive_get_stats(ctx), &progress);
 	progress_end(&progress.shown);
 	p = receive_get_probe(ctx);
 	if (p && p->write_mode == ENCIO_IO_NONE && !opts->force_decompress)

@@ -57,6 +57,8 @@ struct receive_stats {
 	uint64_t extents_encoded; /* encoded writes that stayed encoded */
 	uint64_t extents_decoded; /* encoded writes decoded in user space */
 	uint64_t stream_bytes;
+	/* the stream's size as encio send estimated it, for progress; 0: untold */
+	uint64_t stream_total;
 	uint64_t errors; /* failed commands, those passed by included */
 	/* What DEST did not take of FILEATTRs, for a warning */
 	struct inode_flags_refused flags_refused;

@@ -27,6 +27,7 @@ static void report_progress(struct receive_ctx *ctx)
 	if (!ctx->progress)
 		return;
 	ctx->stats.stream_bytes = ctx->reader->offset;
+	ctx->stats.stream_total = ctx->reader->sender_total;
 	ctx->progress(&ctx->stats, ctx->progress_arg);
 }
 

@@ -631,6 +631,7 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 	struct receive_ctx *ctx = arg;
 	struct resume_state *rs = &ctx->rs;
 	uint64_t every = ctx->opts.checkpoint_bytes ?: CHECKPOINT_BYTES;
+	uint32_t len, crc;
 	bool first;
 
 	if (!rs->active || ctx->subvol_fd < 0 || ctx->subvol_errors)
@@ -641,10 +642,15 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 		rs->base = ctx->reader->offset - rs->point.position;
 		return 0;
 	}
-	if (first)
-		rs->base = cmd->offset;
-	rs->point.fingerprint = resume_fingerprint_add(
-		rs->point.fingerprint, cmd->type, cmd->len, cmd->crc);
+	len = cmd->len;
+	crc = cmd->crc;
+	/* the point is of the stream as send -t regenerates it: no total */
+	if (first) {
+		stream_cmd_without_total(cmd, &len, &crc);
+		rs->base = cmd->offset + (cmd->len - len);
+	}
+	rs->point.fingerprint = resume_fingerprint_add(rs->point.fingerprint,
+						       cmd->type, len, crc);
 	rs->point.commands++;
 	rs->point.position = ctx->reader->offset - rs->base;
 	if (first && ctx->opts.checkpoint_late)

@@ -214,6 +214,7 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	}
 out:
 	ctx->stats.stream_bytes = r.offset;
+	ctx->stats.stream_total = r.sender_total;
 	/* a read failed: every command before it was applied whole */
 	if (ret)
 		resume_stopped(ctx, !(e->has_offset && e->offset < r.offset));

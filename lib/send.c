@@ -669,6 +669,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_CTRANSID, ctransid);
+	stream_put_total(&ctx->w);
 	return send_share_subvol(ctx, uuid, ctransid) ?: send_end_cmd(ctx);
 }
 
@@ -799,7 +800,8 @@ static int subvol_name(const char *path, char *base, char **name,
 
 /*
  * The stream's size for progress, found first as send -n finds it (the
- * kernel's pass counted, or the walk's extent maps); 0 if it fails.
+ * kernel's pass counted, or the walk's extent maps), with the attribute
+ * that carries it to the receiver; 0 if it fails.
  */
 static void estimate_total(const char *const *paths, size_t nr,
 			   const struct send_options *opts,
@@ -813,7 +815,7 @@ static void estimate_total(const char *const *paths, size_t nr,
 	o.progress = NULL;
 	if (!send_run(paths, nr, STREAM_COUNT_ONLY, "the estimate", &o, &est,
 		      &e))
-		stats->bytes_total = est.stream_bytes;
+		stats->bytes_total = est.stream_bytes + STREAM_TOTAL_ATTR_LEN;
 }
 
 /* The kernel computes the stream: a parent, clone sources, --no-data, v1. */
@@ -1023,6 +1025,7 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
 	if (ret)
 		return ret;
+	ctx->w.total = stats->bytes_total;
 	if (!kernel_computes(opts)) {
 		ret = send_share_begin(ctx, paths, nr);
 		if (ret) {

@@ -62,20 +62,24 @@ static uint64_t attr_uint(const struct stream_cmd *cmd, unsigned int attr)
 	return le64toh(v64);
 }
 
-/* SUBVOL or SNAPSHOT, under the name asked for. */
+/* SUBVOL or SNAPSHOT, under the name asked for, with the total to carry. */
 static int put_subvol(struct relay *r, const struct stream_cmd *cmd)
 {
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
 	struct stream_writer *w = &r->ctx->w;
 	unsigned int a;
 
-	if (!r->name)
-		return stream_put_cmd(w, cmd);
+	/* the kernel's order, PATH first: the same bytes where nothing changes */
 	stream_begin_cmd(w, cmd->type);
-	stream_put_string(w, BTRFS_SEND_A_PATH, r->name);
+	if (r->name)
+		stream_put_string(w, BTRFS_SEND_A_PATH, r->name);
+	else if (path->present)
+		stream_put_bytes(w, BTRFS_SEND_A_PATH, path->data, path->len);
 	for (a = BTRFS_SEND_A_UUID; a <= BTRFS_SEND_A_MAX; a++)
 		if (a != BTRFS_SEND_A_PATH && cmd->attr[a].present)
 			stream_put_bytes(w, a, cmd->attr[a].data,
 					 cmd->attr[a].len);
+	stream_put_total(w);
 	return stream_end_cmd(w);
 }
 

@@ -588,6 +588,36 @@ static int dispatch_inode(struct cmd_ctx *c, const struct stream_ops *ops,
 	return -EINVAL;
 }
 
+/* The sender's estimate of the stream, where its first command gives one. */
+static void note_sender_total(struct cmd_ctx *c, unsigned int attr)
+{
+	const struct stream_attr *a = &c->cmd->attr[attr];
+
+	if (a->present && a->len == 8 && !c->r->sender_total)
+		c->r->sender_total = get_le64(a->data);
+}
+
+void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
+			      uint32_t *crc)
+{
+	const struct stream_attr *a = &cmd->attr[BTRFS_SEND_A_SIZE];
+	unsigned char header[BTRFS_SEND_CMD_HEADER_LEN];
+	uint16_t type = htole16(cmd->type);
+	uint32_t le;
+
+	*len = cmd->len;
+	*crc = cmd->crc;
+	if (!a->present || a->len != 8 || cmd->len < STREAM_TOTAL_ATTR_LEN ||
+	    a->data != cmd->body + cmd->len - 8)
+		return;
+	*len = cmd->len - STREAM_TOTAL_ATTR_LEN;
+	le = htole32(*len);
+	memcpy(header, &le, sizeof(le));
+	memcpy(header + 4, &type, sizeof(type));
+	memset(header + 6, 0, 4);
+	*crc = crc32c(crc32c(0, header, sizeof(header)), cmd->body, *len);
+}
+
 static int dispatch_subvol(struct cmd_ctx *c, const struct stream_ops *ops,
 			   void *arg, struct cmd_strings *s)
 {
@@ -597,6 +627,7 @@ static int dispatch_subvol(struct cmd_ctx *c, const struct stream_ops *ops,
 	const uint8_t *parent;
 	uint64_t parent_ctransid;
 
+	note_sender_total(c, BTRFS_SEND_A_SIZE);
 	if (c->cmd->type == BTRFS_SEND_C_SUBVOL)
 		return c->err ?:
 			       ops->subvol ?
@@ -647,6 +678,7 @@ static int dispatch_resume(struct cmd_ctx *c, const struct stream_ops *ops,
 	p.position = attr_u64(c, BTRFS_SEND_A_FILE_OFFSET);
 	p.fingerprint = attr_u64(c, BTRFS_SEND_A_SIZE);
 	p.commands = attr_u64(c, BTRFS_SEND_A_INO);
+	note_sender_total(c, STREAM_A_RESUME_TOTAL);
 	if (c->err)
 		return c->err;
 	if (!ops->resume)
@@ -953,6 +985,17 @@ static void put_resume(struct stream_writer *w, const struct resume_point *p)
 	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, p->position);
 	stream_put_u64(w, BTRFS_SEND_A_SIZE, p->fingerprint);
 	stream_put_u64(w, BTRFS_SEND_A_INO, p->commands);
+	if (w->total)
+		stream_put_u64(w, STREAM_A_RESUME_TOTAL, w->total);
+	w->total = 0;
+}
+
+void stream_put_total(struct stream_writer *w)
+{
+	if (!w->total || w->skip)
+		return;
+	stream_put_u64(w, BTRFS_SEND_A_SIZE, w->total);
+	w->total = 0;
 }
 
 /* The command just ended, dropped: the resume point reached, or not yet. */

@@ -26,6 +26,15 @@
  * encio receive -s takes it; btrfs receive refuses it as unknown.
  */
 #define STREAM_C_ENCIO_RESUME 64
+/*
+ * encio send's estimate of its whole output, for the receiver's progress:
+ * a SIZE attribute after the others in the output's first SUBVOL or
+ * SNAPSHOT command (btrfs receive ignores it), or in a resumed stream's
+ * ENCIO_RESUME command under this attribute (SIZE is its fingerprint).
+ */
+#define STREAM_A_RESUME_TOTAL BTRFS_SEND_A_CLONE_LEN
+/* the total's attribute: its TLV header and a u64 */
+#define STREAM_TOTAL_ATTR_LEN (BTRFS_SEND_TLV_HEADER_LEN + 8)
 
 struct stream_attr {
 	const unsigned char *data;
@@ -51,7 +60,9 @@ struct stream_reader {
 	size_t buf_pos; /* next unread byte */
 	size_t buf_cap;
 	bool eof;
-	const char *name;	    /* for messages */
+	const char *name; /* for messages */
+	/* encio send's estimate of the stream's size; 0: untold */
+	uint64_t sender_total;
 	char what[STREAM_WHAT_LEN]; /* the last error's description */
 	/* set by a signal handler: a read it interrupts gives -EINTR */
 	const volatile sig_atomic_t *stop;
@@ -160,6 +171,8 @@ struct stream_writer {
 	 */
 	const struct resume_point *skip;
 	uint64_t skip_pos, skip_fp, skip_cmds;
+	/* the estimate carried by the next SUBVOL, SNAPSHOT or ENCIO_RESUME */
+	uint64_t total;
 };
 
 /*
@@ -175,6 +188,19 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
  */
 void stream_writer_skip(struct stream_writer *w, const struct resume_point *p);
 int stream_writer_finish(struct stream_writer *w); /* flush; first error */
+/*
+ * Before ending the output's first SUBVOL or SNAPSHOT command: w->total as
+ * its last attribute, once (not in a command dropped before a resume
+ * point: the ENCIO_RESUME command carries it then).
+ */
+void stream_put_total(struct stream_writer *w);
+/*
+ * A SUBVOL or SNAPSHOT command's length and crc32c as they are without the
+ * total stream_put_total() added (as encio send -t regenerates it, for the
+ * resume point's position and fingerprint); as read where it has none.
+ */
+void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
+			      uint32_t *crc);
 void stream_writer_release(struct stream_writer *w);
 
 void stream_begin_cmd(struct stream_writer *w, uint16_t cmd);

@@ -628,6 +628,81 @@ static void test_writer_hands_on_early(void **state)
 	close(fd);
 }
 
+/*
+ * A stream of a SUBVOL command, with the writer's total if it has one, and
+ * END; that command read into @cmd by @r.
+ */
+static int subvol_stream(uint64_t total, struct stream_cmd *cmd,
+			 struct stream_reader *r)
+{
+	struct stream_writer w;
+	struct encio_error e;
+	int fd = memfd_create("stream", 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(stream_writer_init(&w, fd, 2), 0);
+	w.total = total;
+	stream_begin_cmd(&w, BTRFS_SEND_C_SUBVOL);
+	stream_put_string(&w, BTRFS_SEND_A_PATH, "subv");
+	stream_put_uuid(&w, BTRFS_SEND_A_UUID, uuid);
+	stream_put_u64(&w, BTRFS_SEND_A_CTRANSID, 7);
+	stream_put_total(&w);
+	assert_int_equal(stream_end_cmd(&w), 0);
+	assert_int_equal(w.total, 0);
+	stream_begin_cmd(&w, BTRFS_SEND_C_END);
+	assert_int_equal(stream_end_cmd(&w), 0);
+	assert_int_equal(stream_writer_finish(&w), 0);
+	stream_writer_release(&w);
+	lseek(fd, 0, SEEK_SET);
+	assert_int_equal(stream_reader_init(r, fd, "test", &e), 0);
+	assert_int_equal(stream_read_cmd(r, cmd, &e), 1);
+	return fd;
+}
+
+/*
+ * The sender's total: read back, and stripped to give the length and
+ * crc32c of the same command written without it (what a resume point
+ * fingerprints).
+ */
+static void test_sender_total(void **state)
+{
+	struct stream_reader r1, r2;
+	struct stream_cmd with, without;
+	struct encio_error e;
+	uint32_t len, crc;
+	struct seen s;
+	int fd1, fd2;
+
+	(void)state;
+	fd1 = subvol_stream(123456789, &with, &r1);
+	fd2 = subvol_stream(0, &without, &r2);
+	assert_int_equal(with.len, without.len + STREAM_TOTAL_ATTR_LEN);
+	stream_cmd_without_total(&with, &len, &crc);
+	assert_int_equal(len, without.len);
+	assert_int_equal(crc, without.crc);
+	stream_cmd_without_total(&without, &len, &crc);
+	assert_int_equal(len, without.len);
+	assert_int_equal(crc, without.crc);
+	stream_reader_release(&r1);
+	stream_reader_release(&r2);
+
+	memset(&s, 0, sizeof(s));
+	lseek(fd1, 0, SEEK_SET);
+	assert_int_equal(stream_reader_init(&r1, fd1, "test", &e), 0);
+	assert_int_equal(stream_process(&r1, &ops, &s, &e), 0);
+	assert_int_equal(s.subvol, 1);
+	assert_string_equal(s.path, "subv");
+	assert_int_equal(r1.sender_total, 123456789);
+	stream_reader_release(&r1);
+	lseek(fd2, 0, SEEK_SET);
+	assert_int_equal(stream_reader_init(&r2, fd2, "test", &e), 0);
+	assert_int_equal(stream_process(&r2, &ops, &s, &e), 0);
+	assert_int_equal(r2.sender_total, 0);
+	stream_reader_release(&r2);
+	close(fd1);
+	close(fd2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_many_concatenated_headers),
 		cmocka_unit_test(test_reframe_identical),
 		cmocka_unit_test(test_writer_hands_on_early),
+		cmocka_unit_test(test_sender_total),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
