@@ -17,15 +17,20 @@
 #                                            memory; ROUNDS defaults to 3)
 # Environment: ENCIO_BASE=PATH times another encio build's send | receive
 # in the same rounds too (base-pipe: a change against the version before).
+# CHECKPOINT_OFTEN=SIZE times receive -s --checkpoint SIZE too (often:
+# many checkpoints, whose number the receive's -v lines give, so that
+# the cost of one is measured, and with it the bound at 1 GiB or 10 s).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable${ENCIO_BASE:+ base-pipe}"
+CHECKPOINT_OFTEN=${CHECKPOINT_OFTEN:-}
+METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable${ENCIO_BASE:+ base-pipe}${CHECKPOINT_OFTEN:+ encio-often}"
 
 source "$top/bench/corpus.sh"
+declare -A CKPTS
 
 run_one()
 {
@@ -50,6 +55,11 @@ run_one()
 		"$ENCIO" -q send "$snap" | "$ENCIO" -q receive -s "$DST" ||
 			echo "encio send|receive -s failed" >&2
 		;;
+	encio-often)
+		"$ENCIO" -q send "$snap" |
+			"$ENCIO" receive -s --checkpoint "$CHECKPOINT_OFTEN" --format=json "$DST" \
+				>"$work/often.json" || echo "encio send|receive -s --checkpoint failed" >&2
+		;;
 	encio-file)
 		/usr/bin/time -f %M -o "$work/rss-file" "$ENCIO" -q receive -f "$stream" "$DST" ||
 			echo "encio receive -f failed" >&2
@@ -59,6 +69,9 @@ run_one()
 		;;
 	esac
 	run_end "$corpus-$method"
+	[ "$method" != encio-often ] ||
+		CKPTS[$corpus]+="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checkpoints"])' \
+			"$work/often.json") "
 	case $method in
 	encio-pipe) RSS+=("$corpus send $(cat "$work/rss-send") KiB, receive $(cat "$work/rss-recv") KiB") ;;
 	encio-file) RSS+=("$corpus receive -f $(cat "$work/rss-file") KiB") ;;
@@ -101,6 +114,19 @@ for c in many big; do
 		'BEGIN { printf "%s: encio send | encio receive -s %.2f s, %+.1f%% against without -s (the checkpoints)\n", c, s, (s - a) * 100 / a }'
 	printf '  %-5s -s       %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-resumable]}")"
 done
+if [ -n "$CHECKPOINT_OFTEN" ]; then
+	echo
+	for c in many big; do
+		# per round: (often - plain) / checkpoints, in ms
+		per=$(paste <(echo ${TIMES[$c-encio-pipe]} | tr ' ' '\n') \
+			<(echo ${TIMES[$c-encio-often]} | tr ' ' '\n') <(echo ${CKPTS[$c]} | tr ' ' '\n') |
+			awk '$3 > 0 { printf "%.1f ", ($2 - $1) * 1000 / $3 }')
+		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-often]}")" \
+			-v n="$(med "${CKPTS[$c]}")" -v p="$(med "$per")" -v k="$CHECKPOINT_OFTEN" \
+			'BEGIN { printf "%s: receive -s --checkpoint %s %.2f s with %d checkpoints, %+.1f%%: %.1f ms a checkpoint (rounds: ", c, k, s, n, (s - a) * 100 / a, p }'
+		printf '%s ms)\n' "${per% }"
+	done
+fi
 echo
 echo "Ratio to encio within each round, round by round:"
 for c in many big; do

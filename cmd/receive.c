@@ -185,7 +185,8 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
 	printf("{\"subvols\": %llu, \"commands\": %llu, \"logical_bytes\": %llu, "
 	       "\"encoded_bytes\": %llu, \"extents_encoded\": %llu, "
 	       "\"extents_decoded\": %llu, \"stream_bytes\": %llu, "
-	       "\"errors\": %llu, \"io_write\": \"%s\", \"seconds\": %.6f}\n",
+	       "\"errors\": %llu, \"checkpoints\": %llu, \"io_write\": \"%s\", "
+	       "\"seconds\": %.6f}\n",
 	       (unsigned long long)s->subvols, (unsigned long long)s->commands,
 	       (unsigned long long)s->bytes_written,
 	       (unsigned long long)s->encoded_bytes,
@@ -193,6 +194,7 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
 	       (unsigned long long)s->extents_decoded,
 	       (unsigned long long)s->stream_bytes,
 	       (unsigned long long)s->errors,
+	       (unsigned long long)s->checkpoints,
 	       p ? encio_io_mode_name(p->write_mode) : "none", seconds);
 }
 

@@ -25,7 +25,9 @@ sent by btrfs send -p into the moved copy, received by encio receive and
 by btrfs receive). Each step's stream is made once per sender (saved:
 encio's may not be larger than btrfs send's, FILEATTR and FALLOCATE
 commands left out of both: they carry flags of new inodes and preallocated
-ranges, which btrfs send does not send) and fed through a pipe.
+ranges, which btrfs send does not send; in one seed of two encio send
+draws progress, and its stream carries its estimated size, 12 bytes left
+out too) and fed through a pipe.
 
 What is compared: type, content, size, symlink target, device numbers,
 hard-link group, mode, owner, mtime (atime never, ctime cannot be kept),
@@ -892,12 +894,28 @@ def send_args(step):
     return a
 
 
+SEND_C_SUBVOL = 1
+SEND_C_SNAPSHOT = 2
 SEND_C_FALLOCATE = 23
 SEND_C_FILEATTR = 24
+SEND_A_SIZE = 4
+
+
+def total_attr_bytes(data, pos, length):
+    """12 where a SUBVOL or SNAPSHOT command ends in a u64 SIZE attribute:
+    encio send's estimate of the stream, which btrfs send has not."""
+    end, last = pos + 10 + length, None
+    p = pos + 10
+    while p + 4 <= end:
+        t, n = struct.unpack_from("<HH", data, p)
+        last = (t, n)
+        p += 4 + n
+    return 12 if p == end and last == (SEND_A_SIZE, 8) else 0
 
 
 def shape_bytes(path):
-    """The bytes of a send stream's FALLOCATE and FILEATTR commands."""
+    """The bytes of a send stream's FALLOCATE and FILEATTR commands, and of
+    the stream's size encio send puts in it."""
     total = 0
     with open(path, "rb") as f:
         data = f.read()
@@ -909,6 +927,8 @@ def shape_bytes(path):
         length, cmd = struct.unpack_from("<IH", data, pos)
         if cmd in (SEND_C_FALLOCATE, SEND_C_FILEATTR):
             total += 10 + length
+        elif cmd in (SEND_C_SUBVOL, SEND_C_SNAPSHOT):
+            total += total_attr_bytes(data, pos, length)
         pos += 10 + length
     return total
 
@@ -935,6 +955,9 @@ class Streams:
             f = os.path.join(self.ck.env.dir, "stream-%s-%d" % (sender, k))
             if sender == "btrfs":
                 cmd = ["btrfs", "send", "-q", "--compressed-data"] + send_args(step) + ["-f", f, step["path"]]
+            elif self.ck.send_total:
+                # the estimate in the stream, as a send that draws progress puts it
+                cmd = [self.ck.encio, "send", "--progress"] + send_args(step) + ["-f", f, step["path"]]
             else:
                 cmd = [self.ck.encio, "send", "-q"] + send_args(step) + ["-f", f, step["path"]]
             p = self.ck.env.run(cmd)
@@ -960,7 +983,8 @@ class Method:
 
     def shell(self, step, dest):
         """The commands of one step, for the reproducer."""
-        snd = ("btrfs send --compressed-data" if self.sender == "btrfs" else "$ENCIO send")
+        snd = ("btrfs send --compressed-data" if self.sender == "btrfs" else
+               "$ENCIO send --progress" if self.ck.send_total else "$ENCIO send")
         rcv = ("btrfs receive" if self.receiver == "btrfs" else "$ENCIO receive")
         return "%s %s | %s %s" % (snd, send_args_sh(step), rcv, dest)
 
@@ -1472,6 +1496,9 @@ class Checker:
             raise
         self.mismatches = []
         self.notes = []
+        # in one seed of two encio send draws progress, and so puts its
+        # estimate of the stream in it, for the receivers to take or ignore
+        self.send_total = random.Random("%d-total" % seed).random() < 0.5
 
     def run(self, replay=None):
         """Build the history (or replay one: a Replay) and check it; True if
@@ -1621,7 +1648,7 @@ class Checker:
                 st = self.steps[k]
                 repro.append("# stream sizes of %s:" % mm.snap)
                 repro.append("btrfs send -q --compressed-data %s | wc -c" % send_args_sh(st))
-                repro.append("$ENCIO send -q %s | wc -c" % send_args_sh(st))
+                repro.append("$ENCIO send %s %s | wc -c" % ("--progress" if self.send_total else "-q", send_args_sh(st)))
                 continue
             repro.append("# method %s (%s), up to %s, into a fresh filesystem at $D:" % (m.name, m.desc, mm.snap))
             for st in self.steps:
@@ -1904,6 +1931,8 @@ def main():
                 ck.env.cleanup()
             done += 1
             tags = "".join("; " + m.tag for m in ck.methods if getattr(m, "tag", ""))
+            if ck.send_total:
+                tags += "; encio send --progress"
             print("seed %d: %s (%s, %d snapshots, %d ops, methods %s, %.1f s%s)" % (
                 seed, "ok" if ok else "MISMATCH", ck.hist.opts or "no options", len(ck.steps),
                 len(ck.hist.log), ",".join(m.name for m in ck.methods), time.time() - t0, tags),

@@ -69,7 +69,7 @@ EOF
 }
 
 SEND_KEYS="dry_run files dirs others logical_bytes encoded_bytes extents_encoded clones clone_bytes stream_bytes total_bytes done_bytes io_read seconds"
-RECV_KEYS="subvols commands logical_bytes encoded_bytes extents_encoded extents_decoded stream_bytes errors io_write seconds"
+RECV_KEYS="subvols commands logical_bytes encoded_bytes extents_encoded extents_decoded stream_bytes errors checkpoints io_write seconds"
 
 # compare_tree DIR: DIR holds what the snapshot holds.
 compare_tree()

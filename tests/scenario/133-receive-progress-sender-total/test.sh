@@ -142,3 +142,12 @@ cut_at "$T/b.stream" "$DST/r4"
 token=$("$ENCIO" receive --resume-token "$DST/r4/s2") || _fail "no token"
 "$ENCIO" send --progress -t "$token" 2>/dev/null | "$ENCIO" -q receive -s "$DST/r4" || _fail "resume failed"
 same s2 "$DST/r4"
+
+_log "receive's JSON counts the checkpoints of -s"
+mkdir "$DST/j"
+"$ENCIO" -q send "$SRC/s1" | "$ENCIO" receive -s --checkpoint 1M --format=json "$DST/j" >"$T/j.json" ||
+	_fail "receive -s failed"
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["checkpoints"])' "$T/j.json")
+[ "$n" -ge 10 ] || _fail "$n checkpoints in a stream of $plain B every 1M: $(cat "$T/j.json")"
+"$ENCIO" -q send "$SRC/s2" | "$ENCIO" receive --format=json "$DST/j" >"$T/j2.json" || _fail "receive failed"
+grep -q '"checkpoints": 0,' "$T/j2.json" || _fail "checkpoints without -s: $(cat "$T/j2.json")"
