@@ -111,6 +111,17 @@ cut_at()
 	ls -A "$2" | grep -q 'encio-partial' || _fail "nothing kept in $2: $(ls -A "$2")"
 }
 
+# resume DIR SNAP SEND_OPTION: DIR's partial of SNAP resumed by send -t
+# with SEND_OPTION (-q, or --progress: the rest's size in the stream)
+resume()
+{
+	local token
+	token=$("$ENCIO" receive --resume-token "$1/$2") || _fail "no token in $1"
+	"$ENCIO" send "$3" -t "$token" 2>/dev/null | "$ENCIO" -q receive -s "$1" ||
+		_fail "the resume into $1 failed"
+	same "$2" "$1"
+}
+
 _log "cut with the total, resumed with progress: the rest's total"
 mkdir "$DST/r1"
 cut_at "$T/a.stream" "$DST/r1"
@@ -123,25 +134,19 @@ same s1 "$DST/r1"
 _log "cut with the total, resumed without"
 mkdir "$DST/r2"
 cut_at "$T/a.stream" "$DST/r2"
-token=$("$ENCIO" receive --resume-token "$DST/r2/s1") || _fail "no token"
-"$ENCIO" -q send -t "$token" | "$ENCIO" -q receive -s "$DST/r2" || _fail "resume failed"
-same s1 "$DST/r2"
+resume "$DST/r2" s1 -q
 
 _log "cut without the total, resumed with progress"
 mkdir "$DST/r3"
 "$ENCIO" -q send "$SRC/s1" >"$T/c.stream"
 cut_at "$T/c.stream" "$DST/r3"
-token=$("$ENCIO" receive --resume-token "$DST/r3/s1") || _fail "no token"
-"$ENCIO" send --progress -t "$token" 2>/dev/null | "$ENCIO" -q receive -s "$DST/r3" || _fail "resume failed"
-same s1 "$DST/r3"
+resume "$DST/r3" s1 --progress
 
 _log "an incremental stream with the total, cut and resumed"
 mkdir "$DST/r4"
 run_check "$ENCIO" -q receive -f "$T/c.stream" "$DST/r4"
 cut_at "$T/b.stream" "$DST/r4"
-token=$("$ENCIO" receive --resume-token "$DST/r4/s2") || _fail "no token"
-"$ENCIO" send --progress -t "$token" 2>/dev/null | "$ENCIO" -q receive -s "$DST/r4" || _fail "resume failed"
-same s2 "$DST/r4"
+resume "$DST/r4" s2 --progress
 
 _log "receive's JSON counts the checkpoints of -s"
 mkdir "$DST/j"
