@@ -57,7 +57,7 @@ run_one()
 		;;
 	encio-often)
 		"$ENCIO" -q send "$snap" |
-			"$ENCIO" receive -s --checkpoint "$CHECKPOINT_OFTEN" --format=json "$DST" \
+			"$ENCIO" -q receive -s --checkpoint "$CHECKPOINT_OFTEN" --format=json "$DST" \
 				>"$work/often.json" || echo "encio send|receive -s --checkpoint failed" >&2
 		;;
 	encio-file)
@@ -88,9 +88,14 @@ for c in many big; do
 done
 
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
+# every other round runs the methods in the reverse order: the run after
+# a destination was emptied and one after another run differ by more than
+# the checkpoints this measures
 for c in many big; do
 	for ((r = 0; r < ROUNDS; r++)); do
-		for m in $METHODS; do
+		order=$METHODS
+		((r % 2)) && order=$(tr ' ' '\n' <<<"$METHODS" | tac | tr '\n' ' ')
+		for m in $order; do
 			run_one "$c" "$m"
 		done
 	done
