@@ -169,6 +169,19 @@ void stream_reader_release(struct stream_reader *r)
 }
 
 /* Split the body into attributes; the last one wins if one repeats. */
+/* A command's crc32c: over its header, crc field zero, and its body. */
+static uint32_t cmd_crc32c(uint16_t type, uint32_t len,
+			   const unsigned char *body)
+{
+	unsigned char header[BTRFS_SEND_CMD_HEADER_LEN] = { 0 };
+	uint32_t le_len = htole32(len);
+	uint16_t le_type = htole16(type);
+
+	memcpy(header, &le_len, sizeof(le_len));
+	memcpy(header + 4, &le_type, sizeof(le_type));
+	return crc32c(crc32c(0, header, sizeof(header)), body, len);
+}
+
 static int parse_tlvs(struct stream_reader *r, struct stream_cmd *cmd,
 		      const unsigned char *body, struct encio_error *e)
 {
@@ -221,7 +234,6 @@ static bool at_stream_header(struct stream_reader *r)
 int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 		    struct encio_error *e)
 {
-	unsigned char header[BTRFS_SEND_CMD_HEADER_LEN];
 	const unsigned char *p;
 	uint32_t crc;
 	int ret;
@@ -263,10 +275,7 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 				    "read (stream truncated in a command)",
 				    cmd->offset);
 	p = r->buf + r->buf_pos;
-	memcpy(header, p, sizeof(header));
-	memset(header + 6, 0, 4);
-	crc = crc32c(0, header, sizeof(header));
-	crc = crc32c(crc, p + BTRFS_SEND_CMD_HEADER_LEN, cmd->len);
+	crc = cmd_crc32c(cmd->type, cmd->len, p + BTRFS_SEND_CMD_HEADER_LEN);
 	/* Fuzzers cannot forge checksums: let them past to reach the parser. */
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 	if (crc != get_le32(p + 6))
@@ -601,9 +610,6 @@ void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 			      uint32_t *crc)
 {
 	const struct stream_attr *a = &cmd->attr[BTRFS_SEND_A_SIZE];
-	unsigned char header[BTRFS_SEND_CMD_HEADER_LEN];
-	uint16_t type = htole16(cmd->type);
-	uint32_t le;
 
 	*len = cmd->len;
 	*crc = cmd->crc;
@@ -611,11 +617,7 @@ void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 	    a->data != cmd->body + cmd->len - 8)
 		return;
 	*len = cmd->len - STREAM_TOTAL_ATTR_LEN;
-	le = htole32(*len);
-	memcpy(header, &le, sizeof(le));
-	memcpy(header + 4, &type, sizeof(type));
-	memset(header + 6, 0, 4);
-	*crc = crc32c(crc32c(0, header, sizeof(header)), cmd->body, *len);
+	*crc = cmd_crc32c(cmd->type, *len, cmd->body);
 }
 
 static int dispatch_subvol(struct cmd_ctx *c, const struct stream_ops *ops,
