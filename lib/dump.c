@@ -337,7 +337,10 @@ static int dump_enable_verity(const char *path, uint8_t algorithm,
 			  algorithm, block_size, salt_len, sig_len);
 }
 
-/* encio's own: where a resumed stream (encio send -t) takes up its subvolume */
+/*
+ * encio's own: where a resumed stream (encio send -t) takes up its
+ * subvolume, and the version of the stream it resumes
+ */
 static int dump_resume(const struct resume_point *p, void *arg)
 {
 	struct dump_ctx *d = arg;
@@ -347,8 +350,10 @@ static int dump_resume(const struct resume_point *p, void *arg)
 	uuid_str(p->uuid, u);
 	print_line(d, "encio_resume", p->name,
 		   "uuid=%s transid=%" PRIu64 " position=%" PRIu64
-		   " commands=%" PRIu64 " fingerprint=%016" PRIx64,
-		   u, p->ctransid, p->position, p->commands, p->fingerprint);
+		   " commands=%" PRIu64 " fingerprint=%016" PRIx64
+		   " version=%" PRIu32,
+		   u, p->ctransid, p->position, p->commands, p->fingerprint,
+		   p->version);
 	join(d->subvol, ".", p->name);
 	return ferror(d->out) ? -EIO : 0;
 }

@@ -131,12 +131,21 @@ static int reader_header(struct stream_reader *r, struct encio_error *e)
 		return reader_error(r, e, EBADMSG,
 				    "read stream header (truncated) of",
 				    r->offset);
+	if (r->resume_due)
+		return reader_error(
+			r, e, EBADMSG,
+			"parse (a resumed stream's header not followed by ENCIO_RESUME)",
+			r->offset);
 	p = r->buf + r->buf_pos;
 	if (memcmp(p, BTRFS_SEND_STREAM_MAGIC, BTRFS_SEND_STREAM_MAGIC_LEN))
 		return reader_error(r, e, EBADMSG,
 				    "find the btrfs-stream magic in",
 				    r->offset);
 	r->version = get_le32(p + BTRFS_SEND_STREAM_MAGIC_LEN);
+	r->resume_due = (r->version & STREAM_VERSION_RESUMED_MASK) ==
+			STREAM_VERSION_RESUMED;
+	if (r->resume_due)
+		r->version &= ~STREAM_VERSION_RESUMED_MASK;
 	if (r->version < 1 || r->version > STREAM_MAX_VERSION)
 		return reader_error(
 			r, e, EPROTONOSUPPORT,
@@ -231,6 +240,31 @@ static bool at_stream_header(struct stream_reader *r)
 		      BTRFS_SEND_STREAM_MAGIC_LEN) == 0;
 }
 
+/* ENCIO_RESUME right after a resumed stream's header, and nowhere else. */
+static int check_cmd_type(struct stream_reader *r,
+			  const struct stream_cmd *cmd, struct encio_error *e)
+{
+	bool resume = cmd->type == STREAM_C_ENCIO_RESUME;
+
+	if (cmd->type == BTRFS_SEND_C_UNSPEC ||
+	    (cmd->type > BTRFS_SEND_C_MAX && !resume))
+		return reader_error(r, e, EBADMSG,
+				    "parse (unknown command type)",
+				    cmd->offset);
+	if (resume && !r->resume_due)
+		return reader_error(
+			r, e, EBADMSG,
+			"parse (ENCIO_RESUME not right after a resumed stream's header)",
+			cmd->offset);
+	if (!resume && r->resume_due)
+		return reader_error(
+			r, e, EBADMSG,
+			"parse (a resumed stream's header not followed by ENCIO_RESUME)",
+			cmd->offset);
+	r->resume_due = false;
+	return 0;
+}
+
 int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 		    struct encio_error *e)
 {
@@ -283,12 +317,9 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 				    cmd->offset);
 #endif
 	cmd->crc = crc;
-	if (cmd->type == BTRFS_SEND_C_UNSPEC ||
-	    (cmd->type > BTRFS_SEND_C_MAX &&
-	     cmd->type != STREAM_C_ENCIO_RESUME))
-		return reader_error(r, e, EBADMSG,
-				    "parse (unknown command type)",
-				    cmd->offset);
+	ret = check_cmd_type(r, cmd, e);
+	if (ret)
+		return ret;
 	cmd->body = p + BTRFS_SEND_CMD_HEADER_LEN;
 	ret = parse_tlvs(r, cmd, cmd->body, e);
 	if (ret)
@@ -828,9 +859,9 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version)
 	return 0;
 }
 
-void stream_put_header(struct stream_writer *w)
+static void put_header(struct stream_writer *w, uint32_t version)
 {
-	uint32_t v = htole32(w->version);
+	uint32_t v = htole32(version);
 
 	if (!w->err && w->cap - w->len < BTRFS_SEND_STREAM_HEADER_LEN)
 		w->err = writer_flush(w, w->len);
@@ -841,6 +872,11 @@ void stream_put_header(struct stream_writer *w)
 	memcpy(w->buf + w->len + BTRFS_SEND_STREAM_MAGIC_LEN, &v, sizeof(v));
 	w->len += BTRFS_SEND_STREAM_HEADER_LEN;
 	w->cmd_start = w->len;
+}
+
+void stream_put_header(struct stream_writer *w)
+{
+	put_header(w, w->version);
 }
 
 int stream_writer_finish(struct stream_writer *w)
@@ -1018,7 +1054,7 @@ static int skip_cmd(struct stream_writer *w, uint16_t type, uint32_t len,
 	     w->skip_cmds != p->commands))
 		return w->err = -ESTALE;
 	w->skip = NULL;
-	stream_put_header(w);
+	put_header(w, STREAM_VERSION_RESUMED | w->version);
 	put_resume(w, p);
 	return stream_end_cmd(w);
 }

@@ -22,10 +22,18 @@
 #define STREAM_WHAT_LEN 320
 /*
  * encio's own command, past the kernel's: the first of a resumed stream
- * (encio send -t), naming its resume point (resume.h). Nothing but
- * encio receive -s takes it; btrfs receive refuses it as unknown.
+ * (encio send -t), naming its resume point (resume.h), and only there:
+ * after a header whose version is STREAM_VERSION_RESUMED with the
+ * stream's own in its low byte. btrfs receive skips a command it does
+ * not know and would apply the rest against no subvolume, paths taken
+ * from /; a version past its own it refuses at the header, before any
+ * command (6.2 takes up to 2, later releases up to 3). Nothing but
+ * encio receive -s takes the command.
  */
 #define STREAM_C_ENCIO_RESUME 64
+/* "\x02enc" in the header's bytes for version 2: no btrfs version is near */
+#define STREAM_VERSION_RESUMED 0x636e6500u
+#define STREAM_VERSION_RESUMED_MASK 0xffffff00u
 /*
  * encio send's estimate of its whole output, for the receiver's progress:
  * a SIZE attribute after the others in the output's first SUBVOL or
@@ -60,6 +68,8 @@ struct stream_reader {
 	size_t buf_pos; /* next unread byte */
 	size_t buf_cap;
 	bool eof;
+	/* a resumed stream's header read: ENCIO_RESUME must come next */
+	bool resume_due;
 	const char *name; /* for messages */
 	/* encio send's estimate of the stream's size; 0: untold */
 	uint64_t sender_total;
@@ -166,8 +176,8 @@ struct stream_writer {
 	const volatile sig_atomic_t *stop;
 	/*
 	 * stream_writer_skip(): the commands before this point are dropped,
-	 * the header too; at the point, the header and an ENCIO_RESUME
-	 * command, then the rest.
+	 * the header too; at the point, a resumed stream's header and an
+	 * ENCIO_RESUME command, then the rest.
 	 */
 	const struct resume_point *skip;
 	uint64_t skip_pos, skip_fp, skip_cmds;
