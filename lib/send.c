@@ -1035,6 +1035,8 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		}
 	}
 	ret = send_all(ctx, paths, nr);
+	if (ret)
+		stream_writer_abandon(&ctx->w);
 	ret2 = stream_writer_finish(&ctx->w);
 	if (!ret && ret2 == -ESTALE)
 		ret = resume_differs(ctx);

@@ -241,8 +241,8 @@ static bool at_stream_header(struct stream_reader *r)
 }
 
 /* ENCIO_RESUME right after a resumed stream's header, and nowhere else. */
-static int check_cmd_type(struct stream_reader *r,
-			  const struct stream_cmd *cmd, struct encio_error *e)
+static int check_cmd_type(struct stream_reader *r, const struct stream_cmd *cmd,
+			  struct encio_error *e)
 {
 	bool resume = cmd->type == STREAM_C_ENCIO_RESUME;
 
@@ -886,6 +886,12 @@ int stream_writer_finish(struct stream_writer *w)
 	if (!w->err && w->len)
 		w->err = writer_flush(w, w->len);
 	return w->err;
+}
+
+void stream_writer_abandon(struct stream_writer *w)
+{
+	if (!w->written)
+		w->len = w->cmd_start = 0;
 }
 
 void stream_writer_release(struct stream_writer *w)

@@ -199,6 +199,11 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
 void stream_writer_skip(struct stream_writer *w, const struct resume_point *p);
 int stream_writer_finish(struct stream_writer *w); /* flush; first error */
 /*
+ * The stream failed: if none of it reached the output yet, none will (a
+ * send refused before its first command writes not even the header).
+ */
+void stream_writer_abandon(struct stream_writer *w);
+/*
  * Before ending the output's first SUBVOL or SNAPSHOT command: w->total as
  * its last attribute, once (not in a command dropped before a resume
  * point: the ENCIO_RESUME command carries it then).
