@@ -170,7 +170,8 @@ static int check_sources(const char *const *paths, size_t nr, bool kernel)
 	size_t i;
 
 	for (i = 0; i < nr; i++) {
-		if (send_source_kind(paths[i], &kind, &e)) {
+		if (send_check_path(paths[i], &e) ||
+		    send_source_kind(paths[i], &kind, &e)) {
 			print_encio_error(&e);
 			return 1;
 		}

@@ -1016,7 +1016,8 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		return encio_error_set(e, EINVAL, "name the subvolumes of",
 				       "send", false, 0);
 	for (i = 0; i < nr; i++) {
-		ret = subvol_name(paths[i], base, &name, e);
+		ret = subvol_name(paths[i], base, &name, e) ?:
+			      send_check_path(paths[i], e);
 		if (ret)
 			return ret;
 	}

@@ -109,6 +109,11 @@ enum send_source {
 
 int send_source_kind(const char *path, enum send_source *kind,
 		     struct encio_error *e);
+/*
+ * -EINVAL for a directory that is not a subvolume and holds only nested
+ * subvolumes: its stream would be an empty subvolume.
+ */
+int send_check_path(const char *path, struct encio_error *e);
 
 /*
  * Where the stream of -f FILE goes: an unnamed file (or, without

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <btrfsutil.h>
+
 #include "send_priv.h"
 
 static int node_push(struct send_walk *w, uint64_t ino, uint32_t parent,
@@ -70,6 +72,78 @@ static int walk_fail(struct send_ctx *ctx, uint32_t node, int err,
 }
 
 static int list_dir_into(struct send_ctx *ctx, int fd, uint32_t dir);
+
+/* Whether entry @name of @dir_fd (on @dev) is one the walk leaves out. */
+static bool left_out(int dir_fd, dev_t dev, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		return false;
+	return !fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+	       S_ISDIR(st.st_mode) && st.st_dev != dev;
+}
+
+/*
+ * A directory that is not a subvolume's root, whose entries are all
+ * nested subvolumes (or, in a snapshot, the empty directories standing
+ * for them), would go as an empty subvolume: the walk leaves them out,
+ * as btrfs send does. That is most often the arguments swapped (encio
+ * send /snapshots): refused, as btrfs send refuses any directory that
+ * is not a subvolume.
+ */
+static int only_nested(int fd, bool *only)
+{
+	size_t nested = 0;
+	struct dirent *de;
+	struct stat st;
+	int dfd;
+	DIR *d;
+
+	*only = false;
+	if (fstat(fd, &st))
+		return -errno;
+	dfd = dup(fd);
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!left_out(fd, st.st_dev, de))
+			break;
+		nested++;
+	}
+	*only = !de && !errno && nested;
+	closedir(d);
+	return 0;
+}
+
+int send_check_path(const char *path, struct encio_error *e)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+	bool only;
+
+	if (fd < 0)
+		return encio_error_set(e, errno, "open", path, false, 0);
+	ret = btrfs_util_is_subvolume_fd(fd) == BTRFS_UTIL_OK ?
+		      0 :
+		      only_nested(fd, &only);
+	close(fd);
+	if (ret)
+		return encio_error_set(e, -ret, "read directory", path, false,
+				       0);
+	if (only)
+		return encio_error_set(
+			e, EINVAL,
+			"send (not a subvolume, and it holds only nested subvolumes, left out as btrfs send leaves them: give the subvolumes)",
+			path, false, 0);
+	return 0;
+}
 
 /*
  * Child directory @child of @fd: listed in turn, unless it is on another
