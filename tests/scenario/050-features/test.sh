@@ -13,7 +13,10 @@ compressible 300000 >"$SRC/file"
 sync
 
 _log "btrfs directory"
+meminfo() { awk -v k="$1:" '$1 == k {print $2}' /proc/meminfo; }
+total_before=$(meminfo HugePages_Total)
 out=$(timeout 60 "$ENCIO" features "$SRC") || _fail "features on btrfs failed"
+total_after=$(meminfo HugePages_Total)
 echo "$out"
 field() { echo "$out" | sed -n "s/^$1: *//p"; }
 [ "$(field kernel)" = "$(uname -r)" ] || _fail "kernel release"
@@ -30,8 +33,14 @@ want=$(cat /sys/fs/btrfs/features/send_stream_version 2>/dev/null || echo 1)
 [ "$(field 'send stream version')" = "$want" ] || _fail "send stream version"
 thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)
 [ "$(field THP)" = "$thp" ] || _fail "THP mode"
-free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-field 'hugetlb pages' | grep -q "^$free free" || _fail "hugetlb pages"
+# The free count moves whenever any process takes or gives back hugetlb
+# pages (another encio's buffers): the total, the page size, and a free
+# count within the total are what stays.
+read -r free _ _ total size _ <<<"$(field 'hugetlb pages' | tr -d '(')"
+[ "$total" = "$total_before" ] || [ "$total" = "$total_after" ] ||
+	_fail "hugetlb pages: total $total, /proc/meminfo $total_before then $total_after"
+[ "$size" = "$(meminfo Hugepagesize)" ] || _fail "hugetlb page size $size"
+[ -n "$free" ] && [ "$free" -le "$total" ] || _fail "hugetlb pages: $free free of $total"
 field 'buffer backing' | grep -qE 'pages$' || _fail "buffer backing"
 field 'defer taskrun' | grep -qE 'accepted$' || _fail "defer taskrun"
 # No scratch file left behind.
