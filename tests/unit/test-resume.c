@@ -4,6 +4,7 @@
  * skip drops what comes before the point, puts the header and the
  * ENCIO_RESUME command there, and refuses a stream that differs before it.
  */
+#include <endian.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -169,6 +170,38 @@ static void read_all(int fd, const struct stream_ops *ops, struct met *m)
 	stream_reader_release(&r);
 }
 
+static uint32_t header_version(int fd)
+{
+	uint32_t v;
+
+	assert_int_equal(pread(fd, &v, sizeof(v), BTRFS_SEND_STREAM_MAGIC_LEN),
+			 (ssize_t)sizeof(v));
+	return le32toh(v);
+}
+
+static void set_header_version(int fd, uint32_t version)
+{
+	uint32_t v = htole32(version);
+
+	assert_int_equal(pwrite(fd, &v, sizeof(v), BTRFS_SEND_STREAM_MAGIC_LEN),
+			 (ssize_t)sizeof(v));
+}
+
+static int read_err(int fd)
+{
+	struct stream_reader r;
+	struct encio_error e;
+	struct met m = { 0 };
+	int ret;
+
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	ret = stream_reader_init(&r, fd, "test", &e);
+	if (!ret)
+		ret = stream_process(&r, &met_ops, &m, &e);
+	stream_reader_release(&r);
+	return ret;
+}
+
 static void test_writer_skip(void **state)
 {
 	int whole = memfd_create("whole", 0), part = memfd_create("part", 0);
@@ -192,8 +225,11 @@ static void test_writer_skip(void **state)
 	assert_int_equal(all.writes, 3);
 
 	assert_int_equal(put_stream(part, &p, 'b'), 0);
+	/* a header no btrfs receive takes, the stream's version in it */
+	assert_int_equal(header_version(part), STREAM_VERSION_RESUMED | 2);
 	read_all(part, &met_ops, &rest);
 	assert_int_equal(rest.resumes, 1);
+	assert_int_equal(rest.point.version, 2);
 	assert_int_equal(rest.point.position, p.position);
 	assert_int_equal(rest.point.fingerprint, p.fingerprint);
 	assert_int_equal(rest.writes, 2);
@@ -238,6 +274,47 @@ static void test_writer_skip_refuses(void **state)
 	close(fd);
 }
 
+/*
+ * ENCIO_RESUME is taken right after a resumed stream's header only, and
+ * such a header only before it; its version's low byte is the stream's.
+ */
+static void test_resume_header_rules(void **state)
+{
+	int fd = memfd_create("rules", 0);
+	struct resume_point p = { .name = "s" };
+	struct stream_reader r;
+	struct stream_cmd cmd;
+	struct encio_error e;
+
+	(void)state;
+	assert_int_equal(put_stream(fd, NULL, 'b'), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(stream_reader_init(&r, fd, "s", &e), 0);
+	assert_int_equal(stream_read_cmd(&r, &cmd, &e), 1);
+	p.position = r.offset - cmd.offset;
+	p.fingerprint = resume_fingerprint_add(0, cmd.type, cmd.len, cmd.crc);
+	p.commands = 1;
+	stream_reader_release(&r);
+
+	/* a plain stream's header, then commands: not resumed */
+	set_header_version(fd, STREAM_VERSION_RESUMED | 2);
+	assert_int_equal(read_err(fd), -EBADMSG);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(put_stream(fd, &p, 'b'), 0);
+	assert_int_equal(read_err(fd), 0);
+	/* ENCIO_RESUME after a plain header */
+	set_header_version(fd, 2);
+	assert_int_equal(read_err(fd), -EBADMSG);
+	/* a version past those known, resumed or not */
+	set_header_version(fd,
+			   STREAM_VERSION_RESUMED | (STREAM_MAX_VERSION + 1));
+	assert_int_equal(read_err(fd), -EPROTONOSUPPORT);
+	set_header_version(fd, STREAM_VERSION_RESUMED);
+	assert_int_equal(read_err(fd), -EPROTONOSUPPORT);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_fingerprint_order),
 		cmocka_unit_test(test_writer_skip),
 		cmocka_unit_test(test_writer_skip_refuses),
+		cmocka_unit_test(test_resume_header_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
