@@ -31,15 +31,33 @@ static void report_progress(struct receive_ctx *ctx)
 	ctx->progress(&ctx->stats, ctx->progress_arg);
 }
 
+/*
+ * A command refused by an append-only or immutable flag (EPERM) is
+ * applied again once flags_lift() lifted them on what it touches.
+ */
+static bool lifted(struct receive_ctx *ctx, int ret, const char *path,
+		   const char *path2)
+{
+	return ret == -EPERM && flags_lift(ctx, path, path2) > 0;
+}
+
+/* The file @path open for its data, its flags lifted if they refuse it. */
+static int write_fd_lifted(struct receive_ctx *ctx, const char *path)
+{
+	int fd = write_fd_get(ctx, path);
+
+	return lifted(ctx, fd, path, NULL) ? write_fd_get(ctx, path) : fd;
+}
+
 /* Creating names. */
 
 /*
  * A mk* command: checked now (a path beneath the subvolume, a name not
  * there yet) so that errors name this command, created at the next one.
  */
-static int make_node(struct receive_ctx *ctx, const char *path,
-		     enum mk_kind kind, mode_t type, dev_t rdev,
-		     const char *target)
+static int make_node_at(struct receive_ctx *ctx, const char *path,
+			enum mk_kind kind, mode_t type, dev_t rdev,
+			const char *target)
 {
 	struct pending_node *p = &ctx->pending;
 	char last[NAME_MAX + 1];
@@ -47,7 +65,6 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 	size_t len;
 	int pfd;
 
-	begin_cmd(ctx, mk_cmd[kind], path, target);
 	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -66,12 +83,26 @@ static int make_node(struct receive_ctx *ctx, const char *path,
 	if (errno != ENOENT)
 		return -errno;
 	p->active = true;
+	p->refused = false;
 	p->kind = kind;
 	p->type = type;
 	p->rdev = rdev;
 	strcpy(p->path, path);
 	strcpy(p->target, target ? target : "");
 	return 0;
+}
+
+static int make_node(struct receive_ctx *ctx, const char *path,
+		     enum mk_kind kind, mode_t type, dev_t rdev,
+		     const char *target)
+{
+	int ret;
+
+	begin_cmd(ctx, mk_cmd[kind], path, target);
+	ret = make_node_at(ctx, path, kind, type, rdev, target);
+	if (lifted(ctx, ret, path, NULL))
+		ret = make_node_at(ctx, path, kind, type, rdev, target);
+	return ret;
 }
 
 static int rcv_mkfile(const char *path, void *arg)
@@ -111,13 +142,12 @@ static int rcv_symlink(const char *path, const char *target, void *arg)
 
 /* Moving and removing names: none follows the last component. */
 
-static int rcv_rename(const char *from, const char *to, void *arg)
+static int apply_rename(struct receive_ctx *ctx, const char *from,
+			const char *to)
 {
-	struct receive_ctx *ctx = arg;
 	char last_from[NAME_MAX + 1], last_to[NAME_MAX + 1];
 	int pfrom, pto, ret;
 
-	begin_cmd(ctx, BTRFS_SEND_C_RENAME, from, to);
 	ret = path_resolve(ctx, &from, ctx->path_buf[0]) ?:
 		      path_resolve(ctx, &to, ctx->path_buf[1]);
 	if (ret)
@@ -145,13 +175,24 @@ static int rcv_rename(const char *from, const char *to, void *arg)
 	return ret;
 }
 
-static int rcv_link(const char *path, const char *target, void *arg)
+static int rcv_rename(const char *from, const char *to, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_RENAME, from, to);
+	ret = apply_rename(ctx, from, to);
+	if (lifted(ctx, ret, from, to))
+		ret = apply_rename(ctx, from, to);
+	return ret;
+}
+
+static int apply_link(struct receive_ctx *ctx, const char *path,
+		      const char *target)
+{
 	char last[NAME_MAX + 1], last_target[NAME_MAX + 1];
 	int pfd, ptarget;
 
-	begin_cmd(ctx, BTRFS_SEND_C_LINK, path, target);
 	pfd = path_resolve(ctx, &path, ctx->path_buf[0]) ?:
 		      path_resolve(ctx, &target, ctx->path_buf[1]);
 	if (pfd)
@@ -166,15 +207,23 @@ static int rcv_link(const char *path, const char *target, void *arg)
 	return linkat(ptarget, last_target, pfd, last, 0) ? -errno : 0;
 }
 
-static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
+static int rcv_link(const char *path, const char *target, void *arg)
+{
+	struct receive_ctx *ctx = arg;
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_LINK, path, target);
+	ret = apply_link(ctx, path, target);
+	if (lifted(ctx, ret, path, target))
+		ret = apply_link(ctx, path, target);
+	return ret;
+}
+
+static int apply_remove(struct receive_ctx *ctx, const char *path, int flags)
 {
 	char last[NAME_MAX + 1];
 	int pfd, ret;
 
-	begin_cmd(ctx,
-		  (flags & AT_REMOVEDIR) ? BTRFS_SEND_C_RMDIR :
-					   BTRFS_SEND_C_UNLINK,
-		  path, NULL);
 	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
@@ -189,6 +238,20 @@ static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
 		return pfd;
 	ret = unlinkat(pfd, last, flags) ? -errno : 0;
 	dir_cache_forget(ctx, path);
+	return ret;
+}
+
+static int remove_name(struct receive_ctx *ctx, const char *path, int flags)
+{
+	int ret;
+
+	begin_cmd(ctx,
+		  (flags & AT_REMOVEDIR) ? BTRFS_SEND_C_RMDIR :
+					   BTRFS_SEND_C_UNLINK,
+		  path, NULL);
+	ret = apply_remove(ctx, path, flags);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_remove(ctx, path, flags);
 	return ret;
 }
 
@@ -221,15 +284,12 @@ static int xattr_path(struct receive_ctx *ctx, const char *path, char *out,
 	return 0;
 }
 
-static int rcv_set_xattr(const char *path, const char *name, const void *data,
-			 size_t len, void *arg)
+static int apply_set_xattr(struct receive_ctx *ctx, const char *path,
+			   const char *name, const void *data, size_t len)
 {
-	struct receive_ctx *ctx = arg;
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
-	dir_cache_inherits_forget(ctx);
 	ret = flags_xattr(ctx, path, name, data, len);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -241,14 +301,26 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	return lsetxattr(full, name, data, len, 0) ? -errno : 0;
 }
 
-static int rcv_remove_xattr(const char *path, const char *name, void *arg)
+static int rcv_set_xattr(const char *path, const char *name, const void *data,
+			 size_t len, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
+	dir_cache_inherits_forget(ctx);
+	ret = apply_set_xattr(ctx, path, name, data, len);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_set_xattr(ctx, path, name, data, len);
+	return ret;
+}
+
+static int apply_remove_xattr(struct receive_ctx *ctx, const char *path,
+			      const char *name)
+{
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
-	dir_cache_inherits_forget(ctx);
 	ret = flags_xattr(ctx, path, name, NULL, 0);
 	if (ret)
 		return ret < 0 ? ret : 0;
@@ -258,14 +330,26 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	return lremovexattr(full, name) ? -errno : 0;
 }
 
-static int rcv_chmod(const char *path, uint64_t mode, void *arg)
+static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
+	dir_cache_inherits_forget(ctx);
+	ret = apply_remove_xattr(ctx, path, name);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_remove_xattr(ctx, path, name);
+	return ret;
+}
+
+static int apply_chmod(struct receive_ctx *ctx, const char *path,
+		       uint64_t mode)
+{
 	char last[NAME_MAX + 1], proc[64];
 	int pfd, fd, ret;
 	struct stat st;
 
-	begin_cmd(ctx, BTRFS_SEND_C_CHMOD, path, NULL);
 	ret = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
@@ -293,13 +377,24 @@ static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 	return ret;
 }
 
-static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
+static int rcv_chmod(const char *path, uint64_t mode, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_CHMOD, path, NULL);
+	ret = apply_chmod(ctx, path, mode);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_chmod(ctx, path, mode);
+	return ret;
+}
+
+static int apply_chown(struct receive_ctx *ctx, const char *path, uint64_t uid,
+		       uint64_t gid)
+{
 	char last[NAME_MAX + 1];
 	int pfd;
 
-	begin_cmd(ctx, BTRFS_SEND_C_CHOWN, path, NULL);
 	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -316,17 +411,24 @@ static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 	return fchownat(pfd, last, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
-static int rcv_utimes(const char *path, const struct timespec *atime,
-		      const struct timespec *mtime,
-		      const struct timespec *ctime, void *arg)
+static int rcv_chown(const char *path, uint64_t uid, uint64_t gid, void *arg)
 {
 	struct receive_ctx *ctx = arg;
-	struct timespec ts[2] = { *atime, *mtime };
+	int ret;
+
+	begin_cmd(ctx, BTRFS_SEND_C_CHOWN, path, NULL);
+	ret = apply_chown(ctx, path, uid, gid);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_chown(ctx, path, uid, gid);
+	return ret;
+}
+
+static int apply_utimes(struct receive_ctx *ctx, const char *path,
+			const struct timespec ts[2])
+{
 	char last[NAME_MAX + 1];
 	int pfd;
 
-	(void)ctime;
-	begin_cmd(ctx, BTRFS_SEND_C_UTIMES, path, NULL);
 	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
@@ -340,13 +442,33 @@ static int rcv_utimes(const char *path, const struct timespec *atime,
 	return utimensat(pfd, last, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 }
 
+static int rcv_utimes(const char *path, const struct timespec *atime,
+		      const struct timespec *mtime,
+		      const struct timespec *ctime, void *arg)
+{
+	struct receive_ctx *ctx = arg;
+	struct timespec ts[2] = { *atime, *mtime };
+	int ret;
+
+	(void)ctime;
+	begin_cmd(ctx, BTRFS_SEND_C_UTIMES, path, NULL);
+	ret = apply_utimes(ctx, path, ts);
+	if (lifted(ctx, ret, path, NULL))
+		ret = apply_utimes(ctx, path, ts);
+	return ret;
+}
+
 static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 {
 	struct receive_ctx *ctx = arg;
+	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
 	dir_cache_inherits_forget(ctx);
-	return flags_fileattr(ctx, path, attr);
+	ret = flags_fileattr(ctx, path, attr);
+	if (lifted(ctx, ret, path, NULL))
+		ret = flags_fileattr(ctx, path, attr);
+	return ret;
 }
 
 static int rcv_update_extent(const char *path, uint64_t offset, uint64_t len,
@@ -382,7 +504,7 @@ static int rcv_write(const char *path, uint64_t offset, const void *data,
 	int fd;
 
 	begin_cmd(ctx, BTRFS_SEND_C_WRITE, path, NULL);
-	fd = write_fd_get(ctx, path);
+	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
 	return write_plain(ctx, fd, data, len, offset);
@@ -438,7 +560,7 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 	int fd, dir, src, ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_CLONE, path, NULL);
-	fd = write_fd_get(ctx, path);
+	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
 	ret = path_resolve(ctx, &clone_path, ctx->path_buf[1]);
@@ -476,7 +598,7 @@ static int rcv_truncate(const char *path, uint64_t size, void *arg)
 	int fd;
 
 	begin_cmd(ctx, BTRFS_SEND_C_TRUNCATE, path, NULL);
-	fd = write_fd_get(ctx, path);
+	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
 	if (size > INT64_MAX)
@@ -511,7 +633,7 @@ static int rcv_fallocate(const char *path, uint32_t mode, uint64_t offset,
 	int fd;
 
 	begin_cmd(ctx, BTRFS_SEND_C_FALLOCATE, path, NULL);
-	fd = write_fd_get(ctx, path);
+	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
 	if (offset > INT64_MAX || len > INT64_MAX)
@@ -696,7 +818,7 @@ static int rcv_encoded_write(const char *path,
 			return n;
 		decoded = true;
 	}
-	fd = write_fd_get(ctx, path);
+	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
 	return apply_encoded_write(ctx, fd, ew, decoded) ?:

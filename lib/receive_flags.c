@@ -19,7 +19,17 @@
  * name in the subvolume's root and moves it after, and a flag or property
  * of the root or of the directory set before would be taken by the new
  * inode. At the end the flags go first, then the xattrs: btrfs refuses the
- * compression property of a nocow inode.
+ * compression property of a nocow inode; append-only and immutable go last
+ * of all, after the xattrs and the root directory's times they refuse.
+ *
+ * An inode of the parent snapshot may carry append-only or immutable,
+ * which refuse what a difference does to it or to the entries of a
+ * directory (EPERM). A command is tried first: where no inode carries
+ * them, as in most chains, that costs nothing, while finding them before
+ * would mean reading the flags of every inode of the parent. On EPERM the
+ * flags of what the command touches are lifted, kept by handle like the
+ * late ones, and put back at the end unless a FILEATTR of the inode came
+ * after: the stream says then what it has.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +60,8 @@ void flags_forget(struct receive_ctx *ctx)
 
 	free(ctx->late);
 	ctx->late = NULL;
-	ctx->nr_late = ctx->cap_late = 0;
+	ctx->nr_late = ctx->cap_late = ctx->nr_lifted = 0;
+	ctx->pending.refused = false;
 	for (i = 0; i < ctx->nr_late_x; i++)
 		free(ctx->late_x[i].value);
 	free(ctx->late_x);
@@ -75,9 +86,12 @@ static bool same_handle(const union late_handle *a, const union late_handle *b)
 	       !memcmp(a->fh.f_handle, b->fh.f_handle, a->fh.handle_bytes);
 }
 
-/* Keep @flags of @mask of the inode open at @fd for flags_finish(). */
-static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags,
-		    unsigned int mask)
+/*
+ * Keep @flags of @mask of the inode open at @fd for flags_finish(): 1, 0
+ * where it has no handle (no way back to it at the end), or -errno.
+ */
+static int late_push(struct receive_ctx *ctx, int fd, unsigned int flags,
+		     unsigned int mask, bool lifted)
 {
 	struct late_flags *l, *grown;
 	size_t cap;
@@ -91,15 +105,127 @@ static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags,
 		ctx->cap_late = cap;
 	}
 	l = &ctx->late[ctx->nr_late];
-	if (handle_of(fd, &l->handle)) {
-		/* no handle, no way back to the inode at the end */
-		refuse(ctx, flags);
+	if (handle_of(fd, &l->handle))
 		return 0;
-	}
 	l->flags = flags;
 	l->mask = mask;
+	l->lifted = lifted;
 	ctx->nr_late++;
-	return 0;
+	ctx->nr_lifted += lifted;
+	return 1;
+}
+
+static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags,
+		    unsigned int mask)
+{
+	int ret = late_push(ctx, fd, flags, mask, false);
+
+	if (!ret)
+		refuse(ctx, flags);
+	return ret < 0 ? ret : 0;
+}
+
+/* A FILEATTR of the inode open at @fd says what it has: not what it had. */
+static void lifted_drop(struct receive_ctx *ctx, int fd)
+{
+	union late_handle h;
+	size_t i, kept = 0;
+
+	if (!ctx->nr_lifted || handle_of(fd, &h))
+		return;
+	for (i = 0; i < ctx->nr_late; i++) {
+		if (ctx->late[i].lifted && same_handle(&ctx->late[i].handle, &h))
+			ctx->nr_lifted--;
+		else
+			ctx->late[kept++] = ctx->late[i];
+	}
+	ctx->nr_late = kept;
+}
+
+/*
+ * The append-only and immutable flags of the regular file or directory
+ * open at @fd (O_PATH or not) lifted and kept: 1 where it had them, 0
+ * where not, or -errno.
+ */
+static int lift_inode(struct receive_ctx *ctx, int fd)
+{
+	struct inode_flags_refused ignored = { 0 };
+	unsigned int had;
+	char proc[64];
+	struct stat st;
+	int rfd, ret;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return 0;
+	path_of_fd(ctx, proc, sizeof(proc), fd, NULL);
+	rfd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	had = inode_flags_get(rfd) & INODE_FLAGS_LATE;
+	ret = had ? late_push(ctx, rfd, had, INODE_FLAGS_LATE, true) : 0;
+	if (ret > 0) {
+		ret = inode_flags_set(rfd, 0, INODE_FLAGS_LATE, &ignored);
+		if (ret < 0 || inode_flags_get(rfd) & INODE_FLAGS_LATE) {
+			/* not lifted (no CAP_LINUX_IMMUTABLE): as it was */
+			inode_flags_set(rfd, had, INODE_FLAGS_LATE, &ignored);
+			ctx->nr_late--;
+			ctx->nr_lifted--;
+			ret = ret < 0 ? ret : 0;
+		} else {
+			ret = 1;
+		}
+	}
+	close(rfd);
+	return ret;
+}
+
+/*
+ * The directory of @path and, with @inode, the inode it names: how many
+ * had their flags lifted, or -errno.
+ */
+static int lift_path(struct receive_ctx *ctx, const char *path, bool inode)
+{
+	char buf[PATH_MAX];
+	const char *name;
+	int dfd, fd, ret, n;
+
+	ret = path_resolve(ctx, &path, buf);
+	if (ret)
+		return ret;
+	dfd = open_parent_resolve(ctx->subvol_fd, path, O_PATH | O_DIRECTORY,
+				  RESOLVE_IN_SUBVOL, &name);
+	if (dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	ret = n = lift_inode(ctx, dfd);
+	if (n >= 0 && inode && *name) {
+		fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		ret = fd < 0 ? (errno == ENOENT ? 0 : -errno) :
+			       lift_inode(ctx, fd);
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dfd);
+	return n < 0 ? n : ret < 0 ? ret : n + ret;
+}
+
+int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2)
+{
+	struct pending_node *p = &ctx->pending;
+	int n, ret = 0;
+
+	n = lift_path(ctx, path, true);
+	if (n >= 0 && path2)
+		ret = lift_path(ctx, path2, true);
+	if (n >= 0 && ret >= 0 && p->refused)
+		n += lift_path(ctx, p->path, false);
+	n = ret < 0 ? ret : n + ret;
+	if (n > 0 && p->refused) {
+		p->refused = false;
+		p->active = true;
+	}
+	return n;
 }
 
 /*
@@ -244,6 +370,7 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 	}
 	if (fd < 0)
 		return fd;
+	lifted_drop(ctx, fd);
 	if (!fstat(fd, &st) && S_ISDIR(st.st_mode)) {
 		late |= want & INODE_FLAGS_EARLY;
 		mask |= INODE_FLAGS_EARLY;
@@ -389,10 +516,56 @@ static int xattrs_finish(struct receive_ctx *ctx)
 			return fail(ctx, errno,
 				    "open a directory to set its xattrs");
 		ret = fsetxattr(fd, x->name, x->value, x->len, 0) ? -errno : 0;
+		if (ret == -EPERM && lift_inode(ctx, fd) > 0)
+			ret = fsetxattr(fd, x->name, x->value, x->len, 0) ?
+				      -errno :
+				      0;
 		close(fd);
 		if (ret)
 			return fail(ctx, ret, "set a directory's xattr");
 	}
+	return 0;
+}
+
+/* @mask of the flags @l keeps, set on its inode. */
+static int late_set(struct receive_ctx *ctx, struct late_flags *l,
+		    unsigned int mask)
+{
+	int fd, ret;
+
+	fd = open_by_handle_at(ctx->subvol_fd, &l->handle.fh,
+			       O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	/* removed later in the stream */
+	if (fd < 0 && (errno == ESTALE || errno == ENOENT))
+		return 0;
+	if (fd < 0 && errno == EPERM) {
+		refuse(ctx, l->flags & mask);
+		return 0;
+	}
+	if (fd < 0)
+		return fail(ctx, errno, "open an inode to set its flags");
+	ret = inode_flags_set(fd, l->flags, mask, &ctx->stats.flags_refused);
+	close(fd);
+	return ret < 0 ? fail(ctx, ret, "set the inode flags") : 0;
+}
+
+/*
+ * The root directory's times as its parent had them (receive_subvol.c
+ * keeps them), set before its append-only or immutable flag is put back:
+ * lifted for that where the parent's root had one.
+ */
+static int root_times_finish(struct receive_ctx *ctx)
+{
+	int ret;
+
+	if (!ctx->root_times_kept)
+		return 0;
+	ret = futimens(ctx->subvol_fd, ctx->root_times) ? -errno : 0;
+	if (ret == -EPERM && lift_inode(ctx, ctx->subvol_fd) > 0)
+		ret = futimens(ctx->subvol_fd, ctx->root_times) ? -errno : 0;
+	if (ret)
+		return fail(ctx, ret, "set the times of the root directory");
+	ctx->root_times_kept = false;
 	return 0;
 }
 
@@ -404,29 +577,19 @@ int flags_finish(struct receive_ctx *ctx)
 {
 	struct late_flags *l;
 	size_t i;
-	int fd, ret;
+	int ret = 0;
 
-	for (i = 0; i < ctx->nr_late; i++) {
+	for (i = 0; !ret && i < ctx->nr_late; i++) {
 		l = &ctx->late[i];
-		fd = open_by_handle_at(ctx->subvol_fd, &l->handle.fh,
-				       O_RDONLY | O_NOCTTY | O_CLOEXEC);
-		/* removed later in the stream */
-		if (fd < 0 && (errno == ESTALE || errno == ENOENT))
-			continue;
-		if (fd < 0 && errno == EPERM) {
-			refuse(ctx, l->flags);
-			continue;
-		}
-		if (fd < 0)
-			return fail(ctx, errno,
-				    "open an inode to set its flags");
-		ret = inode_flags_set(fd, l->flags, l->mask,
-				      &ctx->stats.flags_refused);
-		close(fd);
-		if (ret < 0)
-			return fail(ctx, ret, "set the inode flags");
+		if (!l->lifted)
+			ret = late_set(ctx, l, l->mask & ~INODE_FLAGS_LATE);
 	}
-	ret = xattrs_finish(ctx);
+	ret = ret ?: xattrs_finish(ctx) ?: root_times_finish(ctx);
+	for (i = 0; !ret && i < ctx->nr_late; i++) {
+		l = &ctx->late[i];
+		if (l->flags & INODE_FLAGS_LATE)
+			ret = late_set(ctx, l, INODE_FLAGS_LATE);
+	}
 	if (ret)
 		return ret;
 	flags_forget(ctx);

@@ -63,6 +63,8 @@ struct pending_node {
 	dev_t rdev;
 	char path[PATH_MAX];
 	char target[PATH_MAX];
+	/* its creation was refused (EPERM): made again if flags_lift() lifts */
+	bool refused;
 };
 
 /* btrfs' handles are 20 bytes; 40 with a parent, which is not asked for */
@@ -75,11 +77,13 @@ union late_handle {
 
 /*
  * Flags of an inode set when its subvolume is finished (receive_flags.c):
- * @flags of @mask.
+ * @flags of @mask; @lifted, the append-only and immutable flags it had,
+ * lifted for a command they refused.
  */
 struct late_flags {
 	unsigned int flags;
 	unsigned int mask;
+	bool lifted;
 	union late_handle handle;
 };
 
@@ -151,6 +155,7 @@ struct receive_ctx {
 	struct late_flags *late;
 	size_t nr_late;
 	size_t cap_late;
+	size_t nr_lifted; /* of them, lifted */
 	struct late_xattr *late_x;
 	size_t nr_late_x;
 	size_t cap_late_x;
@@ -291,6 +296,13 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr);
  */
 int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
 		const void *data, size_t len);
+/*
+ * After EPERM: the append-only and immutable flags of the inodes at @path
+ * and @path2 (or NULL), of their directories and of the directory of a
+ * node whose creation they refused, lifted until the subvolume's end. 1
+ * where one was, to apply the command again; 0 where none was; or -errno.
+ */
+int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2);
 int flags_finish(struct receive_ctx *ctx);
 void flags_forget(struct receive_ctx *ctx);
 /* The name as kept by a late_xattr, if a directory passes it on; or NULL. */

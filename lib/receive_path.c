@@ -426,11 +426,15 @@ int pending_flush(struct receive_ctx *ctx)
 {
 	struct pending_node *p = &ctx->pending;
 
+	int ret;
+
 	if (!p->active)
 		return 0;
 	p->active = false;
-	return path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
-				p->target);
+	ret = path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
+			       p->target);
+	p->refused = ret == -EPERM;
+	return ret;
 }
 
 /* A node made at @to comes out as one made at @from. */
@@ -470,5 +474,6 @@ int pending_create_at(struct receive_ctx *ctx, const char *to)
 		p->active = true;
 	else
 		dir_cache_forget(ctx, to);
+	p->refused = ret == -EPERM;
 	return ret;
 }
