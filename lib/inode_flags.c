@@ -69,10 +69,34 @@ static int xflags_set(int fd, unsigned int next, unsigned int change)
 	return ioctl(fd, FS_IOC_FSSETXATTR, &fsx) ? -errno : 0;
 }
 
-int inode_flags_set(int fd, unsigned int want, unsigned int mask,
+/* The flags of @bits made those of @want one by one, *@cur following. */
+static int bits_set(int fd, int *cur, unsigned int bits, unsigned int want,
 		    struct inode_flags_refused *refused)
 {
 	unsigned int bit;
+	int next;
+
+	for (bit = 1; bit && bits; bit <<= 1) {
+		if (!(bits & bit))
+			continue;
+		bits &= ~bit;
+		next = (int)(((unsigned int)*cur & ~bit) | (want & bit));
+		if (next == *cur)
+			continue;
+		if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
+			*cur = next;
+		else if (refusal(errno))
+			refuse(refused, bit);
+		else
+			return -errno;
+	}
+	return 0;
+}
+
+int inode_flags_set(int fd, unsigned int want, unsigned int mask,
+		    struct inode_flags_refused *refused)
+{
+	unsigned int change;
 	int cur = 0, next, ret;
 
 	mask &= INODE_FLAGS_KEPT;
@@ -107,22 +131,20 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		return 1;
 	if (!refusal(errno))
 		return -errno;
-	/* one flag at a time, to know which DEST refuses */
-	for (bit = 1; bit && mask; bit <<= 1) {
-		if (!(mask & bit))
-			continue;
-		mask &= ~bit;
-		next = (int)(((unsigned int)cur & ~bit) | (want & bit));
-		if (next == cur)
-			continue;
-		if (!ioctl(fd, FS_IOC_SETFLAGS, &next))
-			cur = next;
-		else if (refusal(errno))
-			refuse(refused, bit);
-		else
-			return -errno;
-	}
-	return 1;
+	/*
+	 * One flag at a time, to know which DEST refuses. Those to clear go
+	 * first: btrfs refuses nocompress on a nocow inode and nocow on a
+	 * nocompress one (a file made in a nocow directory is nocow, and
+	 * one moved there with +m keeps +m in SRC). Append-only and
+	 * immutable go last.
+	 */
+	change = (unsigned int)(cur ^ next);
+	ret = bits_set(fd, &cur, change & ~want, want, refused) ?:
+		      bits_set(fd, &cur, change & want & ~INODE_FLAGS_LATE,
+			       want, refused) ?:
+		      bits_set(fd, &cur, change & want & INODE_FLAGS_LATE, want,
+			       refused);
+	return ret < 0 ? ret : 1;
 }
 
 static int reopen(int fd, int how)
