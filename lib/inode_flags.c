@@ -96,7 +96,7 @@ static int bits_set(int fd, int *cur, unsigned int bits, unsigned int want,
 int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		    struct inode_flags_refused *refused)
 {
-	unsigned int change;
+	unsigned int change, late;
 	int cur = 0, next, ret;
 
 	mask &= INODE_FLAGS_KEPT;
@@ -139,11 +139,10 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	 * immutable go last.
 	 */
 	change = (unsigned int)(cur ^ next);
+	late = change & want & INODE_FLAGS_LATE;
 	ret = bits_set(fd, &cur, change & ~want, want, refused) ?:
-		      bits_set(fd, &cur, change & want & ~INODE_FLAGS_LATE,
-			       want, refused) ?:
-		      bits_set(fd, &cur, change & want & INODE_FLAGS_LATE, want,
-			       refused);
+		      bits_set(fd, &cur, change & want & ~late, want, refused) ?:
+		      bits_set(fd, &cur, late, want, refused);
 	return ret < 0 ? ret : 1;
 }
 

@@ -343,8 +343,7 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	return ret;
 }
 
-static int apply_chmod(struct receive_ctx *ctx, const char *path,
-		       uint64_t mode)
+static int apply_chmod(struct receive_ctx *ctx, const char *path, uint64_t mode)
 {
 	char last[NAME_MAX + 1], proc[64];
 	int pfd, fd, ret;

@@ -134,7 +134,8 @@ static void lifted_drop(struct receive_ctx *ctx, int fd)
 	if (!ctx->nr_lifted || handle_of(fd, &h))
 		return;
 	for (i = 0; i < ctx->nr_late; i++) {
-		if (ctx->late[i].lifted && same_handle(&ctx->late[i].handle, &h))
+		if (ctx->late[i].lifted &&
+		    same_handle(&ctx->late[i].handle, &h))
 			ctx->nr_lifted--;
 		else
 			ctx->late[kept++] = ctx->late[i];
