@@ -86,12 +86,18 @@ static bool same_handle(const union late_handle *a, const union late_handle *b)
 	       !memcmp(a->fh.f_handle, b->fh.f_handle, a->fh.handle_bytes);
 }
 
+/* Kept by lift_inode(): those of FILEATTR always have the sync flag. */
+static bool is_lifted(const struct late_flags *l)
+{
+	return l->mask == INODE_FLAGS_LATE;
+}
+
 /*
  * Keep @flags of @mask of the inode open at @fd for flags_finish(): 1, 0
  * where it has no handle (no way back to it at the end), or -errno.
  */
 static int late_push(struct receive_ctx *ctx, int fd, unsigned int flags,
-		     unsigned int mask, bool lifted)
+		     unsigned int mask)
 {
 	struct late_flags *l, *grown;
 	size_t cap;
@@ -109,16 +115,15 @@ static int late_push(struct receive_ctx *ctx, int fd, unsigned int flags,
 		return 0;
 	l->flags = flags;
 	l->mask = mask;
-	l->lifted = lifted;
 	ctx->nr_late++;
-	ctx->nr_lifted += lifted;
+	ctx->nr_lifted += is_lifted(l);
 	return 1;
 }
 
 static int late_add(struct receive_ctx *ctx, int fd, unsigned int flags,
 		    unsigned int mask)
 {
-	int ret = late_push(ctx, fd, flags, mask, false);
+	int ret = late_push(ctx, fd, flags, mask);
 
 	if (!ret)
 		refuse(ctx, flags);
@@ -134,7 +139,7 @@ static void lifted_drop(struct receive_ctx *ctx, int fd)
 	if (!ctx->nr_lifted || handle_of(fd, &h))
 		return;
 	for (i = 0; i < ctx->nr_late; i++) {
-		if (ctx->late[i].lifted &&
+		if (is_lifted(&ctx->late[i]) &&
 		    same_handle(&ctx->late[i].handle, &h))
 			ctx->nr_lifted--;
 		else
@@ -165,7 +170,7 @@ static int lift_inode(struct receive_ctx *ctx, int fd)
 	if (rfd < 0)
 		return -errno;
 	had = inode_flags_get(rfd) & INODE_FLAGS_LATE;
-	ret = had ? late_push(ctx, rfd, had, INODE_FLAGS_LATE, true) : 0;
+	ret = had ? late_push(ctx, rfd, had, INODE_FLAGS_LATE) : 0;
 	if (ret > 0) {
 		ret = inode_flags_set(rfd, 0, INODE_FLAGS_LATE, &ignored);
 		if (ret < 0 || inode_flags_get(rfd) & INODE_FLAGS_LATE) {
@@ -199,7 +204,8 @@ static int lift_path(struct receive_ctx *ctx, const char *path, bool inode)
 				  RESOLVE_IN_SUBVOL, &name);
 	if (dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
-	ret = n = lift_inode(ctx, dfd);
+	n = lift_inode(ctx, dfd);
+	ret = 0;
 	if (n >= 0 && inode && *name) {
 		fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		ret = fd < 0 ? (errno == ENOENT ? 0 : -errno) :
@@ -219,8 +225,8 @@ int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2)
 	n = lift_path(ctx, path, true);
 	if (n >= 0 && path2)
 		ret = lift_path(ctx, path2, true);
-	if (n >= 0 && ret >= 0 && p->refused)
-		n += lift_path(ctx, p->path, false);
+	n = ret < 0 ? ret : n + ret;
+	ret = n >= 0 && p->refused ? lift_path(ctx, p->path, false) : 0;
 	n = ret < 0 ? ret : n + ret;
 	if (n > 0 && p->refused) {
 		p->refused = false;
@@ -582,7 +588,7 @@ int flags_finish(struct receive_ctx *ctx)
 
 	for (i = 0; !ret && i < ctx->nr_late; i++) {
 		l = &ctx->late[i];
-		if (!l->lifted)
+		if (!is_lifted(l))
 			ret = late_set(ctx, l, l->mask & ~INODE_FLAGS_LATE);
 	}
 	ret = ret ?: xattrs_finish(ctx) ?: root_times_finish(ctx);

@@ -77,13 +77,12 @@ union late_handle {
 
 /*
  * Flags of an inode set when its subvolume is finished (receive_flags.c):
- * @flags of @mask; @lifted, the append-only and immutable flags it had,
- * lifted for a command they refused.
+ * @flags of @mask. A @mask of INODE_FLAGS_LATE alone keeps the append-only
+ * and immutable flags it had, lifted for a command they refused.
  */
 struct late_flags {
 	unsigned int flags;
 	unsigned int mask;
-	bool lifted;
 	union late_handle handle;
 };
 
