@@ -204,41 +204,52 @@ for p in @data @data/inner; do
 	btrfs property get "$DST/branch/$p" ro | grep -q 'ro=false' || _fail "branch: $p read-only"
 done
 
-# interrupt SIGNAL: a copy into DST2, stopped (SIGSTOP) once it holds a
-# file of a middle snapshot open, then sent SIGNAL (python starts slowly:
-# it runs the copy itself, so as not to miss it)
+# interrupt SIGNAL: a copy into DST2, stopped (SIGSTOP) as it opens a file
+# of a middle snapshot's copy, then sent SIGNAL. Every open on DST2 waits
+# for a fanotify permission answer, given once the copy is stopped: it
+# cannot pass that moment unseen.
 interrupt()
 {
-	python3 - "$1" "$ENCIO" "$SRC" "$DST2/all" <<'PY'
-import os, re, signal, subprocess, sys
+	python3 - "$1" "$ENCIO" "$SRC" "$DST2/all" "$DST2" <<'PY'
+import ctypes, os, re, select, signal, struct, subprocess, sys
+
 sig = getattr(signal, "SIG" + sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64,
+                               ctypes.c_int, ctypes.c_char_p]
+FAN_CLOEXEC, FAN_CLASS_CONTENT, FAN_OPEN_PERM = 0x1, 0x4, 0x10000
+FAN_MARK_ADD, FAN_MARK_FILESYSTEM, FAN_ALLOW = 0x1, 0x100, 0x1
+fan = libc.fanotify_init(FAN_CLOEXEC | FAN_CLASS_CONTENT, os.O_RDONLY)
+if fan < 0 or libc.fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+                                 FAN_OPEN_PERM, -100, sys.argv[5].encode()):
+    sys.exit("fanotify: " + os.strerror(ctypes.get_errno()))
 p = subprocess.Popen([sys.argv[2], "-q", "copy", "-rT", "--subvolumes", sys.argv[3], sys.argv[4]])
-want = re.compile(r"snaps/\.data\.[3-9]\.encio-partial")
+want = re.compile(r"snaps/\.+data\.[3-9]\.encio-partial[^/]*/")
 stopped = False
-while not stopped and p.poll() is None:
-    try:
-        fds = os.listdir("/proc/%d/fd" % p.pid)
-    except OSError:
+while p.poll() is None:
+    if not select.select([fan], [], [], 0.1)[0]:
+        continue
+    buf = os.read(fan, 4096)
+    while buf:
+        length, _, _, _, _, fd, pid = struct.unpack_from("IBBHQii", buf)
+        buf = buf[length:]
+        if fd < 0:
+            continue
+        if not stopped and pid == p.pid and want.search(os.readlink("/proc/self/fd/%d" % fd)):
+            p.send_signal(signal.SIGSTOP)
+            stopped = True
+        os.write(fan, struct.pack("iI", fd, FAN_ALLOW))
+        os.close(fd)
+    if stopped:
         break
-    for fd in fds:
-        try:
-            if want.search(os.readlink("/proc/%d/fd/%s" % (p.pid, fd))):
-                p.send_signal(signal.SIGSTOP)
-                stopped = True
-                break
-        except OSError:
-            pass
+os.close(fan)
 if not stopped:
-    sys.exit(77)
+    sys.exit("the copy ended without opening a file of a middle snapshot")
 p.send_signal(sig)
 p.send_signal(signal.SIGCONT)
 print("copy stopped by SIG%s: exit %d" % (sys.argv[1], p.wait()))
 PY
-	case $? in
-	0) ;;
-	77) _not_run "the copy ended before it could be stopped" ;;
-	*) _fail "interrupt $1" ;;
-	esac
+	[ $? = 0 ] || _fail "interrupt $1"
 }
 
 _log "interrupted by SIGINT, then by SIGKILL, then run again"
