@@ -276,6 +276,15 @@ int copy_share_plan(struct copy_job *job);
  * @st, @map): its ranges offered as if this run wrote them, so that the
  * files sharing their extents clone them instead of writing them again.
  */
+/*
+ * Whether no one but root, the user running the copy and @owner can write
+ * the file of @st (the group bits of a file with an ACL are its mask, so
+ * they bound every entry but the owner's): a file of DEST offered as a
+ * clone source, or cloned from into a file of @owner, must be. A file a
+ * rerun found complete is offered only if its stat as found passes with
+ * its own source's owner, so that it was not someone else's to change.
+ */
+bool copy_share_writers_only(const struct stat *st, uid_t owner);
 void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 			      const struct stat *st,
 			      const struct extent_map *map, int dst_fd);
