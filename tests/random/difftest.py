@@ -213,6 +213,10 @@ def file_hash(path):
     return h.hexdigest()[:16]
 
 
+# set by encio receive on the root of a subvolume it received
+RECEIVED_MARK = "trusted.encio.received"
+
+
 def xattrs_of(path):
     out = {}
     try:
@@ -220,6 +224,8 @@ def xattrs_of(path):
     except OSError:
         return out
     for nm in names:
+        if nm == RECEIVED_MARK:
+            continue
         try:
             v = os.getxattr(path, nm, follow_symlinks=False)
         except OSError as e:
