@@ -365,7 +365,8 @@ static bool right_in(const char *dir, const char *path)
 }
 
 static int duplicate(struct receive_ctx *ctx, const char *role,
-		     const struct uuid_search *s, const char *first)
+		     const struct uuid_search *s, const char *first,
+		     const char *second)
 {
 	char uuid[BTRFS_UUID_UNPARSED_SIZE];
 
@@ -373,7 +374,7 @@ static int duplicate(struct receive_ctx *ctx, const char *role,
 	snprintf(
 		ctx->why_buf, sizeof(ctx->why_buf),
 		"%s subvolume %s: two subvolumes have it as received UUID, '%.256s' and '%.256s'",
-		role, uuid, first, s->taken_path);
+		role, uuid, first, second);
 	ctx->lookup_failed = true;
 	ctx->lookup_unreachable = false;
 	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
@@ -390,9 +391,9 @@ static int open_received(struct receive_ctx *ctx, const char *role,
 			 struct uuid_search *s)
 {
 	uint64_t ids[UUID_IDS_MAX];
-	char first[PATH_MAX], dest[PATH_MAX];
-	int i, n, fd, taken = -ENOENT;
-	bool here, taken_here = false, dest_known;
+	char first[2][PATH_MAX], second[2][PATH_MAX], dest[PATH_MAX];
+	int i, n, fd, taken[2] = { -ENOENT, -ENOENT }, ret;
+	bool here, dup[2] = { false, false }, dest_known;
 
 	s->any_transid = true;
 	dest_known = !dir_fs_path(ctx->dest_fd, dest, sizeof(dest));
@@ -400,32 +401,39 @@ static int open_received(struct receive_ctx *ctx, const char *role,
 			  ids, UUID_IDS_MAX);
 	if (n < 0)
 		return fail(ctx, n, "search the UUID tree");
+	/* [1]: the first taken right in DEST, [0]: the first elsewhere */
 	for (i = 0; i < n; i++) {
 		fd = open_candidate(ctx, role, ids[i], true, s);
 		if (fd == -ENOENT)
 			continue;
 		if (fd < 0) {
-			if (taken >= 0)
-				close(taken);
-			return candidate_failed(ctx, fd);
+			ret = candidate_failed(ctx, fd);
+			goto out;
 		}
 		here = dest_known && right_in(dest, s->taken_path);
-		if (taken >= 0 && here == taken_here) {
+		if (taken[here] >= 0) {
 			close(fd);
-			close(taken);
-			return duplicate(ctx, role, s, first);
-		}
-		if (taken >= 0 && !here) {
-			close(fd);
+			if (!dup[here])
+				snprintf(second[here], sizeof(second[here]),
+					 "%s", s->taken_path);
+			dup[here] = true;
 			continue;
 		}
-		if (taken >= 0)
-			close(taken);
-		taken = fd;
-		taken_here = here;
-		snprintf(first, sizeof(first), "%s", s->taken_path);
+		taken[here] = fd;
+		snprintf(first[here], sizeof(first[here]), "%s", s->taken_path);
 	}
-	return taken;
+	here = taken[1] >= 0;
+	if (dup[here]) {
+		ret = duplicate(ctx, role, s, first[here], second[here]);
+		goto out;
+	}
+	ret = taken[here];
+	taken[here] = -ENOENT;
+out:
+	for (i = 0; i < 2; i++)
+		if (taken[i] >= 0)
+			close(taken[i]);
+	return ret;
 }
 
 /*
