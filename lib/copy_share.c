@@ -267,8 +267,11 @@ static int clone_source(struct copy_job *job, uint32_t id)
 	}
 	/*
 	 * Its metadata may have been set since it was offered: once its
-	 * owner may write it, its bytes go into that owner's files only.
+	 * owner may write it, its bytes go into that owner's files only
+	 * (and into itself: whoever may write it may write the copy).
 	 */
+	if (id == job->share_file)
+		return fd;
 	if (fstat(fd, &st))
 		return -errno;
 	return copy_share_writers_only(&st, job->src_st.st_uid) ? fd : -EPERM;

@@ -304,16 +304,19 @@ def disk_usage(path):
 
 def disk_usage_by_owner(path):
     """disk_usage() of the regular files under @path of each owner, added
-    up: what a copy takes at most where a file is cloned from another only
-    if the other is root's or has its owner (encio-copy(8), SHARED DATA),
-    or None without compsize."""
+    up, a file that group or others may write on its own, uncompressed (a
+    part of a compressed extent that is not cloned is written plain): what
+    a copy takes at most where a file is cloned from another only if no
+    one but root and its owner can write the other (encio-copy(8), SHARED
+    DATA), or None without compsize."""
     owners = {}
     for top, dirs, files in os.walk(path):
         for f in files:
             p = os.path.join(top, f)
             st = os.lstat(p)
             if stat.S_ISREG(st.st_mode):
-                owners.setdefault(st.st_uid, []).append(p)
+                key = p if st.st_mode & 0o022 else st.st_uid
+                owners.setdefault(key, []).append(p)
     total = 0
     for paths in owners.values():
         for i in range(0, len(paths), 500):
@@ -326,7 +329,7 @@ def disk_usage_by_owner(path):
                 return None
             for line in out.splitlines():
                 if line.startswith("TOTAL"):
-                    total += int(line.split()[2])
+                    total += int(line.split()[3])
     return total
 
 
