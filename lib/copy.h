@@ -272,11 +272,6 @@ int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
 			  const char *const *srcs, int nr);
 int copy_share_plan(struct copy_job *job);
 /*
- * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
- * @st, @map): its ranges offered as if this run wrote them, so that the
- * files sharing their extents clone them instead of writing them again.
- */
-/*
  * Whether no one but root, the user running the copy and @owner can write
  * the file of @st (the group bits of a file with an ACL are its mask, so
  * they bound every entry but the owner's): a file of DEST offered as a
@@ -285,6 +280,11 @@ int copy_share_plan(struct copy_job *job);
  * its own source's owner, so that it was not someone else's to change.
  */
 bool copy_share_writers_only(const struct stat *st, uid_t owner);
+/*
+ * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
+ * @st, @map): its ranges offered as if this run wrote them, so that the
+ * files sharing their extents clone them instead of writing them again.
+ */
 void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 			      const struct stat *st,
 			      const struct extent_map *map, int dst_fd);
