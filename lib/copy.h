@@ -272,6 +272,15 @@ int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
 			  const char *const *srcs, int nr);
 int copy_share_plan(struct copy_job *job);
 /*
+ * Whether no one but root, the user running the copy and @owner can write
+ * the file of @st (the group bits of a file with an ACL are its mask, so
+ * they bound every entry but the owner's): a file of DEST offered as a
+ * clone source, or cloned from into a file of @owner, must be. A file a
+ * rerun found complete is offered only if its stat as found passes with
+ * its own source's owner, so that it was not someone else's to change.
+ */
+bool copy_share_writers_only(const struct stat *st, uid_t owner);
+/*
  * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
  * @st, @map): its ranges offered as if this run wrote them, so that the
  * files sharing their extents clone them instead of writing them again.

@@ -232,6 +232,13 @@ static void job_offer(struct copy_job *job)
 				     SHARE_READY);
 }
 
+bool copy_share_writers_only(const struct stat *st, uid_t owner)
+{
+	return S_ISREG(st->st_mode) && !(st->st_mode & (S_IWGRP | S_IWOTH)) &&
+	       (st->st_uid == 0 || st->st_uid == owner ||
+		st->st_uid == geteuid());
+}
+
 /*
  * A descriptor of the DEST file @id to read from, found by its handle
  * (which names the inode and its generation, never a path: a name swapped
@@ -241,20 +248,33 @@ static void job_offer(struct copy_job *job)
 static int clone_source(struct copy_job *job, uint32_t id)
 {
 	struct copy_ctx *ctx = job->ctx;
+	struct stat st;
 	int fd;
 
 	if (share_file_get(&ctx->share, id)->handle_type == SHARE_HOLDER_HANDLE)
 		return ctx->holder_fd;
-	if (ctx->clone_fd >= 0 && ctx->clone_file == id)
-		return ctx->clone_fd;
-	fd = share_file_open(share_file_get(&ctx->share, id), job->dst_fd);
-	if (fd < 0)
+	if (ctx->clone_fd >= 0 && ctx->clone_file == id) {
+		fd = ctx->clone_fd;
+	} else {
+		fd = share_file_open(share_file_get(&ctx->share, id),
+				     job->dst_fd);
+		if (fd < 0)
+			return fd;
+		if (ctx->clone_fd >= 0)
+			close(ctx->clone_fd);
+		ctx->clone_fd = fd;
+		ctx->clone_file = id;
+	}
+	/*
+	 * Its metadata may have been set since it was offered: once its
+	 * owner may write it, its bytes go into that owner's files only
+	 * (and into itself: whoever may write it may write the copy).
+	 */
+	if (id == job->share_file)
 		return fd;
-	if (ctx->clone_fd >= 0)
-		close(ctx->clone_fd);
-	ctx->clone_fd = fd;
-	ctx->clone_file = id;
-	return fd;
+	if (fstat(fd, &st))
+		return -errno;
+	return copy_share_writers_only(&st, job->src_st.st_uid) ? fd : -EPERM;
 }
 
 static int clone_piece(struct copy_job *job, const struct share_piece *c)

@@ -31,6 +31,7 @@
 
 #include "copy_subvols_internal.h"
 #include "kernel.h"
+#include "received_mark.h"
 #include "send.h"
 
 struct sender {
@@ -243,6 +244,7 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 			 int fd)
 {
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	int ret;
 
 	/* btrfs send names a subvolume by its ctransid, received or not */
 	if (en->snap.path) {
@@ -252,8 +254,9 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 		memcpy(rs.uuid, subvol_expected_received(en), BTRFS_UUID_SIZE);
 		rs.stransid = en->info.ctransid;
 	}
-	if (ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
-		return encio_error_set(s->e, errno, "set the received UUID of",
+	ret = received_mark_set(fd, &rs);
+	if (ret)
+		return encio_error_set(s->e, ret, "set the received UUID of",
 				       en->src, false, 0);
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "received_mark.h"
 #include "kernel.h"
 
 static int set_name(struct placement *p, const char *name)
@@ -174,10 +175,17 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		return ret;
 	}
 	if (en->read_only) {
-		en->parent_ok = !memcmp(info.received_uuid,
-					subvol_expected_received(en),
-					BTRFS_UUID_SIZE);
-		ret = en->parent_ok ? 1 : -EEXIST;
+		ret = memcmp(info.received_uuid, subvol_expected_received(en),
+			     BTRFS_UUID_SIZE) ?
+			      -EEXIST :
+			      1;
+		/*
+		 * Left as it is, but the parent of a difference only if no
+		 * one but root can have changed it since it was received
+		 */
+		en->parent_ok = ret == 1 &&
+				received_mark_check(fd, &info, false) ==
+					RECEIVED_TRUSTED;
 	} else if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY) {
 		ret = -EEXIST;
 	} else {
@@ -188,6 +196,10 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 				!memcmp(info.received_uuid, en->snap.uuid,
 					BTRFS_UUID_SIZE);
 		ret = en->parent_ok ? 1 : writable_copy_state(s, en, fd, &info);
+		/* its owner may have marked it again to hide a change */
+		if (ret == 2 &&
+		    received_mark_check(fd, &info, true) != RECEIVED_TRUSTED)
+			p->copy_stransid = 0; /* replaced, not from its base */
 	}
 	close(fd);
 	return ret;

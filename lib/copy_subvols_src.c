@@ -19,6 +19,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "received_mark.h"
 #include "kernel.h"
 
 #define CHANGED_SEARCH_BYTES (64U << 10)
@@ -415,8 +416,8 @@ static int finish_writable(struct subvols *s, struct subvol_entry *en,
 	/* all of the copy in transactions before the mark's */
 	if (syncfs(fd))
 		ret = encio_error_set(s->e, errno, "sync", en->rel, false, 0);
-	if (!ret && ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
-		ret = encio_error_set(s->e, errno, "set the received UUID of",
+	if (!ret && (ret = received_mark_set(fd, &rs)))
+		ret = encio_error_set(s->e, ret, "set the received UUID of",
 				      en->src, false, 0);
 	close(fd);
 	return ret ?: snapshot_keep(s, en);

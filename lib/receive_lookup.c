@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "receive_internal.h"
+#include "received_mark.h"
 
 /*
  * Climb from the destination to the root of its mount: '..' that would
@@ -152,6 +153,9 @@ struct uuid_search {
 	bool any_transid;    /* else only a subvolume of @transid will do */
 	bool unreachable;    /* one found, outside the mount */
 	char path[PATH_MAX]; /* of the one found */
+	int refused;	     /* the received_trust of the first refused */
+	char refused_path[PATH_MAX];
+	char taken_path[PATH_MAX]; /* of a received one taken */
 };
 
 /*
@@ -179,10 +183,39 @@ static void transid_note(struct receive_ctx *ctx, const char *role,
 }
 
 /*
+ * A received subvolume found by its received UUID is taken only if encio
+ * received it and it is unchanged since, or it is root's (its mark, else
+ * its owner: received_mark_check()); any user can give a subvolume of
+ * theirs any received UUID and make it read-only. A writable one (copy
+ * --subvolumes' copy of a writable subvolume) changes by design: only its
+ * mark, or its owner, is looked at, as btrfs receive looks at nothing.
+ * 0 to take @fd, -ENOENT (noted in @s), or another -errno.
+ */
+static int check_received(int fd, const struct btrfs_util_subvolume_info *info,
+			  const char *path, struct uuid_search *s)
+{
+	int trust = received_mark_check(
+		fd, info, !(info->flags & BTRFS_ROOT_SUBVOL_RDONLY));
+
+	if (trust < 0)
+		return trust;
+	if (trust != RECEIVED_TRUSTED) {
+		if (s->refused == RECEIVED_TRUSTED) {
+			s->refused = trust;
+			snprintf(s->refused_path, sizeof(s->refused_path), "%s",
+				 path);
+		}
+		return -ENOENT;
+	}
+	snprintf(s->taken_path, sizeof(s->taken_path), "%s", path);
+	return 0;
+}
+
+/*
  * Open subvolume @id if it still has the UUID sought (and the transid, in
- * a search that asks for it) and the mount reaches it. Returns the fd,
- * -ENOENT for a subvolume that does not do (noted in @s), or another
- * -errno.
+ * a search that asks for it), the mount reaches it and, received, it is
+ * taken (check_received()). Returns the fd, -ENOENT for a subvolume that
+ * does not do (noted in @s), or another -errno.
  */
 static int open_candidate(struct receive_ctx *ctx, const char *role,
 			  uint64_t id, bool received, struct uuid_search *s)
@@ -235,6 +268,15 @@ static int open_candidate(struct receive_ctx *ctx, const char *role,
 		fd = -ESTALE;
 		goto out;
 	}
+	if (received) {
+		int ret = check_received(fd, &info, path, s);
+
+		if (ret) {
+			close(fd);
+			fd = ret;
+			goto out;
+		}
+	}
 	transid_note(ctx, role, s, path, transid);
 out:
 	free(path);
@@ -280,7 +322,11 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 	ctx->lookup_failed = true;
 	ctx->lookup_unreachable = s->unreachable;
 	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
-	if (s->unreachable) {
+	if (s->refused != RECEIVED_TRUSTED) {
+		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+			 "%s subvolume %s at '%.256s' is not taken: %s", role,
+			 uuid, s->refused_path, received_trust_str(s->refused));
+	} else if (s->unreachable) {
 		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
 			 "%s subvolume %s at '%.256s' is outside %s '/%.256s'",
 			 role, uuid, s->path,
@@ -300,6 +346,96 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 
 #define UUID_IDS_MAX 64
 
+static int candidate_failed(struct receive_ctx *ctx, int fd)
+{
+	if (fd == -ESTALE)
+		return fail(ctx, fd,
+			    "the subvolume moved while it was looked up");
+	return fail(ctx, fd, "open the subvolume found by UUID");
+}
+
+/* Whether subvolume @path (from the top-level) is right in directory @dir. */
+static bool right_in(const char *dir, const char *path)
+{
+	size_t len = strlen(dir);
+
+	if (len && (strncmp(path, dir, len) || path[len] != '/'))
+		return false;
+	return !strchr(path + len + !!len, '/');
+}
+
+static int duplicate(struct receive_ctx *ctx, const char *role,
+		     const struct uuid_search *s, const char *first,
+		     const char *second)
+{
+	char uuid[BTRFS_UUID_UNPARSED_SIZE];
+
+	lookup_uuid_format(s->uuid, uuid);
+	snprintf(
+		ctx->why_buf, sizeof(ctx->why_buf),
+		"%s subvolume %s: two subvolumes have it as received UUID, '%.256s' and '%.256s'",
+		role, uuid, first, second);
+	ctx->lookup_failed = true;
+	ctx->lookup_unreachable = false;
+	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
+	return fail(ctx, ENOTUNIQ, ctx->why_buf);
+}
+
+/*
+ * The one subvolume taken whose received UUID is @s->uuid, whatever its
+ * stransid (transid_note()), or -ENOENT. Of two taken (a stream received
+ * twice), the one right in the destination, as a chain of backups has
+ * them; else there is no telling which was meant: refused, naming both.
+ */
+static int open_received(struct receive_ctx *ctx, const char *role,
+			 struct uuid_search *s)
+{
+	uint64_t ids[UUID_IDS_MAX];
+	char first[2][PATH_MAX], second[2][PATH_MAX], dest[PATH_MAX];
+	int i, n, fd, taken[2] = { -ENOENT, -ENOENT }, ret;
+	bool here, dup[2] = { false, false }, dest_known;
+
+	s->any_transid = true;
+	dest_known = !dir_fs_path(ctx->dest_fd, dest, sizeof(dest));
+	n = uuid_tree_ids(ctx->mnt_fd, s->uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL,
+			  ids, UUID_IDS_MAX);
+	if (n < 0)
+		return fail(ctx, n, "search the UUID tree");
+	/* [1]: the first taken right in DEST, [0]: the first elsewhere */
+	for (i = 0; i < n; i++) {
+		fd = open_candidate(ctx, role, ids[i], true, s);
+		if (fd == -ENOENT)
+			continue;
+		if (fd < 0) {
+			ret = candidate_failed(ctx, fd);
+			goto out;
+		}
+		here = dest_known && right_in(dest, s->taken_path);
+		if (taken[here] >= 0) {
+			close(fd);
+			if (!dup[here])
+				snprintf(second[here], sizeof(second[here]),
+					 "%s", s->taken_path);
+			dup[here] = true;
+			continue;
+		}
+		taken[here] = fd;
+		snprintf(first[here], sizeof(first[here]), "%s", s->taken_path);
+	}
+	here = taken[1] >= 0;
+	if (dup[here]) {
+		ret = duplicate(ctx, role, s, first[here], second[here]);
+		goto out;
+	}
+	ret = taken[here];
+	taken[here] = -ENOENT;
+out:
+	for (i = 0; i < 2; i++)
+		if (taken[i] >= 0)
+			close(taken[i]);
+	return ret;
+}
+
 /*
  * The subvolume whose received UUID (else whose own UUID) is @uuid, opened:
  * the @role ("parent", "clone source") of a stream command whose transid
@@ -308,8 +444,6 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 			       const uint8_t *uuid, uint64_t transid)
 {
-	static const uint8_t types[] = { BTRFS_UUID_KEY_RECEIVED_SUBVOL,
-					 BTRFS_UUID_KEY_SUBVOL };
 	struct uuid_search *s;
 	uint64_t ids[UUID_IDS_MAX];
 	int t, i, n, fd;
@@ -330,32 +464,22 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 		return -ENOMEM;
 	s->uuid = uuid;
 	s->transid = transid;
-	/*
-	 * Where several subvolumes have the UUID (a stream received twice,
-	 * into two places), the one of the stream's transid is the one it
-	 * was made from: it is taken first, else any, as btrfs receive.
-	 */
-	for (t = 0; t < 2 * (int)sizeof(types); t++) {
-		s->any_transid = t >= (int)sizeof(types);
-		n = uuid_tree_ids(ctx->mnt_fd, uuid, types[t % sizeof(types)],
-				  ids, UUID_IDS_MAX);
+	fd = open_received(ctx, role, s);
+	if (fd != -ENOENT)
+		goto out;
+	/* by its own UUID: of the stream's transid first, else any */
+	for (t = 0; t < 2; t++) {
+		s->any_transid = t;
+		n = uuid_tree_ids(ctx->mnt_fd, uuid, BTRFS_UUID_KEY_SUBVOL, ids,
+				  UUID_IDS_MAX);
 		if (n < 0) {
 			fd = fail(ctx, n, "search the UUID tree");
 			goto out;
 		}
 		for (i = 0; i < n; i++) {
-			fd = open_candidate(
-				ctx, role, ids[i],
-				types[t % sizeof(types)] ==
-					BTRFS_UUID_KEY_RECEIVED_SUBVOL,
-				s);
-			if (fd == -ESTALE)
-				fd = fail(
-					ctx, fd,
-					"the subvolume moved while it was looked up");
-			else if (fd < 0 && fd != -ENOENT)
-				fd = fail(ctx, fd,
-					  "open the subvolume found by UUID");
+			fd = open_candidate(ctx, role, ids[i], false, s);
+			if (fd < 0 && fd != -ENOENT)
+				fd = candidate_failed(ctx, fd);
 			if (fd != -ENOENT)
 				goto out;
 		}

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "receive_internal.h"
+#include "received_mark.h"
 
 /* The cached directories are the subvolume's: they go with it. */
 void subvol_close(struct receive_ctx *ctx)
@@ -114,8 +115,9 @@ static int finish_subvol(struct receive_ctx *ctx)
 	memset(&rs, 0, sizeof(rs));
 	memcpy(rs.uuid, ctx->uuid, BTRFS_UUID_SIZE);
 	rs.stransid = ctx->ctransid;
-	if (ioctl(ctx->subvol_fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, &rs))
-		return fail(ctx, errno, "set the received UUID");
+	ret = received_mark_set(ctx->subvol_fd, &rs);
+	if (ret)
+		return fail(ctx, ret, "set the received UUID");
 	err = ctx->leave_writable ?
 		      BTRFS_UTIL_OK :
 		      btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd,

@@ -292,7 +292,9 @@ static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 static int file_found_complete(struct tree *t, struct tree_file *f, int fd,
 			       const struct stat *cur)
 {
-	int ret, keep = t->ctx->share_on ? dup(fd) : -1;
+	bool offer = t->ctx->share_on &&
+		     copy_share_writers_only(cur, f->st.st_uid);
+	int ret, keep = offer ? dup(fd) : -1;
 
 	ret = file_refresh(t, f, fd, cur);
 	if (ret != 1 || keep < 0) {

@@ -213,6 +213,10 @@ def file_hash(path):
     return h.hexdigest()[:16]
 
 
+# set by encio receive on the root of a subvolume it received
+RECEIVED_MARK = "trusted.encio.received"
+
+
 def xattrs_of(path):
     out = {}
     try:
@@ -220,6 +224,8 @@ def xattrs_of(path):
     except OSError:
         return out
     for nm in names:
+        if nm == RECEIVED_MARK:
+            continue
         try:
             v = os.getxattr(path, nm, follow_symlinks=False)
         except OSError as e:
@@ -294,6 +300,37 @@ def disk_usage(path):
         if line.startswith("TOTAL"):
             return int(line.split()[2])
     return 0
+
+
+def disk_usage_by_owner(path):
+    """disk_usage() of the regular files under @path of each owner, added
+    up, a file that group or others may write on its own, uncompressed (a
+    part of a compressed extent that is not cloned is written plain): what
+    a copy takes at most where a file is cloned from another only if no
+    one but root and its owner can write the other (encio-copy(8), SHARED
+    DATA), or None without compsize."""
+    owners = {}
+    for top, dirs, files in os.walk(path):
+        for f in files:
+            p = os.path.join(top, f)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode):
+                key = p if st.st_mode & 0o022 else st.st_uid
+                owners.setdefault(key, []).append(p)
+    total = 0
+    for paths in owners.values():
+        for i in range(0, len(paths), 500):
+            try:
+                out = subprocess.run(["compsize", "-b"] + paths[i:i + 500],
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL,
+                                     text=True).stdout
+            except FileNotFoundError:
+                return None
+            for line in out.splitlines():
+                if line.startswith("TOTAL"):
+                    total += int(line.split()[3])
+    return total
 
 
 def is_placeholder(a):
@@ -1051,6 +1088,9 @@ class CopyMethod(Method):
         # timing, and some losses of that kind remain (seed 10's s3)
         subprocess.run(["sync", "-f", dest])
         src_du, dst_du = disk_usage(st["path"]), disk_usage(dest)
+        if src_du is not None and dst_du is not None and dst_du > src_du:
+            # files of different users share through root's files only
+            src_du = max(src_du, disk_usage_by_owner(st["path"]) or 0)
         if src_du is not None and dst_du is not None and dst_du > src_du * 1.015 + 65536:
             what = "the copy takes %d bytes on disk, its source %d (+%.1f%%)" % (
                 dst_du, src_du, 100.0 * (dst_du - src_du) / max(src_du, 1))

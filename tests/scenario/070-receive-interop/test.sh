@@ -70,7 +70,7 @@ run_check btrfs -q send --proto 2 --compressed-data -f "$S/two" "$SRC/snap1" "$S
 tree_state()
 {
 	(cd "$1" && find . -printf '%p %y %m %U %G %s %TY-%Tm-%Td_%TT %l\n' | LC_ALL=C sort &&
-		getfattr -R -h -d -m- . 2>/dev/null)
+		getfattr -R -h -d -m "$XATTRS" . 2>/dev/null)
 }
 
 compare_trees()

@@ -63,7 +63,7 @@ R=$SRC/ro/vol
 tree_state()
 {
 	(cd "$1" && find . -printf '%p %y %m %U %G %s %T@ %l\n' | LC_ALL=C sort &&
-		find . -print0 | LC_ALL=C sort -z | xargs -0 getfattr -h -d -m- 2>/dev/null)
+		find . -print0 | LC_ALL=C sort -z | xargs -0 getfattr -h -d -m "$XATTRS" 2>/dev/null)
 }
 
 compare_trees()

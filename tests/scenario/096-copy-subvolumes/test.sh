@@ -120,7 +120,7 @@ content_diff()
 # xattrs_of DIR: every xattr of every entry, one line per entry, sorted
 xattrs_of()
 {
-	(cd "$1" && getfattr -R -h -d -m- -e hex . 2>/dev/null) |
+	(cd "$1" && getfattr -R -h -d -m "$XATTRS" -e hex . 2>/dev/null) |
 		awk 'BEGIN { RS = "" } { gsub("\n", " "); print }' | LC_ALL=C sort
 }
 

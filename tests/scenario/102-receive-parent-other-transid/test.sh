@@ -42,10 +42,10 @@ run_check btrfs -q subvolume snapshot -r "$SRC/sv" "$SRC/s2"
 run_check "$ENCIO" -q send -f "$TEST_TMP/s1.stream" "$SRC/s1"
 run_check "$ENCIO" -q send -p "$SRC/s1" -f "$TEST_TMP/s2.stream" "$SRC/s2"
 
-for into in b e; do
-	run_check "$ENCIO" -q receive -f "$TEST_TMP/s1.stream" "$DST/$into"
-	set_stransid "$DST/$into/s1" 3
-done
+# received by btrfs receive (which marks nothing): root's, so taken by
+# encio receive too, unlike one it marked and that was marked again since
+run_check btrfs -q receive -f "$TEST_TMP/s1.stream" "$DST/b"
+set_stransid "$DST/b/s1" 3
 
 _log "btrfs receive takes the parent, and so does encio receive"
 run_check btrfs -q receive -f "$TEST_TMP/s2.stream" "$DST/b"
@@ -57,7 +57,7 @@ out=$("$ENCIO" receive -f "$TEST_TMP/s2.stream" "$DST/b" 2>&1 >/dev/null)
 echo "$out" | grep -q transid && _fail "the transids are mentioned without -v: $out"
 
 _log "a parent no subvolume has: the UUID and the candidates named"
-run_check btrfs -q subvolume delete "$DST/e/s2" "$DST/e/s1" "$DST/b/s1"
+run_check btrfs -q subvolume delete "$DST/e/s2" "$DST/b/s1"
 run_mustfail "a missing parent" "$ENCIO" receive -f "$TEST_TMP/s2.stream" "$DST/e"
 echo "$ERR_OUT" | grep -q "cannot find parent subvolume $(uuid_of "$SRC/s1")" ||
 	_fail "not btrfs receive's words"
