@@ -127,7 +127,7 @@ btrfs -q subvolume snapshot -r "$T" "$SRC/snap" || _fail "snapshot"
 entries=$(find "$T" | wc -l)
 xattr_dump()
 {
-	(cd "$1" && getfattr -R -h -d -m- --absolute-names . 2>/dev/null)
+	(cd "$1" && getfattr -R -h -d -m "$XATTRS" --absolute-names . 2>/dev/null)
 }
 list_calls()
 {
