@@ -495,6 +495,7 @@ class History:
         self.seed = seed
         self.r = rng
         self.hostile = hostile
+        self.shared = []      # files the user copied with cp --reflink
         self.opts = rng.choice(MOUNT_OPTS)
         self.mkfs_opts = rng.choice(MKFS_OPTS)
         self.nsnaps = rng.randint(3, 6)
@@ -609,7 +610,7 @@ class History:
             (1, self.o_sync), (2, self.o_tiny),
         ]
         if self.hostile:
-            ops += [(4, self.u_copy), (2, self.u_write), (1, self.u_plant)]
+            ops += [(4, self.u_copy), (2, self.u_write), (1, self.u_plant), (4, self.o_grow)]
         total = sum(w for w, _ in ops)
         x = r.uniform(0, total)
         for w, f in ops:
@@ -884,8 +885,20 @@ class History:
         if p is None or d is None:
             return
         q = self.newname(d)
-        self.sh(as_user_cmd("cp --reflink=always %s %s" % (P(p), P(q))))
+        if self.sh(as_user_cmd("cp --reflink=always %s %s" % (P(p), P(q)))):
+            self.shared.append(p)
         self.created.append(q)
+
+    def o_grow(self):
+        """Root appends to a file of its that the user copied (a log): the
+        next copy -r rerun copies it again, and the user's copy, unchanged,
+        shares its extents."""
+        live = {r: s for r, s in self.ents}
+        c = [p for p in self.shared if p in live and self.reg(p, live[p]) and live[p].st_uid != USER]
+        if not c:
+            return
+        p = self.r.choice(c)
+        self.op("write", ("path", p), live[p].st_size, self.r.randint(1, 70000), self.kind(), self.r.randrange(1 << 30))
 
     def u_write(self):
         p, s = self.pick(lambda r, s: self.reg(r, s) and s.st_uid == USER)
@@ -1864,7 +1877,7 @@ class HostileMethod(Method):
         name = self.ck.steps[k]["name"]
         q = shlex.quote
         for _ in range(r.randint(1, 4)):
-            what = r.choice(["plant", "plant", "plant", "rename", "forge", "read", "tamper"])
+            what = r.choice(["plant", "plant", "plant", "rename", "forge", "read"])
             if what == "plant":
                 own = r.random() < 0.7
                 nm = r.choice(encio_like_names(name, r) if own else
@@ -1914,24 +1927,28 @@ class HostileMethod(Method):
                 self.user(k, "sh -c %s" % q("ls -lRa %s >/dev/null 2>&1; find %s -type f -readable -exec cat {} + >/dev/null 2>&1; true" % (
                     q(self.D), q(self.D))))
                 self.did.append("read")
-            elif what == "tamper" and k > 0:
-                prev = os.path.join(self.C, self.ck.steps[k - 1]["name"])
-                mine = []
-                for d, dirs, files in os.walk(prev):
-                    for f in files:
-                        fp = os.path.join(d, f)
-                        st = os.lstat(fp)
-                        if st.st_uid == USER and stat.S_ISREG(st.st_mode) and st.st_size > 0:
-                            mine.append(os.path.relpath(fp, prev))
-                if mine:
-                    self.tamper_next = sorted(mine)
-                    self.did.append("tamper")
+        if k > 0:
+            # its copies of the snapshot before, rewritten by copy_rerun()
+            prev = os.path.join(self.C, self.ck.steps[k - 1]["name"])
+            mine = []
+            for d, dirs, files in os.walk(prev):
+                for f in files:
+                    fp = os.path.join(d, f)
+                    st = os.lstat(fp)
+                    if st.st_uid == USER and stat.S_ISREG(st.st_mode) and st.st_size > 0:
+                        mine.append(os.path.relpath(fp, prev))
+            if mine:
+                self.tamper_next = sorted(mine)
+                self.did.append("tamper")
 
     def reader(self):
-        """The user reading DEST while encio runs: stopped by the caller."""
+        """The user while encio runs: it reads DEST (ls -lR, cat) and makes
+        FIFOs at .encio-during.N, names of the kind encio's are; stopped by
+        the caller, then check() wants every FIFO it made still there."""
+        q = shlex.quote(self.D)
         line = as_user_cmd("sh -c %s" % shlex.quote(
-            "while :; do ls -lRa %s >/dev/null 2>&1; find %s -type f -readable -exec cat {} + >/dev/null 2>&1; sleep 0.05; done" % (
-                shlex.quote(self.D), shlex.quote(self.D))))
+            "n=$(ls -A %s | grep -c '^[.]encio-during[.]'); while :; do ls -lRa %s >/dev/null 2>&1; find %s -type f -readable -exec cat {} + >/dev/null 2>&1; "
+            "[ $n -lt 40 ] && mkfifo %s/.encio-during.$n && n=$((n+1)); sleep 0.05; done" % (q, q, q, q)))
         p = subprocess.Popen(["bash", "-c", "exec " + line], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.ck.env.procs.append(p)
         return p
@@ -2100,6 +2117,10 @@ class HostileMethod(Method):
                 gone.append("%s (%s)" % (os.path.relpath(p, self.mnt), "gone" if now is None else "changed"))
         if gone:
             return "the user's own names were deleted or changed: %s" % " ".join(gone[:10])
+        during = sorted(int(e.rsplit(".", 1)[1]) for e in os.listdir(self.D) if e.startswith(".encio-during."))
+        if during and (during != list(range(len(during))) or not all(
+                stat.S_ISFIFO(os.lstat(os.path.join(self.D, ".encio-during.%d" % n)).st_mode) for n in during)):
+            return "the FIFOs the user made while encio ran are not all there: %s" % during
         have = uuids_of(self.mnt)
         lost = [n for u, n in self.received.items() if u not in have]
         if lost:
