@@ -9,12 +9,25 @@ history with each check method into a fresh filesystem of its own (first
 snapshot full, then each with -p of the one before, sometimes -c of an
 older one) and compares every received snapshot with its source.
 
-    difftest.py [--seed N | --seeds A-B] [--methods a,b,c,d,i,copy,sub] [--keep] [-v]
+    difftest.py [--seed N | --seeds A-B] [--methods a,b,c,d,i,copy,sub,h] [--keep] [-v]
+                [--budget S [--min-seeds N]] [--no-hostile]
     difftest.py op OP ARGS...      one operation of a replay script
     difftest.py compare A B [--no-flags] [--copy]   two trees, as the checks do
+    difftest.py nsreceive ROOT MNT REL STREAM       (method a's chroot; internal)
+
+A hostile user (uid 4242; --no-hostile leaves it out, and the histories
+are those of before it) takes part in every seed. In SRC it owns a
+directory, copies root's readable files into it with cp --reflink, writes
+its files and plants FIFOs, symlinks and hard links there, while root's
+files it copied grow (its shell lines, setpriv, are in the history). Its
+acts in DEST are method h's.
 
 Methods: d the control (btrfs send --compressed-data | btrfs receive), a
-encio send | btrfs receive, b encio send | encio receive, c btrfs send
+encio send | btrfs receive, run in a private mount namespace chrooted into
+a tmpfs with a canary file at "/" + every path the stream names (btrfs
+receive 6.2 skips a command it does not know and then resolves paths
+against "/"): a changed or new file there fails, b encio send | encio
+receive, c btrfs send
 --compressed-data | encio receive, i b with one step interrupted (SIGINT or
 SIGKILL of a side, or the pipe closed) and received again, copy encio copy
 -r of each snapshot, sub encio copy -rT --subvolumes of the whole source
@@ -22,7 +35,26 @@ filesystem onto a fresh one's root (in some seeds a first run stopped by
 SIGINT, SIGKILL or a full DEST, then run again; then changes to the live
 subvolume and those in it, the same command again, and one more snapshot
 sent by btrfs send -p into the moved copy, received by encio receive and
-by btrfs receive). Each step's stream is made once per sender (saved:
+by btrfs receive), h encio send | encio receive -s into a directory of
+DEST the user owns, one step cut at a random byte and resumed with encio
+send -t, whose stream goes to btrfs receive as a's does first (it must
+refuse it before any write), and encio copy -rT of each snapshot over a
+snapshot of the copy of the one before: before each step the user plants
+FIFOs, symlinks (to a root file outside DEST), hard links, files and
+directories at names like encio's working names (.NAME.encio-*,
+.encio-receive.*, of this snapshot and the next), renames root's received
+snapshots onto them, makes a subvolume with a received UUID forged from
+root's copy of the parent (BTRFS_IOC_SET_RECEIVED_SUBVOL, its owner's
+right), reads DEST, and rewrites its copies with its marker bytes, their
+times put back; while encio runs it reads DEST and makes FIFOs. Besides
+the result, h checks that the user's names (but those at the working names
+of the snapshot received, which encio may replace), root's received
+subvolumes and the file behind the symlinks are as they were, that no file
+not the user's holds its marker, that nothing hangs, that a resume after
+acts beside encio's names is taken, and that a refusal after acts on them
+is safe (after clearing them the receive works). The seed's line says what
+the user did; the reproducer has its acts. Each step's stream is made once
+per sender (saved:
 encio's may not be larger than btrfs send's, FILEATTR and FALLOCATE
 commands left out of both: they carry flags of new inodes and preallocated
 ranges, which btrfs send does not send; in one seed of two encio send
@@ -2432,7 +2464,7 @@ class Replay:
         self.S = os.path.join(self.mnt, "snaps")
         os.mkdir(self.S)
         e = dict(os.environ, V=self.V, S=self.S, MNT=self.mnt, LOOP=self.loop, OPTS=self.opts,
-                 T="python3 " + SELF)
+                 T=USER_PY + " " + SELF)
         subprocess.run(["bash", "-c", "umask 022\n" + "\n".join(self.log)], env=e,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.snaps = []
