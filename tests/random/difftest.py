@@ -1797,6 +1797,11 @@ def encio_like_names(name, rng):
             ".%s.encio-base" % name, "%s.encio-tmp" % name]
 
 
+def first_command_end(data):
+    """The offset after a stream's first command (its SUBVOL or SNAPSHOT)."""
+    return 17 + 10 + struct.unpack_from("<I", data, 17)[0] if len(data) >= 27 else len(data)
+
+
 def subvol_show(p):
     out = subprocess.run(["btrfs", "subvolume", "show", p], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True).stdout
@@ -2051,7 +2056,10 @@ class HostileMethod(Method):
             return False, "%s exited %d: %s" % (" ".join(cmd), rc, err.strip()[-2000:]), None
         with open(f, "rb") as fh:
             data = fh.read()
-        benign = not self.on_own(name) and "rename" not in self.did and "forge" not in self.did
+        # acts beside encio's names only: nothing may fail. A forged
+        # subvolume may be refused as a parent or clone source, while any is
+        benign = not self.on_own(name) and "rename" not in self.did and not any(
+            os.path.basename(p).startswith("fake-") for p in self.plants)
         if k == self.cut_at:
             stop = max(1, int(len(data) * self.frac))
             rc, err = self.receive(data, stop)
@@ -2061,7 +2069,13 @@ class HostileMethod(Method):
             bad = self.check(k)
             if bad:
                 return False, "after the cut receive: " + bad, None
-            if rc != 0:
+            if rc != 0 and stop < first_command_end(data):
+                # cut before the subvolume was made: nothing to resume
+                rc, err = self.receive(data)
+                if rc != 0:
+                    return False, "encio receive -s after a cut before its first command: exit %s: %s" % (
+                        rc, err[-1000:]), None
+            elif rc != 0:
                 bad = self.resume(k, benign)
                 if bad:
                     return False, bad, None
