@@ -2051,6 +2051,9 @@ class HostileMethod(Method):
         self.did_all += ["%s:%s" % (name, "+".join(self.did))] if self.did else []
         self.tag = "h: %s cut at %d%%, user %s" % (self.ck.steps[self.cut_at]["name"], 100 * self.frac,
                                                  " ".join(self.did_all) or "idle")
+        bad = self.copy_rerun(k)
+        if bad:
+            return False, bad, None
         f, (rc, err, cmd) = self.ck.streams.get("encio", k)
         if rc != 0:
             return False, "%s exited %d: %s" % (" ".join(cmd), rc, err.strip()[-2000:]), None
@@ -2104,9 +2107,6 @@ class HostileMethod(Method):
             return False, bad, None
         res = os.path.join(self.D, name)
         self.received[subvol_show(res).get("UUID")] = name
-        bad = self.copy_rerun(k)
-        if bad:
-            return False, bad, None
         return True, "", res
 
     def resume(self, k, benign):
@@ -2235,11 +2235,11 @@ class HostileMethod(Method):
                  for l in self.acts.get(k, [])]
         cut = "head -c %d | " % max(1, int(os.path.getsize(self.ck.streams.get("encio", k)[0]) * self.frac)) \
             if k == self.cut_at else ""
+        lines.append("$ENCIO copy -rT \"$S\"/%s %s/copies/%s   # over a snapshot of the copy before" % (step["name"], dest, step["name"]))
         lines.append("$ENCIO send %s | %s$ENCIO receive -s --checkpoint 64K %s/u" % (send_args_sh(step), cut, dest))
         if cut:
             lines.append('$ENCIO send -t "$($ENCIO receive --resume-token %s/u/%s)" %s > resumed  # to btrfs receive (refused), then encio receive -s' % (
                 dest, step["name"], send_args_sh(step)))
-        lines.append("$ENCIO copy -rT \"$S\"/%s %s/copies/%s   # over a snapshot of the copy before" % (step["name"], dest, step["name"]))
         return "\n".join(lines)
 
 
