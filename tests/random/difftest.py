@@ -9,12 +9,25 @@ history with each check method into a fresh filesystem of its own (first
 snapshot full, then each with -p of the one before, sometimes -c of an
 older one) and compares every received snapshot with its source.
 
-    difftest.py [--seed N | --seeds A-B] [--methods a,b,c,d,i,copy,sub] [--keep] [-v]
+    difftest.py [--seed N | --seeds A-B] [--methods a,b,c,d,i,copy,sub,h] [--keep] [-v]
+                [--budget S [--min-seeds N]] [--no-hostile]
     difftest.py op OP ARGS...      one operation of a replay script
     difftest.py compare A B [--no-flags] [--copy]   two trees, as the checks do
+    difftest.py nsreceive ROOT MNT REL STREAM       (method a's chroot; internal)
+
+A hostile user (uid 4242; --no-hostile leaves it out, and the histories
+are those of before it) takes part in every seed. In SRC it owns a
+directory, copies root's readable files into it with cp --reflink, writes
+its files and plants FIFOs, symlinks and hard links there, while root's
+files it copied grow (its shell lines, setpriv, are in the history). Its
+acts in DEST are method h's.
 
 Methods: d the control (btrfs send --compressed-data | btrfs receive), a
-encio send | btrfs receive, b encio send | encio receive, c btrfs send
+encio send | btrfs receive, run in a private mount namespace chrooted into
+a tmpfs with a canary file at "/" + every path the stream names (btrfs
+receive 6.2 skips a command it does not know and then resolves paths
+against "/"): a changed or new file there fails, b encio send | encio
+receive, c btrfs send
 --compressed-data | encio receive, i b with one step interrupted (SIGINT or
 SIGKILL of a side, or the pipe closed) and received again, copy encio copy
 -r of each snapshot, sub encio copy -rT --subvolumes of the whole source
@@ -22,7 +35,26 @@ filesystem onto a fresh one's root (in some seeds a first run stopped by
 SIGINT, SIGKILL or a full DEST, then run again; then changes to the live
 subvolume and those in it, the same command again, and one more snapshot
 sent by btrfs send -p into the moved copy, received by encio receive and
-by btrfs receive). Each step's stream is made once per sender (saved:
+by btrfs receive), h encio send | encio receive -s into a directory of
+DEST the user owns, one step cut at a random byte and resumed with encio
+send -t, whose stream goes to btrfs receive as a's does first (it must
+refuse it before any write), and encio copy -rT of each snapshot over a
+snapshot of the copy of the one before: before each step the user plants
+FIFOs, symlinks (to a root file outside DEST), hard links, files and
+directories at names like encio's working names (.NAME.encio-*,
+.encio-receive.*, of this snapshot and the next), renames root's received
+snapshots onto them, makes a subvolume with a received UUID forged from
+root's copy of the parent (BTRFS_IOC_SET_RECEIVED_SUBVOL, its owner's
+right), reads DEST, and rewrites its copies with its marker bytes, their
+times put back; while encio runs it reads DEST and makes FIFOs. Besides
+the result, h checks that the user's names (but those at the working names
+of the snapshot received, which encio may replace), root's received
+subvolumes and the file behind the symlinks are as they were, that no file
+not the user's holds its marker, that nothing hangs, that a resume after
+acts beside encio's names is taken, and that a refusal after acts on them
+is safe (after clearing them the receive works). The seed's line says what
+the user did; the reproducer has its acts. Each step's stream is made once
+per sender (saved:
 encio's may not be larger than btrfs send's, FILEATTR and FALLOCATE
 commands left out of both: they carry flags of new inodes and preallocated
 ranges, which btrfs send does not send; in one seed of two encio send
@@ -71,6 +103,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SELF = os.path.abspath(__file__)
+# a python the unprivileged user of the hostile acts can run
+USER_PY = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 
 # Mount options of the source filesystem; btrfs chooses extents, inline
 # data and compression from them, which is what send has to reproduce.
@@ -418,6 +452,7 @@ def source_view(src):
 class Env:
     def __init__(self, base, keep, verbose):
         self.dir = tempfile.mkdtemp(prefix="difftest.", dir=base)
+        os.chmod(self.dir, 0o755)       # the hostile user reaches SRC and DEST
         self.keep = keep
         self.verbose = verbose
         self.mounts = []
@@ -429,8 +464,13 @@ class Env:
             print("   " + msg, flush=True)
 
     def run(self, cmd, **kw):
+        """subprocess.run, its output kept; with a timeout, a command that
+        runs past it is killed and its exit status is "hung"."""
         self.log("+ " + " ".join(shlex.quote(c) for c in cmd))
-        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+        try:
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(cmd, "hung", b"", b"killed after %d s" % kw["timeout"])
 
     def mkfs(self, name, size="512M", opts="", mkfs_opts=()):
         img = os.path.join(self.dir, name + ".img")
@@ -482,10 +522,12 @@ def P(rel):
 
 
 class History:
-    def __init__(self, env, seed, rng):
+    def __init__(self, env, seed, rng, hostile=False):
         self.env = env
         self.seed = seed
         self.r = rng
+        self.hostile = hostile
+        self.shared = []      # files the user copied with cp --reflink
         self.opts = rng.choice(MOUNT_OPTS)
         self.mkfs_opts = rng.choice(MKFS_OPTS)
         self.nsnaps = rng.randint(3, 6)
@@ -537,7 +579,7 @@ class History:
     # -- running and logging --
     def sh(self, line):
         """Run one shell line with $V set, and log it."""
-        rc = subprocess.run(["bash", "-c", line], env=dict(os.environ, V=self.V),
+        rc = subprocess.run(["bash", "-c", line], env=dict(os.environ, V=self.V, T=USER_PY + " " + SELF),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log.append(line if rc.returncode == 0 else line + "  # failed here too")
         self.env.log("$ " + line + ("" if rc.returncode == 0 else "  # rc %d: %s" % (rc.returncode, rc.stderr.decode(errors="replace").strip()[:200])))
@@ -599,6 +641,8 @@ class History:
             (3, self.o_utime), (3, self.o_chattr), (1, self.o_property), (1, self.o_subvol),
             (1, self.o_sync), (2, self.o_tiny),
         ]
+        if self.hostile:
+            ops += [(4, self.u_copy), (2, self.u_write), (1, self.u_plant), (4, self.o_grow)]
         total = sum(w for w, _ in ops)
         x = r.uniform(0, total)
         for w, f in ops:
@@ -861,6 +905,52 @@ class History:
     def o_sync(self):
         self.sh('sync -f "$V"')
 
+    # -- the hostile user's own acts in SRC (see HostileMethod) --
+    def users(self):
+        return lambda r, s: self.dirs()(r, s) and s.st_uid == USER
+
+    def u_copy(self):
+        """The user copies a file it can read into a directory of its own,
+        sharing its extents (cp --reflink, as coreutils >= 9 does)."""
+        p, s = self.pick(lambda r, s: self.reg(r, s) and s.st_uid != USER and s.st_mode & 0o004)
+        d, _ = self.pick(self.users())
+        if p is None or d is None:
+            return
+        q = self.newname(d)
+        if self.sh(as_user_cmd("cp --reflink=always %s %s" % (P(p), P(q)))):
+            self.shared.append(p)
+        self.created.append(q)
+
+    def o_grow(self):
+        """Root appends to a file of its that the user copied (a log): the
+        next copy -r rerun copies it again, and the user's copy, unchanged,
+        shares its extents."""
+        live = {r: s for r, s in self.ents}
+        c = [p for p in self.shared if p in live and self.reg(p, live[p]) and live[p].st_uid != USER]
+        if not c:
+            return
+        p = self.r.choice(c)
+        self.op("write", ("path", p), live[p].st_size, self.r.randint(1, 70000), self.kind(), self.r.randrange(1 << 30))
+
+    def u_write(self):
+        p, s = self.pick(lambda r, s: self.reg(r, s) and s.st_uid == USER)
+        if p is None:
+            return
+        self.sh(as_user_cmd("$T op write %s %d %d %s %d" % (
+            P(p), self.off(s.st_size), self.size() // 4, self.kind(), self.r.randrange(1 << 30))))
+
+    def u_plant(self):
+        d, _ = self.pick(self.users())
+        p, s = self.pick(lambda r, s: r != "." and not self.dirs()(r, s))
+        if d is None:
+            return
+        q = self.newname(d)
+        how = self.r.choice(["mkfifo %s" % P(q), "mkdir %s" % P(q)] +
+                            (["ln -s %s %s" % (shlex.quote(os.path.join(self.V, p)), P(q))] if p else []) +
+                            (["ln %s %s" % (P(p), P(q))] if p and s.st_uid == USER else []))
+        self.sh(as_user_cmd(how))
+        self.created.append(q)
+
     # -- the whole history --
     def build(self):
         env = self.env
@@ -870,6 +960,8 @@ class History:
         os.mkdir(self.S)
         self.log.append('btrfs -q subvolume create "$V"')
         subprocess.run(["btrfs", "-q", "subvolume", "create", self.V], check=True)
+        if self.hostile:
+            self.sh('mkdir "$V"/u%d && chown %d:%d "$V"/u%d' % (USER, USER, USER, USER))
         self.snaps = []
         for k in range(1, self.nsnaps + 1):
             nops = self.r.randint(8, 40) if k > 1 else self.r.randint(15, 50)
@@ -899,7 +991,7 @@ class History:
 # difftest seed %(seed)d: the source history, replayable outside python.
 #   bash THIS_SCRIPT [WORKDIR]   (root; leaves WORKDIR/src mounted on $LOOP)
 set -u
-T=${T:-"python3 %(self)s"}
+T=${T:-"%(py)s %(self)s"}
 W=${1:-$(mktemp -d /dev/shm/difftest-replay.XXXXXX)}
 OPTS=%(opts)s
 umask 022
@@ -912,7 +1004,7 @@ mount ${OPTS:+-o "$OPTS"} "$LOOP" "$MNT"
 V=$MNT/vol
 S=$MNT/snaps
 mkdir "$S"
-""" % {"seed": self.seed, "self": SELF, "opts": shlex.quote(self.opts),
+""" % {"seed": self.seed, "self": SELF, "py": USER_PY, "opts": shlex.quote(self.opts),
            "mkfs": " ".join(self.mkfs_opts)}
         return hdr + "\n".join(self.log) + '\necho "history in $S (loop $LOOP)"\n'
 
@@ -1052,7 +1144,19 @@ class ControlMethod(Method):
 
 class MethodA(Method):
     name, sender, receiver = "a", "encio", "btrfs"
-    desc = "encio send | btrfs receive"
+    desc = "encio send | btrfs receive (chrooted, canaries at the stream's paths)"
+
+    def step(self, k):
+        f, (rc, err, cmd) = self.ck.streams.get(self.sender, k)
+        if rc != 0:
+            return False, "%s exited %d: %s" % (" ".join(cmd), rc, err.strip()[-2000:]), None
+        rc, err, changed = ns_receive(self.ck.env, f, self.mnt, "")
+        if changed:
+            return False, "btrfs receive of encio send's stream wrote outside DEST (exit %s): %s" % (
+                rc, " ".join("/" + c for c in changed[:10])), None
+        if rc != 0:
+            return False, "btrfs receive exited %s: %s" % (rc, err.strip()[-2000:]), None
+        return True, "", os.path.join(self.mnt, self.ck.steps[k]["name"])
 
 
 class MethodB(Method):
@@ -1512,9 +1616,636 @@ class AfterCopyReceive:
 AfterCopy = {r: AfterCopyReceive(r) for r in ("encio", "btrfs")}
 
 
+# ---------------------------------------------------------------------------
+# btrfs receive of a stream encio wrote, where a write outside DEST shows:
+# btrfs-progs 6.2 skips a command it does not know and, with no subvolume
+# open, resolves the paths of the commands after it against "/". The
+# receive runs in a private mount namespace, chrooted into a tmpfs that
+# holds a canary file at "/" + every path the stream names, the system's
+# directories bound read-only, and DEST's filesystem at /encio-dest.
+
+SEND_A_PATH, SEND_A_PATH_TO, SEND_A_DATA, SEND_A_CLONE_PATH = 15, 16, 19, 22
+NS_SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc")
+NS_DEST = "encio-dest"
+
+
+def stream_paths(path):
+    """Every path a stream's commands name (PATH, PATH_TO, CLONE_PATH),
+    whatever the command: one btrfs receive does not know included."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = set()
+    pos = 0
+    while pos + 17 <= len(data) and data[pos:pos + 13] == b"btrfs-stream\0":
+        version = struct.unpack_from("<I", data, pos + 13)[0]
+        pos += 17
+        while pos + 10 <= len(data):
+            if data[pos:pos + 13] == b"btrfs-stream\0":
+                break
+            length = struct.unpack_from("<I", data, pos)[0]
+            end = min(len(data), pos + 10 + length)
+            p = pos + 10
+            while p + 4 <= end:
+                t, n = struct.unpack_from("<HH", data, p)
+                if t == SEND_A_DATA and version >= 2:
+                    break
+                if t in (SEND_A_PATH, SEND_A_PATH_TO, SEND_A_CLONE_PATH):
+                    out.add(data[p + 4:p + 4 + n].decode(errors="replace"))
+                p += 4 + n
+            pos = end
+    return sorted(p for p in out if p and "\0" not in p)
+
+
+def ns_tree(root):
+    """{path: (type, size, sha)} of what the chroot's own tmpfs holds."""
+    dev = os.lstat(root).st_dev
+    out = {}
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if os.lstat(os.path.join(d, x)).st_dev == dev]
+        for x in dirs + files:
+            p = os.path.join(d, x)
+            st = os.lstat(p)
+            if st.st_dev != dev:
+                continue
+            v = (stat.S_IFMT(st.st_mode), st.st_size)
+            if stat.S_ISREG(st.st_mode):
+                v += (file_hash(p),)
+            elif stat.S_ISLNK(st.st_mode):
+                v += (os.readlink(p),)
+            out[os.path.relpath(p, root)] = v
+    return out
+
+
+def ns_receive_main(argv):
+    """difftest.py nsreceive ROOT MNT REL STREAM: run by ns_receive() in a
+    private mount namespace; prints a JSON verdict."""
+    root, mnt, rel, stream = argv
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "difftest-ns", root], check=True)
+    for d in NS_SYSTEM:
+        h = "/" + d
+        if os.path.islink(h):
+            os.symlink(os.readlink(h), os.path.join(root, d))
+        elif os.path.isdir(h):
+            os.mkdir(os.path.join(root, d))
+            if d == "proc":
+                subprocess.run(["mount", "-t", "proc", "proc", os.path.join(root, d)], check=True)
+                continue
+            subprocess.run(["mount", "--rbind", h, os.path.join(root, d)], check=True)
+            subprocess.run(["mount", "-o", "remount,bind,ro", os.path.join(root, d)], check=True)
+    os.mkdir(os.path.join(root, NS_DEST))
+    subprocess.run(["mount", "--bind", mnt, os.path.join(root, NS_DEST)], check=True)
+    paths = stream_paths(stream)
+    dirs = {os.path.dirname(p) for p in paths}
+    for p in paths:
+        first = p.split("/")[0]
+        if first in NS_SYSTEM or first == NS_DEST or ".." in p.split("/"):
+            continue
+        parts = p.split("/")
+        for i in range(1, len(parts)):
+            os.makedirs(os.path.join(root, *parts[:i]), exist_ok=True)
+        full = os.path.join(root, p)
+        if p in dirs or any(x.startswith(p + "/") for x in dirs):
+            os.makedirs(full, exist_ok=True)
+        elif not os.path.lexists(full):
+            with open(full, "wb") as f:
+                f.write(b"canary outside DEST: /" + p.encode() + b"\n")
+    before = ns_tree(root)
+    try:
+        p = subprocess.run(["btrfs", "receive", os.path.join("/", NS_DEST, rel)], stdin=open(stream, "rb"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                           preexec_fn=lambda: (os.chroot(root), os.chdir("/")))
+        rc, err = p.returncode, p.stderr.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        rc, err = "hung", ""
+    after = ns_tree(root)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    print(json.dumps({"rc": rc, "stderr": err[-2000:], "canaries": len(before),
+                      "changed": changed[:50]}))
+    return 0
+
+
+def ns_receive(env, stream, mnt, rel):
+    """btrfs receive -f @stream into @mnt/@rel, chrooted as ns_receive_main
+    says: (exit status or "hung", stderr, [paths outside DEST written])."""
+    root = tempfile.mkdtemp(prefix="nsroot.", dir=env.dir)
+    cmd = ["unshare", "-m", "--propagation", "private", sys.executable, SELF, "nsreceive",
+           root, mnt, rel, stream]
+    env.log("+ btrfs receive %s < %s  (chrooted, canaries at the stream's paths)" % (
+        os.path.join(mnt, rel), stream))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    os.rmdir(root)
+    try:
+        v = json.loads(p.stdout)
+    except ValueError:
+        return "error", "nsreceive exited %d: %s" % (p.returncode, p.stderr.decode(errors="replace")[-1000:]), []
+    return v["rc"], v["stderr"], v["changed"]
+
+
+# ---------------------------------------------------------------------------
+# A hostile unprivileged user: DEST is a directory it owns (a per-user
+# backup directory), some of SRC is its own, and it acts between and during
+# root's runs. Its acts are shell lines (setpriv), logged for the replay.
+
+USER = 4242
+HANG = 40       # seconds after which a command of a small history is hung
+MARK = b"ENCIO-HOSTILE-4242-DEST"     # written by the user into its DEST files only
+BTRFS_IOC_SET_RECEIVED_SUBVOL = 0xC0C89425
+BTRFS_IOC_SUBVOL_SETFLAGS = 0x4008941A
+BTRFS_SUBVOL_RDONLY = 2
+
+
+def as_user_cmd(words):
+    return "setpriv --reuid=%d --regid=%d --clear-groups %s" % (USER, USER, words)
+
+
+def op_forge(path, uuid, stransid):
+    """Give the subvolume at @path (its owner's) the received UUID @uuid
+    and make it read-only: what any owner may do."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        arg = bytearray(200)
+        arg[0:16] = bytes.fromhex(uuid.replace("-", ""))
+        struct.pack_into("<Q", arg, 16, int(stransid))
+        fcntl.ioctl(fd, BTRFS_IOC_SET_RECEIVED_SUBVOL, arg)
+        fcntl.ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, struct.pack("<Q", BTRFS_SUBVOL_RDONLY))
+    finally:
+        os.close(fd)
+
+
+def op_tamper(path, off):
+    """Write MARK into @path at @off and put its times back: the edit a
+    size and mtime check cannot see."""
+    st = os.lstat(path)
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        n = min(len(MARK), max(0, st.st_size - int(off)))
+        os.pwrite(fd, MARK[:n], int(off))
+    finally:
+        os.close(fd)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+OPS.update({"forge": op_forge, "tamper": op_tamper})
+
+
+def encio_like_names(name, rng):
+    """Names beside DEST/@name that look like encio's working names, in any
+    layout: whoever owns such a name is not proven by it."""
+    return [".%s.encio-receiving" % name, ".%s.encio-partial.%d" % (name, rng.randint(1, 3)),
+            ".%s.encio-partial.resume" % name, ".%s.encio-partial.resume-new" % name,
+            ".%s.encio-lock" % name, ".encio-receive.%06x" % rng.randrange(1 << 24),
+            ".%s.encio-base" % name, "%s.encio-tmp" % name]
+
+
+def first_command_end(data):
+    """The offset after a stream's first command (its SUBVOL or SNAPSHOT)."""
+    return 17 + 10 + struct.unpack_from("<I", data, 17)[0] if len(data) >= 27 else len(data)
+
+
+def subvol_show(p):
+    out = subprocess.run(["btrfs", "subvolume", "show", p], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True).stdout
+    return {k.strip(): v.strip() for k, _, v in (l.partition(":") for l in out.splitlines()) if v}
+
+
+def uuids_of(mnt):
+    """{UUID: path} of every subvolume of @mnt's filesystem."""
+    out = subprocess.run(["btrfs", "subvolume", "list", "-u", mnt], stdout=subprocess.PIPE,
+                         text=True).stdout
+    res = {}
+    for l in out.splitlines():
+        m = re.search(r"uuid (\S+) path (.*)$", l)
+        if m:
+            res[m.group(1)] = m.group(2)
+    return res
+
+
+def marked_files(top, dev_only=True):
+    """Regular files under @top not the user's whose bytes hold MARK."""
+    p = subprocess.run(["grep", "-rlsF", "-D", "skip", "--null", MARK.decode(), top],
+                       stdout=subprocess.PIPE)
+    out = []
+    for f in filter(None, p.stdout.split(b"\0")):
+        f = f.decode(errors="replace")
+        try:
+            st = os.lstat(f)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid != USER:
+            out.append(f)
+    return out
+
+
+class HostileMethod(Method):
+    """encio send | encio receive -s --checkpoint 64K into DEST/u, a
+    directory user 4242 owns, one step cut at a random byte and resumed
+    (encio send -t; the resumed stream given to btrfs receive first, which
+    must refuse it before any write, chrooted with canaries as for method
+    a); and encio copy -rT of each snapshot over a writable snapshot of the
+    copy of the one before (a rerun). Before each step the user plants
+    FIFOs, symlinks, hard links, files and directories at names like
+    encio's working names, renames root's received snapshots onto them,
+    makes a subvolume with a received UUID forged from root's copy of the
+    parent, rewrites its own copied files with their times put back, and
+    reads DEST; while encio runs, it reads DEST (ls -lR, cat). Checks, on
+    top of the result's: the user's plants that are not at a working name
+    of the NAME being received, root's received subvolumes and the files
+    symlinks point to are all as they were; no file not the user's holds
+    the bytes it wrote; no command hangs; a resume after reads only or acts
+    beside encio's names is taken."""
+    name, sender, receiver = "h", "encio", "encio"
+    flags_kept = True
+    desc = "encio send | encio receive -s into a directory of user 4242, cut, resumed, with that user's acts"
+
+    def setup(self):
+        super().setup()
+        self.r = random.Random("%d-hostile" % self.ck.seed)
+        self.D = os.path.join(self.mnt, "u")
+        os.mkdir(self.D)
+        os.chown(self.D, USER, USER)
+        self.C = os.path.join(self.mnt, "copies")
+        os.mkdir(self.C)
+        self.cut_at = self.r.randrange(len(self.ck.steps))
+        self.frac = self.r.uniform(0.05, 0.95)
+        self.acts = {}          # step: [shell lines]
+        self.plants = {}        # path: what it was (lstat and content)
+        self.received = {}      # UUID: name, of root's received subvolumes
+        self.tampered = set()   # copies rewritten by the user (rel paths)
+        self.canary = os.path.join(self.ck.env.dir, "host-canary")
+        with open(self.canary, "wb") as f:
+            f.write(b"root's file outside DEST\n")
+        self.canary_sha = file_hash(self.canary)
+        self.note = ""
+        self.tag = ""
+        self.did = []           # the user's acts before this step, in short
+        self.did_all = []       # and before every step, for the seed's line
+
+    def user(self, k, words, fatal=False):
+        line = as_user_cmd(words)
+        self.acts.setdefault(k, []).append(line)
+        p = subprocess.run(["bash", "-c", line], env=dict(os.environ, T=USER_PY + " " + SELF),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        self.ck.env.log("$ %s%s" % (line, "" if p.returncode == 0 else "  # rc %d: %s" % (
+            p.returncode, p.stderr.decode(errors="replace").strip()[:200])))
+        return p.returncode == 0
+
+    def on_own(self, name):
+        """The user's plants at names of encio's working state for @name in
+        the layout encio documented before it moved that state into a
+        directory of its own: encio may replace these (never follow them)."""
+        pre = "." + name + ".encio"
+        return [p for p in self.plants if os.path.dirname(p) == self.D and os.path.basename(p).startswith(pre)]
+
+    def remember(self, path):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        v = (stat.S_IFMT(st.st_mode), st.st_ino)
+        if stat.S_ISREG(st.st_mode):
+            v += (file_hash(path),)
+        elif stat.S_ISLNK(st.st_mode):
+            v += (os.readlink(path),)
+        self.plants[path] = v
+
+    def act(self, k):
+        """The user's acts before step k, on DEST/u and on the copies."""
+        r = self.r
+        name = self.ck.steps[k]["name"]
+        q = shlex.quote
+        for _ in range(r.randint(1, 4)):
+            what = r.choice(["plant", "plant", "plant", "rename", "forge", "read"])
+            if what == "plant":
+                own = r.random() < 0.7
+                nm = r.choice(encio_like_names(name, r) if own else
+                              encio_like_names(self.ck.steps[min(k + 1, len(self.ck.steps) - 1)]["name"], r) +
+                              ["%s.tmp" % name, ".%s" % name, "%s~" % name])
+                p = os.path.join(self.D, nm)
+                if os.path.lexists(p):
+                    continue
+                kind = r.choice(["fifo", "symlink", "file", "hardlink", "dir"])
+                mine = os.path.join(self.D, "mine")
+                if kind == "fifo":
+                    ok = self.user(k, "mkfifo %s" % q(p))
+                elif kind == "symlink":
+                    ok = self.user(k, "ln -s %s %s" % (q(self.canary), q(p)))
+                elif kind == "file":
+                    ok = self.user(k, "sh -c %s" % q("printf '%s %s' > %s" % (MARK.decode(), nm, q(p))))
+                elif kind == "hardlink":
+                    ok = self.user(k, "sh -c %s" % q("[ -e %s ] || printf %s > %s; ln %s %s" % (
+                        q(mine), MARK.decode(), q(mine), q(mine), q(p))))
+                    self.remember(mine)
+                else:
+                    ok = self.user(k, "mkdir %s" % q(p))
+                if ok:
+                    self.remember(p)
+                    self.did.append(kind)
+            elif what == "rename" and k > 0:
+                # root's received snapshot onto a working name of this NAME
+                olds = [s["name"] for s in self.ck.steps[:k] if os.path.isdir(os.path.join(self.D, s["name"]))]
+                if not olds:
+                    continue
+                nm = r.choice(encio_like_names(name, r)[:3])
+                p = os.path.join(self.D, nm)
+                if not os.path.lexists(p) and self.user(k, "mv %s %s" % (q(os.path.join(self.D, r.choice(olds))), q(p))):
+                    self.did.append("rename")
+            elif what == "forge" and k > 0 and self.ck.steps[k]["parent"]:
+                par = os.path.join(self.D, os.path.basename(self.ck.steps[k]["parent"]))
+                info = subvol_show(par)
+                if not info.get("Received UUID", "-").strip("-"):
+                    continue
+                p = os.path.join(self.D, "fake-%d" % k)
+                if self.user(k, "btrfs -q subvolume create %s" % q(p)) and \
+                   self.user(k, "sh -c %s" % q("printf %s > %s/HOSTILE" % (MARK.decode(), q(p)))) and \
+                   self.user(k, "$T op forge %s %s %s" % (q(p), info["Received UUID"], info.get("Send transid", "0"))):
+                    self.remember(p)
+                    self.did.append("forge")
+            elif what == "read":
+                self.user(k, "sh -c %s" % q("ls -lRa %s >/dev/null 2>&1; find %s -type f -readable -exec cat {} + >/dev/null 2>&1; true" % (
+                    q(self.D), q(self.D))))
+                self.did.append("read")
+        if k > 0:
+            # its copies of the snapshot before, rewritten by copy_rerun()
+            prev = os.path.join(self.C, self.ck.steps[k - 1]["name"])
+            mine = []
+            for d, dirs, files in os.walk(prev):
+                for f in files:
+                    fp = os.path.join(d, f)
+                    st = os.lstat(fp)
+                    if st.st_uid == USER and stat.S_ISREG(st.st_mode) and st.st_size > 0:
+                        mine.append(os.path.relpath(fp, prev))
+            if mine:
+                self.tamper_next = sorted(mine)
+                self.did.append("tamper")
+
+    def reader(self):
+        """The user while encio runs: it reads DEST (ls -lR, cat) and makes
+        FIFOs at .encio-during.N, names of the kind encio's are; stopped by
+        the caller, then check() wants every FIFO it made still there."""
+        q = shlex.quote(self.D)
+        line = as_user_cmd("sh -c %s" % shlex.quote(
+            "n=$(ls -A %s | grep -c '^[.]encio-during[.]'); while :; do ls -lRa %s >/dev/null 2>&1; find %s -type f -readable -exec cat {} + >/dev/null 2>&1; "
+            "[ $n -lt 40 ] && mkfifo %s/.encio-during.$n && n=$((n+1)); sleep 0.05; done" % (q, q, q, q)))
+        p = subprocess.Popen(["bash", "-c", "exec " + line], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.ck.env.procs.append(p)
+        return p
+
+    def receive(self, data, stop=None, extra=()):
+        """encio receive -s of @data (bytes), its input ended after @stop bytes."""
+        cmd = [self.ck.encio, "receive", "-q", "-s", "--checkpoint", "64K"] + list(extra) + [self.D]
+        self.ck.env.log("+ %s%s" % (" ".join(cmd), "  (input cut at byte %d)" % stop if stop else ""))
+        rd = self.reader()
+        try:
+            p = subprocess.run(cmd, input=data if stop is None else data[:stop], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=HANG)
+            rc, err = p.returncode, p.stderr.decode(errors="replace").strip()
+        except subprocess.TimeoutExpired:
+            rc, err = "hung", ""
+        finally:
+            rd.kill()
+            rd.wait()
+        return rc, err
+
+    def recover(self, name):
+        """Root clearing a partial it was refused to go on with, as a person
+        would: the subvolumes and files named .NAME.encio* it owns and no
+        user planted, and none of the received ones."""
+        for e in os.listdir(self.D):
+            p = os.path.join(self.D, e)
+            if not (e.startswith("." + name + ".encio") or e.startswith(".encio-receive.")) or p in self.plants:
+                continue
+            st = os.lstat(p)
+            info = subvol_show(p) if stat.S_ISDIR(st.st_mode) and st.st_ino == 256 else {}
+            if info.get("UUID") in self.received:
+                # root's backup the user renamed there: back to its name
+                back = os.path.join(self.D, self.received[info["UUID"]])
+                os.rename(p, back if not os.path.lexists(back) else back + ".moved-back")
+                continue
+            if st.st_uid != 0:
+                continue
+            if info:
+                subprocess.run(["btrfs", "-q", "subvolume", "delete", p], stdout=subprocess.DEVNULL)
+            elif stat.S_ISDIR(st.st_mode):
+                subprocess.run(["rm", "-rf", p])
+            else:
+                os.unlink(p)
+
+    def clear(self, name):
+        """What root does after a refusal that the user's acts on encio's
+        names caused: encio's leftovers, the user's plants at those names
+        and its forged subvolumes go."""
+        self.recover(name)
+        for p in [p for p in self.plants if os.path.basename(p).startswith("fake-")]:
+            subprocess.run(["btrfs", "-q", "subvolume", "delete", p], stdout=subprocess.DEVNULL)
+            del self.plants[p]
+        for p in self.on_own(name):
+            subprocess.run(["rm", "-rf", p])
+            del self.plants[p]
+
+    def step(self, k):
+        st = self.ck.steps[k]
+        name = st["name"]
+        self.tamper_next = []
+        self.did = []
+        self.act(k)
+        self.did_all += ["%s:%s" % (name, "+".join(self.did))] if self.did else []
+        self.tag = "h: %s cut at %d%%, user %s" % (self.ck.steps[self.cut_at]["name"], 100 * self.frac,
+                                                 " ".join(self.did_all) or "idle")
+        bad = self.copy_rerun(k)
+        if bad:
+            return False, bad, None
+        f, (rc, err, cmd) = self.ck.streams.get("encio", k)
+        if rc != 0:
+            return False, "%s exited %d: %s" % (" ".join(cmd), rc, err.strip()[-2000:]), None
+        with open(f, "rb") as fh:
+            data = fh.read()
+        # acts beside encio's names only: nothing may fail. A forged
+        # subvolume may be refused as a parent or clone source, while any is
+        benign = not self.on_own(name) and "rename" not in self.did and not any(
+            os.path.basename(p).startswith("fake-") for p in self.plants)
+        if k == self.cut_at:
+            stop = max(1, int(len(data) * self.frac))
+            rc, err = self.receive(data, stop)
+            self.note = "input cut at byte %d of %d: exit %s" % (stop, len(data), rc)
+            if rc == "hung":
+                return False, "encio receive -s hung (%s)" % self.note, None
+            bad = self.check(k)
+            if bad:
+                return False, "after the cut receive: " + bad, None
+            if rc != 0 and stop < first_command_end(data):
+                # cut before the subvolume was made: nothing to resume
+                rc, err = self.receive(data)
+                if rc != 0:
+                    return False, "encio receive -s after a cut before its first command: exit %s: %s" % (
+                        rc, err[-1000:]), None
+            elif rc != 0:
+                bad = self.resume(k, benign)
+                if bad:
+                    return False, bad, None
+        else:
+            rc, err = self.receive(data)
+            if rc == "hung":
+                return False, "encio receive -s of %s hung (user: %s)" % (name, ",".join(self.did)), None
+            if rc != 0:
+                bad = self.check(k)
+                if bad:
+                    return False, "after a failed receive (%s): %s" % (err.splitlines()[0] if err else "", bad), None
+                if benign:
+                    return False, "encio receive -s failed after acts beside its names (%s): %s" % (
+                        ",".join(self.did), err[-1500:]), None
+                # a refusal on its own names: safe if a second try after
+                # clearing encio's leftovers (and the forgery) works
+                self.clear(name)
+                rc, err2 = self.receive(data)
+                if rc != 0:
+                    return False, "encio receive -s refused (%s), and again once the user's plants at its names were gone: %s" % (
+                        err[-500:], err2[-1000:]), None
+                self.ck.notes.append("%s: refused after the user's acts (%s): %s" % (
+                    name, ",".join(self.did), err.splitlines()[0] if err else ""))
+        bad = self.check(k)
+        if bad:
+            return False, bad, None
+        res = os.path.join(self.D, name)
+        self.received[subvol_show(res).get("UUID")] = name
+        return True, "", res
+
+    def resume(self, k, benign):
+        st = self.ck.steps[k]
+        env = self.ck.env
+        p = env.run([self.ck.encio, "receive", "--resume-token", os.path.join(self.D, st["name"])], timeout=60)
+        if p.returncode != 0:
+            if benign:
+                return "no resume (%s) after the user only read DEST or acted beside encio's names (%s): %s" % (
+                    self.note, ",".join(self.did), p.stderr.decode(errors="replace").strip()[-500:])
+            self.clear(st["name"])
+            f = self.ck.streams.get("encio", k)[0]
+            with open(f, "rb") as fh:
+                rc, err = self.receive(fh.read())
+            return "" if rc == 0 else "after a refused resume and its partial cleared, the receive failed: %s" % err[-1000:]
+        tok = p.stdout.decode().strip()
+        rs = os.path.join(env.dir, "stream-resumed-%d" % k)
+        p = env.run([self.ck.encio, "send", "-q", "-t", tok] + send_args(st) + ["-f", rs, st["path"]], timeout=120)
+        if p.returncode != 0:
+            return "encio send -t exited %d (%s): %s" % (p.returncode, self.note,
+                                                        p.stderr.decode(errors="replace").strip()[-1000:])
+        before = sorted(os.listdir(self.D))
+        rc, err, changed = ns_receive(env, rs, self.mnt, "u")
+        after = sorted(os.listdir(self.D))
+        if changed:
+            return "btrfs receive of the resumed stream (encio send -t) wrote outside DEST, exit %s: %s (%s)" % (
+                rc, " ".join("/" + c for c in changed[:10]), err.strip()[-300:])
+        if rc == 0 or before != after:
+            return "btrfs receive of the resumed stream (encio send -t) was not refused before any write: exit %s, DEST before %s, after %s" % (
+                rc, before, after)
+        with open(rs, "rb") as fh:
+            rc, err = self.receive(fh.read())
+        if rc != 0:
+            return "the resumed receive (%s) exited %s: %s" % (self.note, rc, err[-1000:])
+        return ""
+
+    def check(self, k):
+        """What the user's acts must not have changed."""
+        gone = []
+        own = self.on_own(self.ck.steps[k]["name"])
+        for p, v in sorted(self.plants.items()):
+            try:
+                st = os.lstat(p)
+                now = (stat.S_IFMT(st.st_mode), st.st_ino)
+                if stat.S_ISREG(st.st_mode):
+                    now += (file_hash(p),)
+                elif stat.S_ISLNK(st.st_mode):
+                    now += (os.readlink(p),)
+            except OSError:
+                now = None
+            if now != v and p in own:
+                del self.plants[p]      # replaced: what it pointed to is checked below
+            elif now != v:
+                gone.append("%s (%s)" % (os.path.relpath(p, self.mnt), "gone" if now is None else "changed"))
+        if gone:
+            return "the user's own names were deleted or changed: %s" % " ".join(gone[:10])
+        during = sorted(int(e.rsplit(".", 1)[1]) for e in os.listdir(self.D) if e.startswith(".encio-during."))
+        if during and (during != list(range(len(during))) or not all(
+                stat.S_ISFIFO(os.lstat(os.path.join(self.D, ".encio-during.%d" % n)).st_mode) for n in during)):
+            return "the FIFOs the user made while encio ran are not all there: %s" % during
+        have = uuids_of(self.mnt)
+        lost = [n for u, n in self.received.items() if u not in have]
+        if lost:
+            return "root's received subvolumes deleted (the user had renamed them): %s" % " ".join(lost)
+        if file_hash(self.canary) != self.canary_sha:
+            return "a file outside DEST, behind the user's symlink, changed"
+        leak = marked_files(self.mnt) + marked_files(self.ck.hist.mnt)
+        if leak:
+            return "files not the user's hold the bytes it wrote into its own: %s" % " ".join(
+                os.path.relpath(x, self.ck.env.dir) for x in leak[:10])
+        return ""
+
+    def copy_rerun(self, k):
+        """encio copy -rT of snapshot k over a snapshot of the copy of the
+        one before, which the user rewrote where it owns files."""
+        st = self.ck.steps[k]
+        dest = os.path.join(self.C, st["name"])
+        env = self.ck.env
+        if k:
+            subprocess.run(["btrfs", "-q", "subvolume", "snapshot",
+                            os.path.join(self.C, self.ck.steps[k - 1]["name"]), dest], check=True)
+            # a rerun does not turn a directory into a file or back (it
+            # fails): those names go first, as a person would remove them
+            exp, got = tree(st["path"]), tree(dest, nested=False)
+            isdir = stat.S_IFDIR >> 12
+            for rel in sorted(set(exp) & set(got)):
+                if rel != "." and (exp[rel]["type"] == isdir) != (got[rel]["type"] == isdir) and \
+                   os.path.lexists(os.path.join(dest, rel)):
+                    subprocess.run(["rm", "-rf", os.path.join(dest, rel)])
+            for rel in self.tamper_next:
+                if self.user(k, "$T op tamper %s %d" % (shlex.quote(os.path.join(dest, rel)), self.r.randrange(0, 4096))):
+                    self.tampered.add(rel)
+        else:
+            subprocess.run(["btrfs", "-q", "subvolume", "create", dest], check=True)
+        p = env.run([self.ck.encio, "-q", "copy", "-rT", st["path"], dest], timeout=300)
+        if p.returncode != 0:
+            return "encio copy -rT %s over the copy of the snapshot before exited %d: %s" % (
+                st["name"], p.returncode, p.stderr.decode(errors="replace").strip()[-1000:])
+        leak = marked_files(dest)
+        if leak:
+            return "encio copy -rT rerun: files not the user's hold the bytes it wrote into its own copies: %s" % " ".join(
+                os.path.relpath(x, dest) for x in leak[:10])
+        exp = tree(st["path"])
+        got = tree(dest)
+        out = []
+        for rel, attr, e, g in self.ck.compare(CopyMethod(self.ck), exp, None, got):
+            if attr == "exists" and not e:
+                continue        # a rerun keeps what SRC no longer has
+            if attr == "content" and rel in self.tampered and got[rel]["owner"] == "%d:%d" % (USER, USER):
+                continue        # the user's own copy, as it left it
+            if attr == "links" and isinstance(g, str):
+                g = " ".join(x for x in g.split() if x in exp)      # and names it kept
+                if e == g:
+                    continue
+            if rel == "." and attr == "mtime":
+                continue
+            out.append((rel, attr, e, g))
+        if out:
+            return "encio copy -rT rerun of %s differs from it at %s" % (st["name"], "; ".join(
+                "%s: %s: %s vs %s" % (r, a, short(e), short(g)) for r, a, e, g in out[:5]))
+        return ""
+
+    def shell(self, step, dest):
+        k = self.ck.steps.index(step)
+        lines = ["# user %d: %s" % (USER, l.replace(self.mnt, dest).replace(self.ck.env.dir, "$W"))
+                 for l in self.acts.get(k, [])]
+        cut = "head -c %d | " % max(1, int(os.path.getsize(self.ck.streams.get("encio", k)[0]) * self.frac)) \
+            if k == self.cut_at else ""
+        lines.append("$ENCIO copy -rT \"$S\"/%s %s/copies/%s   # over a snapshot of the copy before" % (step["name"], dest, step["name"]))
+        lines.append("$ENCIO send %s | %s$ENCIO receive -s --checkpoint 64K %s/u" % (send_args_sh(step), cut, dest))
+        if cut:
+            lines.append('$ENCIO send -t "$($ENCIO receive --resume-token %s/u/%s)" %s > resumed  # to btrfs receive (refused), then encio receive -s' % (
+                dest, step["name"], send_args_sh(step)))
+        return "\n".join(lines)
+
+
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
-           "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod}
-DEFAULT_METHODS = "d,a,b,c,i,copy,sub"
+           "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod, "h": HostileMethod}
+DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h"
 
 
 # ---------------------------------------------------------------------------
@@ -1546,13 +2277,15 @@ class Checker:
         t0 = time.time()
         if replay is None:
             rng = random.Random(self.seed)
-            self.hist = History(self.env, self.seed, rng)
+            self.hist = History(self.env, self.seed, rng, hostile=self.args.hostile)
             self.hist.build()
             self.clone_choice = {}
             for k, name in enumerate(self.hist.snaps):
                 if k >= 2 and rng.random() < 0.3:
                     self.clone_choice[name] = [self.hist.snaps[rng.randrange(k - 1)]]
             wanted = self.args.methods.split(",")
+            if not self.args.hostile and "h" in wanted:
+                wanted.remove("h")
             if "i" in wanted and not self.args.all_methods and random.Random("%d-i" % self.seed).random() >= 0.4:
                 wanted.remove("i")      # interruptions in some seeds only
         else:
@@ -1745,7 +2478,7 @@ class Replay:
         self.S = os.path.join(self.mnt, "snaps")
         os.mkdir(self.S)
         e = dict(os.environ, V=self.V, S=self.S, MNT=self.mnt, LOOP=self.loop, OPTS=self.opts,
-                 T="python3 " + SELF)
+                 T=USER_PY + " " + SELF)
         subprocess.run(["bash", "-c", "umask 022\n" + "\n".join(self.log)], env=e,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.snaps = []
@@ -1887,6 +2620,8 @@ def main():
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "compare":
         return compare_main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "nsreceive":
+        return ns_receive_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--seeds", default="1-3", help="A-B: each seed from A to B")
@@ -1900,6 +2635,10 @@ def main():
     ap.add_argument("--logdir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "difftest-logs"))
     ap.add_argument("--budget", type=float, default=0,
                     help="start no new seed after this many seconds (0: no limit)")
+    ap.add_argument("--min-seeds", type=int, default=0, metavar="N",
+                    help="run at least N seeds, whatever the budget")
+    ap.add_argument("--no-hostile", dest="hostile", action="store_false",
+                    help="no user 4242: neither its files and acts in SRC nor method h (the histories of earlier versions)")
     ap.add_argument("--minimize", type=float, default=0, metavar="SECONDS",
                     help="on a mismatch, look for the shortest history that still gives it, for at most SECONDS per mismatch")
     ap.add_argument("--quiet-log", action="store_true", help="do not print the history of a failing seed")
@@ -1936,7 +2675,7 @@ def main():
     done = 0
     try:
         for seed in seeds:
-            if a.budget and done and time.time() - t_all > a.budget:
+            if a.budget and done >= max(1, a.min_seeds) and time.time() - t_all > a.budget:
                 print("budget of %.0f s spent: seeds %d-%d not run" % (a.budget, seed, seeds[-1]))
                 break
             t0 = time.time()
