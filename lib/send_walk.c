@@ -126,7 +126,7 @@ static int only_nested(int fd, bool *only)
 int send_check_path(const char *path, struct encio_error *e)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
-	bool only;
+	bool only = false;
 
 	if (fd < 0)
 		return encio_error_set(e, errno, "open", path, false, 0);
