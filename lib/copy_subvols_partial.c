@@ -22,25 +22,6 @@
 #include "copy_subvols_internal.h"
 #include "kernel.h"
 
-static int partial_remove(struct subvols *s, struct placement *p)
-{
-	struct stat st;
-
-	if (fstatat(p->dir_fd, p->partial, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? 0 :
-					 encio_error_set(s->e, errno, "look at",
-							 p->partial, false, 0);
-	if (!S_ISDIR(st.st_mode) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		return encio_error_set(s->e, EEXIST,
-				       "make the copy (not a subvolume)",
-				       p->partial, false, 0);
-	if (btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0))
-		return encio_error_set(s->e, errno ?: EIO,
-				       "delete the copy left in flight",
-				       p->partial, false, 0);
-	return 0;
-}
-
 /*
  * A partial copied whole carries its source (UUID, then ctransid, little
  * endian) in a trusted xattr, which only root can set.
@@ -79,6 +60,53 @@ int subvols_partial_unmark(int fd)
 	return fremovexattr(fd, PARTIAL_SOURCE_XATTR) && errno != ENODATA ?
 		       -errno :
 		       0;
+}
+
+/*
+ * The subvolume at the partial's name deleted, where it is a partial of
+ * ours: its root ours and marked with a source (only root can set the
+ * mark; anyone who may write DEST may have renamed a subvolume of theirs,
+ * or root's, onto the name). Opened without following or blocking,
+ * checked, and deleted by the id of what was opened. -EEXIST: something
+ * else is there, left alone.
+ */
+static int partial_delete(struct placement *p)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = openat(p->dir_fd, p->partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT			  ? 0 :
+		       errno == ENOTDIR || errno == ELOOP ? -EEXIST :
+							    -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    st.st_uid != geteuid() ||
+	    fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0)
+		ret = -EEXIST;
+	else if (btrfs_util_subvolume_info_fd(fd, 0, &info) ||
+		 btrfs_util_delete_subvolume_by_id_fd(p->dir_fd, info.id))
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	return ret;
+}
+
+static int partial_remove(struct subvols *s, struct placement *p)
+{
+	int ret = partial_delete(p);
+
+	if (ret == -EEXIST)
+		return encio_error_set(
+			s->e, EEXIST,
+			"make the copy (what is at its partial's name is no partial of encio's: move it away)",
+			p->partial, false, 0);
+	return ret ? encio_error_set(s->e, -ret,
+				     "delete the copy left in flight",
+				     p->partial, false, 0) :
+		     0;
 }
 
 /*
@@ -169,7 +197,7 @@ bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
 	if (whole ? partial_copy_of(en, p->dir_fd, p->partial) :
 		    receive_get_stats(s->rcv)->partial_kept[0] != '\0')
 		return true;
-	btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0);
+	partial_delete(p);
 	if (!whole && receive_name_resumable(p->partial))
 		receive_partial_drop(p->dir_fd, p->partial);
 	return false;
