@@ -105,7 +105,12 @@ same() # NAME DEST
 # ckpt DIR NAME N: the receive of NAME's copy into DIR has its Nth checkpoint
 ckpt()
 {
-	[ -n "$(ls -d "$1"/.encio-receive.*/".$2.encio-partial/ckpt.$3" 2>/dev/null)" ]
+	local f
+	# no fork: a checkpoint lives only until the next one
+	for f in "$1"/.encio-receive.*/".$2.encio-partial/ckpt.$3"; do
+		[ -e "$f" ] && return 0
+	done
+	return 1
 }
 
 clean_dest() # DEST: no partial, checkpoint, record or working copy left
