@@ -454,8 +454,7 @@ static int state_dir_make(int dest_fd, struct partial_dir *pd)
 			close(fd);
 			continue;
 		}
-		if (fchmod(fd, 0700) ||
-		    fsetxattr(fd, STATE_XATTR, "1", 1, 0)) {
+		if (fchmod(fd, 0700) || fsetxattr(fd, STATE_XATTR, "1", 1, 0)) {
 			close(fd);
 			return -errno;
 		}
@@ -532,10 +531,9 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 		return ret;
 	}
 	/* the holder before may have removed it as it finished */
-	if (fstat(fd, &st) || fstatat(pd->name_fd, LOCK_NAME, &at,
-				      AT_SYMLINK_NOFOLLOW) ||
-	    st.st_ino != at.st_ino || fstat(pd->name_fd, &at) ||
-	    !at.st_nlink) {
+	if (fstat(fd, &st) ||
+	    fstatat(pd->name_fd, LOCK_NAME, &at, AT_SYMLINK_NOFOLLOW) ||
+	    st.st_ino != at.st_ino || fstat(pd->name_fd, &at) || !at.st_nlink) {
 		close(fd);
 		return -EAGAIN;
 	}
@@ -761,7 +759,8 @@ static int record_read(int dir, const char *final, struct record *rec)
 
 static void ckpt_name(char *out, uint64_t seq)
 {
-	snprintf(out, NAME_MAX + 1, CKPT_PREFIX "%llu", (unsigned long long)seq);
+	snprintf(out, NAME_MAX + 1, CKPT_PREFIX "%llu",
+		 (unsigned long long)seq);
 }
 
 /*
@@ -823,9 +822,9 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	ret = pending_flush(ctx) ?: drop_subvol(dir, name, NULL, 0);
 	if (ret)
 		return ret;
-	err = btrfs_util_create_snapshot_fd2(ctx->subvol_fd, dir, name,
-					     BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
-					     NULL, NULL);
+	err = btrfs_util_create_snapshot_fd2(
+		ctx->subvol_fd, dir, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
+		NULL, NULL);
 	if (err)
 		return btrfsutil_errno(err);
 	fd = openat(dir, name,
@@ -872,7 +871,8 @@ static int park(struct receive_ctx *ctx)
 {
 	struct resume_state *rs = &ctx->rs;
 	struct btrfs_util_subvolume_info info;
-	struct record rec = { .point = rs->point, .seq = rs->ckpt_seq,
+	struct record rec = { .point = rs->point,
+			      .seq = rs->ckpt_seq,
 			      .parked = true };
 	enum btrfs_util_error err;
 	char name[NAME_MAX + 1];
@@ -916,9 +916,10 @@ static void drop_work(struct receive_ctx *ctx)
 
 static int refuse_busy(struct receive_ctx *ctx, const char *name, pid_t holder)
 {
-	snprintf(ctx->why_buf, sizeof(ctx->why_buf),
-		 "another encio receive (pid %d) is receiving %s: wait for it to end or stop it",
-		 (int)holder, name);
+	snprintf(
+		ctx->why_buf, sizeof(ctx->why_buf),
+		"another encio receive (pid %d) is receiving %s: wait for it to end or stop it",
+		(int)holder, name);
 	return fail(ctx, EBUSY, ctx->why_buf);
 }
 
@@ -938,7 +939,8 @@ static int part_open(struct receive_ctx *ctx, const char *name, bool create)
 		return fail(
 			ctx, ENOENT,
 			"no partial receive of this subvolume here to resume");
-	return ret ? fail(ctx, ret, "make the directory of the partial receive") :
+	return ret ? fail(ctx, ret,
+			  "make the directory of the partial receive") :
 		     0;
 }
 
@@ -1107,9 +1109,9 @@ static int unpark(struct receive_ctx *ctx, int base, struct record *rec,
 	ret = drop_subvol(dir, name, NULL, 0);
 	if (ret)
 		return fail(ctx, ret, "take a checkpoint (receive -s)");
-	err = btrfs_util_create_snapshot_fd2(base, dir, name,
-					     BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
-					     NULL, NULL);
+	err = btrfs_util_create_snapshot_fd2(
+		base, dir, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL,
+		NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err),
 			    "take a checkpoint (receive -s)");

@@ -74,8 +74,7 @@ int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 {
 	int fd;
 
-	fd = openat(dir, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open the new subvolume");
 	subvol_close(ctx);
@@ -269,8 +268,8 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 		return fail(ctx, ret, "snapshot the parent subvolume");
 	}
 	ret = subvol_start_at(ctx, dir, made, uuid, ctransid) ?:
-		      drop_stand_ins(ctx, parent)	 ?:
-							   keep_root_times(ctx);
+		      drop_stand_ins(ctx, parent)	      ?:
+		      keep_root_times(ctx);
 	close(parent);
 	if (!ret)
 		resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,
