@@ -488,15 +488,37 @@ static int pd_open(int dest_fd, struct partial_dir *pd, bool create)
 			if (ret)
 				return ret;
 		}
-		/* another receive removed it as it emptied: look again */
+		/* ENOENT: another receive removed it as it emptied */
 		if (mkdirat(pd->state_fd, pd->name, 0700) && errno != EEXIST &&
 		    errno != ENOENT)
 			ret = -errno;
+		else
+			pd->name_fd = name_dir_open(pd->state_fd, pd->name);
+		if (pd->name_fd >= 0)
+			return 0;
 		close_fd(&pd->state_fd);
 		if (ret < 0)
 			return ret;
 	}
 	return -EAGAIN;
+}
+
+/* The pid in a lock another holds: it writes it just after it locks. */
+static pid_t lock_holder(int fd)
+{
+	char pid[24];
+	ssize_t n;
+	int tries;
+
+	for (tries = 0; tries < 50; tries++) {
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		if (n > 0 && pid[n - 1] == '\n') {
+			pid[n] = '\0';
+			return (pid_t)atoi(pid);
+		}
+		usleep(10000);
+	}
+	return 0;
 }
 
 /*
@@ -524,8 +546,7 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 		ret = -errno;
 		if (ret == -EWOULDBLOCK) {
 			ret = -EBUSY;
-			if (pread(fd, pid, sizeof(pid) - 1, 0) > 0)
-				*holder = (pid_t)atoi(pid);
+			*holder = lock_holder(fd);
 		}
 		close(fd);
 		return ret;
@@ -545,27 +566,6 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 	}
 	pd->lock_fd = fd;
 	return 0;
-}
-
-/*
- * NAME's directory found (or made, @create) and locked. -EBUSY and
- * *@holder as pd_lock(), -ENOENT where there is none.
- */
-static int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
-			  pid_t *holder)
-{
-	int ret, tries;
-
-	for (tries = 0; tries < 10; tries++) {
-		ret = pd_open(dest_fd, pd, create);
-		if (!ret)
-			ret = pd_lock(pd, holder);
-		if (ret != -EAGAIN)
-			return ret;
-		close_fd(&pd->name_fd);
-		close_fd(&pd->state_fd);
-	}
-	return -EAGAIN;
 }
 
 /* A subvolume at @name in @dir_fd, checked, then deleted by its id. */
@@ -648,6 +648,85 @@ static bool pd_has_record(const struct partial_dir *pd)
 
 	return !fstatat(pd->name_fd, RECORD_NAME, &st, AT_SYMLINK_NOFOLLOW) ||
 	       errno != ENOENT;
+}
+
+/* What pd_unique() looks for: another directory of NAME than @mine. */
+struct unique {
+	int dest_fd;
+	const struct partial_dir *pd;
+	struct stat mine;
+	pid_t *holder;
+};
+
+static int other_name(int fd, const char *name, void *arg)
+{
+	struct unique *u = arg;
+	struct partial_dir other;
+	struct stat st;
+	int ret;
+
+	pd_init(&other);
+	snprintf(other.name, sizeof(other.name), "%s", u->pd->name);
+	other.name_fd = name_dir_open(fd, other.name);
+	if (other.name_fd < 0)
+		return 0;
+	if (fstat(other.name_fd, &st) ||
+	    (st.st_ino == u->mine.st_ino && st.st_dev == u->mine.st_dev)) {
+		close(other.name_fd);
+		return 0;
+	}
+	ret = pd_lock(&other, u->holder);
+	if (!ret && !pd_has_record(&other)) {
+		/* one a receive left before it locked it, or made as we did */
+		other.state_fd = dup(fd);
+		snprintf(other.state_name, sizeof(other.state_name), "%s",
+			 name);
+		pd_close(u->dest_fd, &other, other.state_fd >= 0);
+		return 0;
+	}
+	close_fd(&other.lock_fd);
+	close_fd(&other.name_fd);
+	/* the partial kept there is the one to go on with: look again */
+	return ret == -EBUSY ? -EBUSY : !ret ? -EAGAIN : 0;
+}
+
+/*
+ * Receives that began at once may each have made a private directory, and
+ * NAME's in it: only one NAME's directory is locked, the others deleted.
+ */
+static int pd_unique(int dest_fd, const struct partial_dir *pd, pid_t *holder)
+{
+	struct unique u = { .dest_fd = dest_fd, .pd = pd, .holder = holder };
+
+	if (fstat(pd->name_fd, &u.mine))
+		return -errno;
+	return state_dirs_each(dest_fd, other_name, &u);
+}
+
+/*
+ * NAME's directory found (or made, @create) and locked. -EBUSY and
+ * *@holder as pd_lock(), -ENOENT where there is none.
+ */
+static int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
+			  pid_t *holder)
+{
+	int ret, tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		ret = pd_open(dest_fd, pd, create);
+		if (!ret)
+			ret = pd_lock(pd, holder);
+		if (!ret) {
+			ret = pd_unique(dest_fd, pd, holder);
+			if (ret)
+				pd_close(dest_fd, pd, !pd_has_record(pd));
+		}
+		if (ret != -EAGAIN)
+			return ret;
+		close_fd(&pd->name_fd);
+		close_fd(&pd->state_fd);
+	}
+	return -EAGAIN;
 }
 
 static int record_write(struct receive_ctx *ctx, const struct record *rec)
@@ -954,11 +1033,12 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
 	snprintf(made, NAME_MAX + 1, "%s", name);
 	if (!ctx->opts.resumable)
 		return 0;
-	if (!fstatat(ctx->dest_fd, name, &st, AT_SYMLINK_NOFOLLOW))
-		return fail(ctx, EEXIST, "create the subvolume");
 	ret = part_open(ctx, name, true);
 	if (ret)
 		return ret;
+	/* under the lock: a receive of NAME that held it gave it its name */
+	if (!fstatat(ctx->dest_fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return fail(ctx, EEXIST, "create the subvolume");
 	if (pd_has_record(&ctx->part)) {
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
