@@ -63,14 +63,33 @@ int subvols_partial_unmark(int fd)
 }
 
 /*
- * The subvolume at the partial's name deleted, where it is a partial of
- * ours: its root ours and marked with a source (only root can set the
- * mark; anyone who may write DEST may have renamed a subvolume of theirs,
- * or root's, onto the name). Opened without following or blocking,
- * checked, and deleted by the id of what was opened. -EEXIST: something
- * else is there, left alone.
+ * Whether the subvolume @info is a finished copy of @en's source as it is
+ * now: marked received as its stream (or copy_whole()) marks it, the last
+ * step before it is put in place.
  */
-static int partial_delete(struct placement *p)
+static bool finished_copy_of(const struct subvol_entry *en,
+			     const struct btrfs_util_subvolume_info *info)
+{
+	if (en->snap.path)
+		return info->stransid == en->snap.ctransid &&
+		       !memcmp(info->received_uuid, en->snap.uuid,
+			       BTRFS_UUID_SIZE);
+	return info->stransid == en->info.ctransid &&
+	       !memcmp(info->received_uuid, subvol_expected_received(en),
+		       BTRFS_UUID_SIZE);
+}
+
+/*
+ * The subvolume at the partial's name deleted, where it is a partial of
+ * ours: its root ours, and marked with a source (only root can set the
+ * mark) or a finished copy of @en's source, which a stopped run left
+ * before putting it in place (then no other subvolume is lost: what it
+ * holds is made again). Anyone who may write DEST may have renamed any
+ * other subvolume, theirs or root's, onto the name. Opened without
+ * following or blocking, checked, and deleted by the id of what was
+ * opened. -EEXIST: something else is there, left alone.
+ */
+static int partial_delete(const struct subvol_entry *en, struct placement *p)
 {
 	struct btrfs_util_subvolume_info info;
 	struct stat st;
@@ -85,18 +104,21 @@ static int partial_delete(struct placement *p)
 							    -errno;
 	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
 	    st.st_uid != geteuid() ||
-	    fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0)
+	    btrfs_util_subvolume_info_fd(fd, 0, &info))
 		ret = -EEXIST;
-	else if (btrfs_util_subvolume_info_fd(fd, 0, &info) ||
-		 btrfs_util_delete_subvolume_by_id_fd(p->dir_fd, info.id))
+	else if (fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 &&
+		 !finished_copy_of(en, &info))
+		ret = -EEXIST;
+	else if (btrfs_util_delete_subvolume_by_id_fd(p->dir_fd, info.id))
 		ret = errno ? -errno : -EIO;
 	close(fd);
 	return ret;
 }
 
-static int partial_remove(struct subvols *s, struct placement *p)
+static int partial_remove(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p)
 {
-	int ret = partial_delete(p);
+	int ret = partial_delete(en, p);
 
 	if (ret == -EEXIST)
 		return encio_error_set(
@@ -183,7 +205,7 @@ int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
 		p->resume_whole = true;
 		return 0;
 	}
-	return partial_remove(s, p);
+	return partial_remove(s, en, p);
 }
 
 /*
@@ -197,7 +219,7 @@ bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
 	if (whole ? partial_copy_of(en, p->dir_fd, p->partial) :
 		    receive_get_stats(s->rcv)->partial_kept[0] != '\0')
 		return true;
-	partial_delete(p);
+	partial_delete(en, p);
 	if (!whole && receive_name_resumable(p->partial))
 		receive_partial_drop(p->dir_fd, p->partial);
 	return false;
