@@ -22,25 +22,6 @@
 #include "copy_subvols_internal.h"
 #include "kernel.h"
 
-static int partial_remove(struct subvols *s, struct placement *p)
-{
-	struct stat st;
-
-	if (fstatat(p->dir_fd, p->partial, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? 0 :
-					 encio_error_set(s->e, errno, "look at",
-							 p->partial, false, 0);
-	if (!S_ISDIR(st.st_mode) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		return encio_error_set(s->e, EEXIST,
-				       "make the copy (not a subvolume)",
-				       p->partial, false, 0);
-	if (btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0))
-		return encio_error_set(s->e, errno ?: EIO,
-				       "delete the copy left in flight",
-				       p->partial, false, 0);
-	return 0;
-}
-
 /*
  * A partial copied whole carries its source (UUID, then ctransid, little
  * endian) in a trusted xattr, which only root can set.
@@ -79,6 +60,75 @@ int subvols_partial_unmark(int fd)
 	return fremovexattr(fd, PARTIAL_SOURCE_XATTR) && errno != ENODATA ?
 		       -errno :
 		       0;
+}
+
+/*
+ * Whether the subvolume @info is a finished copy of @en's source as it is
+ * now: marked received as its stream (or copy_whole()) marks it, the last
+ * step before it is put in place.
+ */
+static bool finished_copy_of(const struct subvol_entry *en,
+			     const struct btrfs_util_subvolume_info *info)
+{
+	if (en->snap.path)
+		return info->stransid == en->snap.ctransid &&
+		       !memcmp(info->received_uuid, en->snap.uuid,
+			       BTRFS_UUID_SIZE);
+	return info->stransid == en->info.ctransid &&
+	       !memcmp(info->received_uuid, subvol_expected_received(en),
+		       BTRFS_UUID_SIZE);
+}
+
+/*
+ * The subvolume at the partial's name deleted, where it is a partial of
+ * ours: its root ours, and marked with a source (only root can set the
+ * mark) or a finished copy of @en's source, which a stopped run left
+ * before putting it in place (then no other subvolume is lost: what it
+ * holds is made again). Anyone who may write DEST may have renamed any
+ * other subvolume, theirs or root's, onto the name. Opened without
+ * following or blocking, checked, and deleted by the id of what was
+ * opened. -EEXIST: something else is there, left alone.
+ */
+static int partial_delete(const struct subvol_entry *en, struct placement *p)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = openat(p->dir_fd, p->partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT			  ? 0 :
+		       errno == ENOTDIR || errno == ELOOP ? -EEXIST :
+							    -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    st.st_uid != geteuid() ||
+	    btrfs_util_subvolume_info_fd(fd, 0, &info))
+		ret = -EEXIST;
+	else if (fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 &&
+		 !finished_copy_of(en, &info))
+		ret = -EEXIST;
+	else if (btrfs_util_delete_subvolume_by_id_fd(p->dir_fd, info.id))
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	return ret;
+}
+
+static int partial_remove(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p)
+{
+	int ret = partial_delete(en, p);
+
+	if (ret == -EEXIST)
+		return encio_error_set(
+			s->e, EEXIST,
+			"make the copy (what is at its partial's name is no partial of encio's: move it away)",
+			p->partial, false, 0);
+	return ret ? encio_error_set(s->e, -ret,
+				     "delete the copy left in flight",
+				     p->partial, false, 0) :
+		     0;
 }
 
 /*
@@ -155,7 +205,7 @@ int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
 		p->resume_whole = true;
 		return 0;
 	}
-	return partial_remove(s, p);
+	return partial_remove(s, en, p);
 }
 
 /*
@@ -169,7 +219,7 @@ bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
 	if (whole ? partial_copy_of(en, p->dir_fd, p->partial) :
 		    receive_get_stats(s->rcv)->partial_kept[0] != '\0')
 		return true;
-	btrfs_util_delete_subvolume_fd(p->dir_fd, p->partial, 0);
+	partial_delete(en, p);
 	if (!whole && receive_name_resumable(p->partial))
 		receive_partial_drop(p->dir_fd, p->partial);
 	return false;

@@ -94,6 +94,18 @@ struct late_xattr {
 	union late_handle handle;
 };
 
+/*
+ * receive -s: the directory of a subvolume NAME being received, in DEST's
+ * private one (receive_resume.c), and NAME's lock.
+ */
+struct partial_dir {
+	int state_fd;
+	char state_name[NAME_MAX + 1];
+	int name_fd;
+	int lock_fd;
+	char name[NAME_MAX + 1];
+};
+
 struct receive_ctx {
 	struct receive_options opts;
 	bool leave_writable; /* receive_set_read_only() */
@@ -214,8 +226,10 @@ struct receive_ctx {
 		uint64_t ckpt_pos; /* position of the last checkpoint */
 		double ckpt_time;
 		uint64_t ckpt_seq; /* 0: none yet */
-		uint64_t ckpt_id;
+		uint64_t ckpt_id;  /* 0: none to delete */
+		uint8_t ckpt_uuid[BTRFS_UUID_SIZE];
 	} rs;
+	struct partial_dir part;
 	/* receive_set_known_subvol(): the caller's, not closed here */
 	int known_fd;
 	uint8_t known_uuid[BTRFS_UUID_SIZE];
@@ -308,7 +322,9 @@ void flags_forget(struct receive_ctx *ctx);
 const char *flags_inherited_xattr(const char *name);
 
 /* receive_resume.c: receive -s, the partial kept for encio send -t */
-int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made);
+/* The subvolume @name is made as @made in *@dir (DEST, or -s's own). */
+int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
+			int *dir);
 void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 			    uint64_t ctransid, const uint8_t *parent_uuid,
 			    uint64_t parent_ctransid);
@@ -316,11 +332,13 @@ int resume_subvol_finish(struct receive_ctx *ctx);
 int resume_applied(const struct stream_cmd *cmd, void *arg);
 int rcv_resume(const struct resume_point *p, void *arg);
 void resume_stopped(struct receive_ctx *ctx, bool read_failed);
+/* The receive is over: NAME's lock let go, what is no partial removed. */
+void resume_release(struct receive_ctx *ctx);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 void subvol_close(struct receive_ctx *ctx);
-/* The subvolume @name just made in DEST, received from now on. */
-int subvol_start_at(struct receive_ctx *ctx, const char *name,
+/* The subvolume @name just made in @dir, received from now on. */
+int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 		    const uint8_t *uuid, uint64_t ctransid);
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg);

@@ -3,28 +3,43 @@
  * receive -s: a subvolume received so that a stream which stops short can
  * be resumed (resume.h).
  *
- * The subvolume is made under .NAME.encio-receiving, and only its END
- * gives it NAME. Every so much stream or time, after a command, the
- * receive takes a checkpoint: a writable snapshot of it,
- * .NAME.encio-partial.SEQ (a snapshot flushes the data written before it
- * and commits it with the transaction), then the record
- * .NAME.encio-partial.resume, written whole and flushed before the
- * checkpoint before it is deleted. The record holds the resume point
- * reached and what the receive keeps for the subvolume's END (the flags
- * and inherited xattrs set last, the root's times), by inode number and
- * generation, which a snapshot keeps. So whatever stops the receive, a
- * crash too, the record names a checkpoint that holds exactly what the
- * stream made up to its point.
+ * DEST may be writable by other users, so nothing of this lives at a name
+ * of DEST that they could make, rename onto or read: the working state is
+ * in a directory of DEST's, .encio-receive.XXXXXX, that only root can
+ * have made (owned by root, mode 0700, marked with a trusted xattr), and
+ * in it one directory per subvolume NAME being received:
+ *
+ *   lock      held (flock) for the whole receive of NAME, with its pid
+ *   work      the working subvolume; only its END gives it NAME in DEST
+ *   ckpt.SEQ  checkpoints: read-only snapshots of it
+ *   record    the resume point and what it is to be resumed from
+ *
+ * Every so much stream or time, after a command, the receive takes a
+ * checkpoint (a snapshot flushes the data written before it and commits it
+ * with the transaction), then writes the record, whole and flushed, before
+ * the checkpoint before is deleted. The record holds the resume point and
+ * what the receive keeps for the subvolume's END (the flags and inherited
+ * xattrs set last, the root's times), by inode number and generation,
+ * which a snapshot keeps. So whatever stops the receive, a crash too, the
+ * record names a checkpoint that holds exactly what the stream made up to
+ * its point.
  *
  * A stream that stopped in a read (EOF, a broken pipe, a signal between
- * two commands) gets a last checkpoint at the last command applied; one a
- * command failed in keeps the one before. The working subvolume is then
+ * two commands) leaves the working subvolume itself, synced and made
+ * read-only, as what the record names: the resume goes on in it, so the
+ * subvolume received has the Parent UUID an uncut receive gives. After a
+ * failed command the last checkpoint is kept and the working subvolume
  * deleted: what it has past the checkpoint is not known to be whole.
  *
  * A resumed stream begins with ENCIO_RESUME: the point is checked against
- * the record, and the checkpoint against its UUID and ctransid (it must
- * not have changed); a new working subvolume is snapshotted from it, and
- * the stream goes on from there.
+ * the record, and what the record names against its UUID and ctransid; a
+ * checkpoint is snapshotted as the new working subvolume, and the stream
+ * goes on from there.
+ *
+ * Only root can make anything in the private directory, and the lock says
+ * that no receive is using what is in NAME's: there, under the lock, what
+ * a killed receive left is deleted whatever it is. Everything else is
+ * deleted by the id and UUID this run or the record knows.
  */
 #include <dirent.h>
 #include <endian.h>
@@ -33,7 +48,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,9 +59,14 @@
 #include "fsutil.h"
 #include "receive_internal.h"
 
-#define WORK_SUFFIX ".encio-receiving"
-#define PARTIAL_SUFFIX ".encio-partial"
-#define RECORD_MAGIC "encio-resume-record-1"
+#define STATE_PREFIX ".encio-receive."
+#define STATE_XATTR "trusted.encio.state"
+#define WORK_NAME "work"
+#define CKPT_PREFIX "ckpt."
+#define RECORD_NAME "record"
+#define RECORD_NEW "record.new"
+#define LOCK_NAME "lock"
+#define RECORD_MAGIC "encio-resume-record-2"
 #define CHECKPOINT_BYTES (1ULL << 30)
 #define CHECKPOINT_SECONDS 10.0
 /* a record past this is no record of ours */
@@ -57,22 +80,16 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int name_of(char *out, const char *name, const char *suffix,
-		   uint64_t seq)
-{
-	int n = seq ? snprintf(out, NAME_MAX + 1, ".%s%s.%llu", name, suffix,
-			       (unsigned long long)seq) :
-		      snprintf(out, NAME_MAX + 1, ".%s%s", name, suffix);
-
-	return n < 0 || n > NAME_MAX ? -ENAMETOOLONG : 0;
-}
-
-/* The record, in memory: the point and the checkpoint it was taken in. */
+/*
+ * The record, in memory: the point and what it is resumed from, a
+ * checkpoint (@seq) or, @parked, the working subvolume itself.
+ */
 struct record {
 	struct resume_point point;
 	uint64_t seq;
-	uint8_t ckpt_uuid[BTRFS_UUID_SIZE];
-	uint64_t ckpt_ctransid;
+	bool parked;
+	uint8_t base_uuid[BTRFS_UUID_SIZE];
+	uint64_t base_ctransid;
 	uint8_t *state; /* what the END needs, packed (see state_pack()) */
 	size_t state_len;
 };
@@ -296,36 +313,452 @@ static int state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
 	return ret;
 }
 
+static void pd_init(struct partial_dir *pd)
+{
+	memset(pd, 0, sizeof(*pd));
+	pd->state_fd = pd->name_fd = pd->lock_fd = -1;
+}
+
+/*
+ * @name in @dest_fd, opened if it is a private directory of receive -s:
+ * one only root can have made. Anything else is another user's, and left
+ * alone: it is opened without following or blocking, and not trusted.
+ */
+static int state_dir_open(int dest_fd, const struct stat *dest,
+			  const char *name)
+{
+	struct stat st;
+	char mark;
+	int fd;
+
+	fd = openat(dest_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != dest->st_dev || st.st_uid != 0 ||
+	    (st.st_mode & 07777) != 0700 || !st.st_nlink ||
+	    fgetxattr(fd, STATE_XATTR, &mark, 1) != 1) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* NAME's directory in the private directory @state_fd, or -errno. */
+static int name_dir_open(int state_fd, const char *name)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(state_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_uid != 0 || !st.st_nlink) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+/*
+ * The private directories of @dest_fd, each given to @fn until it returns
+ * other than 0 (returned; 0 when none did). @fn keeps the descriptor it
+ * is given by returning 1, else it is closed.
+ */
+static int state_dirs_each(int dest_fd,
+			   int (*fn)(int fd, const char *name, void *arg),
+			   void *arg)
+{
+	struct dirent *de;
+	struct stat dest;
+	int fd, ret = 0;
+	DIR *dir;
+
+	if (fstat(dest_fd, &dest))
+		return -errno;
+	dir = dir_stream_of(dest_fd);
+	if (!dir)
+		return -errno;
+	while (!ret && (de = readdir(dir))) {
+		if (strncmp(de->d_name, STATE_PREFIX, strlen(STATE_PREFIX)))
+			continue;
+		fd = state_dir_open(dest_fd, &dest, de->d_name);
+		if (fd < 0)
+			continue;
+		ret = fn(fd, de->d_name, arg);
+		if (ret != 1)
+			close(fd);
+	}
+	closedir(dir);
+	return ret;
+}
+
+static int find_name(int fd, const char *name, void *arg)
+{
+	struct partial_dir *pd = arg;
+	int name_fd = name_dir_open(fd, pd->name);
+
+	if (name_fd < 0)
+		return 0;
+	pd->state_fd = fd;
+	pd->name_fd = name_fd;
+	snprintf(pd->state_name, sizeof(pd->state_name), "%s", name);
+	return 1;
+}
+
+static int find_any(int fd, const char *name, void *arg)
+{
+	struct partial_dir *pd = arg;
+
+	pd->state_fd = fd;
+	snprintf(pd->state_name, sizeof(pd->state_name), "%s", name);
+	return 1;
+}
+
+/* A new private directory in @dest_fd, into pd->state_fd. */
+static int state_dir_make(int dest_fd, struct partial_dir *pd)
+{
+	static const char digits[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[6];
+	struct stat dest, st;
+	size_t i;
+	int fd, tries;
+
+	if (fstat(dest_fd, &dest))
+		return -errno;
+	for (tries = 0; tries < 100; tries++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -errno;
+		strcpy(pd->state_name, STATE_PREFIX);
+		for (i = 0; i < sizeof(rnd); i++)
+			pd->state_name[strlen(STATE_PREFIX) + i] =
+				digits[rnd[i] % (sizeof(digits) - 1)];
+		pd->state_name[strlen(STATE_PREFIX) + sizeof(rnd)] = '\0';
+		if (mkdirat(dest_fd, pd->state_name, 0700)) {
+			if (errno == EEXIST)
+				continue;
+			return -errno;
+		}
+		fd = openat(dest_fd, pd->state_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		/* another user's put in its place since is left to them */
+		if (fstat(fd, &st) || st.st_uid != 0 ||
+		    st.st_dev != dest.st_dev) {
+			close(fd);
+			continue;
+		}
+		if (fchmod(fd, 0700) || fsetxattr(fd, STATE_XATTR, "1", 1, 0)) {
+			close(fd);
+			return -errno;
+		}
+		pd->state_fd = fd;
+		return 0;
+	}
+	return -EEXIST;
+}
+
+/*
+ * NAME's directory (pd->name) in a private directory of @dest_fd, opened;
+ * with @create, made where there is none. -ENOENT: none.
+ */
+static int pd_open(int dest_fd, struct partial_dir *pd, bool create)
+{
+	int ret, tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		ret = state_dirs_each(dest_fd, find_name, pd);
+		if (ret < 0)
+			return ret;
+		if (ret == 1)
+			return 0;
+		if (!create)
+			return -ENOENT;
+		ret = state_dirs_each(dest_fd, find_any, pd);
+		if (ret < 0)
+			return ret;
+		if (ret != 1) {
+			ret = state_dir_make(dest_fd, pd);
+			if (ret)
+				return ret;
+		}
+		/* ENOENT: another receive removed it as it emptied */
+		if (mkdirat(pd->state_fd, pd->name, 0700) && errno != EEXIST &&
+		    errno != ENOENT)
+			ret = -errno;
+		else
+			pd->name_fd = name_dir_open(pd->state_fd, pd->name);
+		if (pd->name_fd >= 0)
+			return 0;
+		close_fd(&pd->state_fd);
+		if (ret < 0)
+			return ret;
+	}
+	return -EAGAIN;
+}
+
+/* The pid in a lock another holds: it writes it just after it locks. */
+static pid_t lock_holder(int fd)
+{
+	char pid[24];
+	ssize_t n;
+	int tries;
+
+	for (tries = 0; tries < 50; tries++) {
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		if (n > 0 && pid[n - 1] == '\n') {
+			pid[n] = '\0';
+			return (pid_t)atoi(pid);
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/*
+ * NAME's lock, held until pd_close(): -EBUSY and the holder's pid in
+ * *@holder where another receive holds it.
+ */
+static int pd_lock(struct partial_dir *pd, pid_t *holder)
+{
+	struct stat st, at;
+	char pid[24] = "";
+	int fd, ret;
+
+	*holder = 0;
+	fd = openat(pd->name_fd, LOCK_NAME,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    0600);
+	/* ENOENT: the holder before removed NAME's directory as it ended */
+	if (fd < 0)
+		return errno == ENOENT ? -EAGAIN : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ret = -errno;
+		if (ret == -EWOULDBLOCK) {
+			ret = -EBUSY;
+			*holder = lock_holder(fd);
+		}
+		close(fd);
+		return ret;
+	}
+	/* the holder before may have removed it as it finished */
+	if (fstat(fd, &st) ||
+	    fstatat(pd->name_fd, LOCK_NAME, &at, AT_SYMLINK_NOFOLLOW) ||
+	    st.st_ino != at.st_ino || fstat(pd->name_fd, &at) || !at.st_nlink) {
+		close(fd);
+		return -EAGAIN;
+	}
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite_all(fd, pid, strlen(pid), 0)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	pd->lock_fd = fd;
+	return 0;
+}
+
+/* A subvolume at @name in @dir_fd, checked, then deleted by its id. */
+static int drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
+		       uint64_t id)
+{
+	struct btrfs_util_subvolume_info info;
+	enum btrfs_util_error err;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
+		close(fd);
+		return -ENOTDIR;
+	}
+	err = btrfs_util_subvolume_info_fd(fd, 0, &info);
+	if (err)
+		ret = btrfsutil_errno(err);
+	else if ((uuid && memcmp(info.uuid, uuid, BTRFS_UUID_SIZE)) ||
+		 (id && info.id != id))
+		ret = -ESTALE;
+	else if ((err = btrfs_util_delete_subvolume_by_id_fd(dir_fd, info.id)))
+		ret = btrfsutil_errno(err);
+	close(fd);
+	return ret;
+}
+
+/* What a receive left in NAME's directory, the lock held: deleted. */
+static void pd_clear(struct partial_dir *pd)
+{
+	struct dirent *de;
+	DIR *dir;
+
+	dir = dir_stream_of(pd->name_fd);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, WORK_NAME) ||
+		    !strncmp(de->d_name, CKPT_PREFIX, strlen(CKPT_PREFIX)))
+			drop_subvol(pd->name_fd, de->d_name, NULL, 0);
+		else if (!strcmp(de->d_name, RECORD_NAME) ||
+			 !strcmp(de->d_name, RECORD_NEW))
+			unlinkat(pd->name_fd, de->d_name, 0);
+	}
+	closedir(dir);
+}
+
+/*
+ * Done with NAME's directory: with @remove, what is in it and it go (the
+ * lock held), and the private directory too if that leaves it empty.
+ */
+static void pd_close(int dest_fd, struct partial_dir *pd, bool remove)
+{
+	struct stat st, at;
+
+	if (remove && pd->lock_fd >= 0) {
+		pd_clear(pd);
+		unlinkat(pd->name_fd, LOCK_NAME, 0);
+		unlinkat(pd->state_fd, pd->name, AT_REMOVEDIR);
+	}
+	close_fd(&pd->lock_fd);
+	close_fd(&pd->name_fd);
+	/* only the directory opened: another may be at its name since */
+	if (remove && pd->state_fd >= 0 && !fstat(pd->state_fd, &st) &&
+	    !fstatat(dest_fd, pd->state_name, &at, AT_SYMLINK_NOFOLLOW) &&
+	    st.st_ino == at.st_ino && st.st_dev == at.st_dev)
+		unlinkat(dest_fd, pd->state_name, AT_REMOVEDIR);
+	close_fd(&pd->state_fd);
+}
+
+/* Whether NAME's directory holds a record. */
+static bool pd_has_record(const struct partial_dir *pd)
+{
+	struct stat st;
+
+	return !fstatat(pd->name_fd, RECORD_NAME, &st, AT_SYMLINK_NOFOLLOW) ||
+	       errno != ENOENT;
+}
+
+/* What pd_unique() looks for: another directory of NAME than @mine. */
+struct unique {
+	int dest_fd;
+	const struct partial_dir *pd;
+	struct stat mine;
+	pid_t *holder;
+};
+
+static int other_name(int fd, const char *name, void *arg)
+{
+	struct unique *u = arg;
+	struct partial_dir other;
+	struct stat st;
+	int ret;
+
+	pd_init(&other);
+	snprintf(other.name, sizeof(other.name), "%s", u->pd->name);
+	other.name_fd = name_dir_open(fd, other.name);
+	if (other.name_fd < 0)
+		return 0;
+	if (fstat(other.name_fd, &st) ||
+	    (st.st_ino == u->mine.st_ino && st.st_dev == u->mine.st_dev)) {
+		close(other.name_fd);
+		return 0;
+	}
+	ret = pd_lock(&other, u->holder);
+	if (!ret && !pd_has_record(&other)) {
+		/* one a receive left before it locked it, or made as we did */
+		other.state_fd = dup(fd);
+		snprintf(other.state_name, sizeof(other.state_name), "%s",
+			 name);
+		pd_close(u->dest_fd, &other, other.state_fd >= 0);
+		return 0;
+	}
+	close_fd(&other.lock_fd);
+	close_fd(&other.name_fd);
+	/* the partial kept there is the one to go on with: look again */
+	return ret == -EBUSY ? -EBUSY : !ret ? -EAGAIN : 0;
+}
+
+/*
+ * Receives that began at once may each have made a private directory, and
+ * NAME's in it: only one NAME's directory is locked, the others deleted.
+ */
+static int pd_unique(int dest_fd, const struct partial_dir *pd, pid_t *holder)
+{
+	struct unique u = { .dest_fd = dest_fd, .pd = pd, .holder = holder };
+
+	if (fstat(pd->name_fd, &u.mine))
+		return -errno;
+	return state_dirs_each(dest_fd, other_name, &u);
+}
+
+/*
+ * NAME's directory found (or made, @create) and locked. -EBUSY and
+ * *@holder as pd_lock(), -ENOENT where there is none.
+ */
+static int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
+			  pid_t *holder)
+{
+	int ret, tries;
+
+	for (tries = 0; tries < 10; tries++) {
+		ret = pd_open(dest_fd, pd, create);
+		if (!ret)
+			ret = pd_lock(pd, holder);
+		if (!ret) {
+			ret = pd_unique(dest_fd, pd, holder);
+			if (ret)
+				pd_close(dest_fd, pd, !pd_has_record(pd));
+		}
+		if (ret != -EAGAIN)
+			return ret;
+		close_fd(&pd->name_fd);
+		close_fd(&pd->state_fd);
+	}
+	return -EAGAIN;
+}
+
 static int record_write(struct receive_ctx *ctx, const struct record *rec)
 {
 	uint8_t point[RESUME_POINT_PACKED_MAX];
-	char name[NAME_MAX + 1], tmp[NAME_MAX + 1];
+	int dir = ctx->part.name_fd;
 	struct buf b = { 0 };
 	uint32_t crc;
-	int fd, ret;
+	int fd, ret = 0;
 
 	buf_put(&b, RECORD_MAGIC, sizeof(RECORD_MAGIC));
 	buf_put(&b, point, resume_point_pack(&rec->point, point));
 	buf_u64(&b, rec->seq);
-	buf_put(&b, rec->ckpt_uuid, BTRFS_UUID_SIZE);
-	buf_u64(&b, rec->ckpt_ctransid);
-	ret = state_pack(ctx, &b);
+	buf_u64(&b, rec->parked);
+	buf_put(&b, rec->base_uuid, BTRFS_UUID_SIZE);
+	buf_u64(&b, rec->base_ctransid);
+	if (rec->state)
+		buf_put(&b, rec->state, rec->state_len);
+	else
+		ret = state_pack(ctx, &b);
 	crc = htole32(crc32c(0, b.p, b.len));
 	buf_put(&b, &crc, sizeof(crc));
 	if (!ret && b.failed)
 		ret = -ENOMEM;
-	if (!ret)
-		ret = name_of(name, ctx->rs.final, PARTIAL_SUFFIX ".resume", 0);
-	if (!ret)
-		ret = name_of(tmp, ctx->rs.final, PARTIAL_SUFFIX ".resume-new",
-			      0);
 	if (ret) {
 		free(b.p);
 		return ret;
 	}
-	fd = openat(ctx->dest_fd, tmp,
-		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
+	/* one a killed receive left half written */
+	unlinkat(dir, RECORD_NEW, 0);
+	fd = openat(dir, RECORD_NEW,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		free(b.p);
 		return -errno;
@@ -335,19 +768,18 @@ static int record_write(struct receive_ctx *ctx, const struct record *rec)
 		ret = -errno;
 	close(fd);
 	free(b.p);
-	if (!ret && renameat(ctx->dest_fd, tmp, ctx->dest_fd, name))
+	if (!ret && renameat(dir, RECORD_NEW, dir, RECORD_NAME))
 		ret = -errno;
-	if (!ret && fsync(ctx->dest_fd))
+	if (!ret && fsync(dir))
 		ret = -errno;
 	if (ret)
-		unlinkat(ctx->dest_fd, tmp, 0);
+		unlinkat(dir, RECORD_NEW, 0);
 	return ret;
 }
 
-/* The record of @final in @dir_fd; rec->state to be freed. -ENOENT: none. */
-static int record_read(int dir_fd, const char *final, struct record *rec)
+/* The record in NAME's directory @dir; rec->state to be freed. */
+static int record_read(int dir, const char *final, struct record *rec)
 {
-	char name[NAME_MAX + 1];
 	const uint8_t *uuid;
 	uint8_t *data = NULL;
 	struct reader r;
@@ -357,15 +789,12 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	int fd, ret;
 
 	memset(rec, 0, sizeof(*rec));
-	ret = name_of(name, final, PARTIAL_SUFFIX ".resume", 0);
-	if (ret)
-		return ret;
-	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dir, RECORD_NAME,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	/* ours only: another user could plant one naming a subvolume of theirs */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 8 ||
-	    st.st_size > RECORD_MAX || st.st_uid != geteuid() ||
+	    st.st_size > RECORD_MAX || st.st_uid != 0 ||
 	    (st.st_mode & (S_IWGRP | S_IWOTH))) {
 		close(fd);
 		return -EINVAL;
@@ -387,10 +816,11 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	if (!ret) {
 		rd_bytes(&r, used);
 		rec->seq = rd_u64(&r);
+		rec->parked = rd_u64(&r) != 0;
 		uuid = rd_bytes(&r, BTRFS_UUID_SIZE);
 		if (uuid)
-			memcpy(rec->ckpt_uuid, uuid, BTRFS_UUID_SIZE);
-		rec->ckpt_ctransid = rd_u64(&r);
+			memcpy(rec->base_uuid, uuid, BTRFS_UUID_SIZE);
+		rec->base_ctransid = rd_u64(&r);
 		if (r.bad || strcmp(rec->point.name, final))
 			ret = -EINVAL;
 	}
@@ -406,30 +836,34 @@ static int record_read(int dir_fd, const char *final, struct record *rec)
 	return ret;
 }
 
-/*
- * The checkpoint @rec names, opened beneath @dir_fd and checked: its UUID
- * the record's, its ctransid not moved since (nothing changed it), once
- * what was written in it is committed.
- */
-static int checkpoint_open(int dir_fd, const struct record *rec,
-			   struct btrfs_util_subvolume_info *info)
+static void ckpt_name(char *out, uint64_t seq)
 {
-	char name[NAME_MAX + 1];
+	snprintf(out, NAME_MAX + 1, CKPT_PREFIX "%llu",
+		 (unsigned long long)seq);
+}
+
+/*
+ * What @rec resumes from, opened in NAME's directory @dir and checked: a
+ * read-only subvolume, of the record's UUID and ctransid.
+ */
+static int base_open(int dir, const struct record *rec,
+		     struct btrfs_util_subvolume_info *info)
+{
+	char name[NAME_MAX + 1] = WORK_NAME;
 	enum btrfs_util_error err;
+	struct stat st;
 	int fd, ret;
 
-	ret = name_of(name, rec->point.name, PARTIAL_SUFFIX, rec->seq);
-	if (ret)
-		return ret;
-	fd = openat2_resolve(dir_fd, name, O_RDONLY | O_DIRECTORY,
-			     RESOLVE_CONFINED);
+	if (!rec->parked)
+		ckpt_name(name, rec->seq);
+	fd = openat(dir, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
 	if (fd < 0)
-		return fd == -ENOENT ? -ENOENT : fd;
-	/* a change not committed yet has not moved the ctransid */
-	if (syncfs(fd)) {
-		ret = -errno;
+		return -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
 		close(fd);
-		return ret;
+		return -ESTALE;
 	}
 	err = btrfs_util_subvolume_info_fd(fd, 0, info);
 	if (err) {
@@ -437,33 +871,19 @@ static int checkpoint_open(int dir_fd, const struct record *rec,
 		close(fd);
 		return ret;
 	}
-	if (memcmp(info->uuid, rec->ckpt_uuid, BTRFS_UUID_SIZE) ||
-	    info->ctransid != rec->ckpt_ctransid) {
+	if (memcmp(info->uuid, rec->base_uuid, BTRFS_UUID_SIZE) ||
+	    info->ctransid != rec->base_ctransid ||
+	    !(info->flags & BTRFS_ROOT_SUBVOL_RDONLY)) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
 }
 
-/* A subvolume of ours at @name in @dir_fd, deleted: none there is fine. */
-static int drop_subvol_at(int dir_fd, const char *name)
+/* The subvolume's id and UUID, open at @fd. */
+static int subvol_identity(int fd, struct btrfs_util_subvolume_info *info)
 {
-	struct btrfs_util_subvolume_info info;
-	enum btrfs_util_error err;
-	int fd, ret = 0;
-
-	fd = openat2_resolve(dir_fd, name, O_RDONLY | O_DIRECTORY,
-			     RESOLVE_CONFINED);
-	if (fd < 0)
-		return fd == -ENOENT ? 0 : fd;
-	err = btrfs_util_subvolume_info_fd(fd, 0, &info);
-	close(fd);
-	if (err)
-		return btrfsutil_errno(err);
-	err = btrfs_util_delete_subvolume_by_id_fd(dir_fd, info.id);
-	if (err)
-		ret = btrfsutil_errno(err);
-	return ret;
+	return btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, info));
 }
 
 static int take_checkpoint(struct receive_ctx *ctx)
@@ -471,43 +891,47 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	struct resume_state *rs = &ctx->rs;
 	struct btrfs_util_subvolume_info info;
 	struct record rec = { .point = rs->point, .seq = rs->ckpt_seq + 1 };
+	int dir = ctx->part.name_fd;
 	char name[NAME_MAX + 1];
 	enum btrfs_util_error err;
-	uint64_t old_id = rs->ckpt_id;
 	int fd, ret;
 
+	ckpt_name(name, rec.seq);
 	/* the name may hold one a crash left before its record was written */
-	ret = pending_flush(ctx)					?:
-		      name_of(name, rs->final, PARTIAL_SUFFIX, rec.seq) ?:
-		      drop_subvol_at(ctx->dest_fd, name);
+	ret = pending_flush(ctx) ?: drop_subvol(dir, name, NULL, 0);
 	if (ret)
 		return ret;
-	err = btrfs_util_create_snapshot_fd2(ctx->subvol_fd, ctx->dest_fd, name,
-					     0, NULL, NULL);
+	err = btrfs_util_create_snapshot_fd2(
+		ctx->subvol_fd, dir, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY,
+		NULL, NULL);
 	if (err)
 		return btrfsutil_errno(err);
-	fd = openat2_resolve(ctx->dest_fd, name, O_RDONLY | O_DIRECTORY,
-			     RESOLVE_CONFINED);
+	fd = openat(dir, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
 	if (fd < 0)
-		return fd;
-	err = btrfs_util_subvolume_info_fd(fd, 0, &info);
+		return -errno;
+	ret = subvol_identity(fd, &info);
 	close(fd);
-	if (err)
-		return btrfsutil_errno(err);
-	memcpy(rec.ckpt_uuid, info.uuid, BTRFS_UUID_SIZE);
-	rec.ckpt_ctransid = info.ctransid;
+	if (ret)
+		return ret;
+	memcpy(rec.base_uuid, info.uuid, BTRFS_UUID_SIZE);
+	rec.base_ctransid = info.ctransid;
 	ret = record_write(ctx, &rec);
 	if (ret) {
-		btrfs_util_delete_subvolume_by_id_fd(ctx->dest_fd, info.id);
+		drop_subvol(dir, name, info.uuid, info.id);
 		return ret;
+	}
+	if (rs->ckpt_id) {
+		ckpt_name(name, rs->ckpt_seq);
+		drop_subvol(dir, name, rs->ckpt_uuid, rs->ckpt_id);
 	}
 	rs->ckpt_seq = rec.seq;
 	rs->ckpt_id = info.id;
+	memcpy(rs->ckpt_uuid, info.uuid, BTRFS_UUID_SIZE);
 	rs->ckpt_pos = rs->point.position;
 	rs->ckpt_time = now();
 	ctx->stats.checkpoints++;
-	if (old_id)
-		btrfs_util_delete_subvolume_by_id_fd(ctx->dest_fd, old_id);
 	return 0;
 }
 
@@ -519,75 +943,116 @@ static int checkpoint(struct receive_ctx *ctx)
 }
 
 /*
- * Every checkpoint of @final in DEST, by name (a killed receive may have
- * left one its record no longer names), deleted.
+ * The stream stopped between two commands: the working subvolume, synced
+ * and made read-only, is what the record names from now on.
  */
-static void drop_checkpoints(int dir_fd, const char *final)
+static int park(struct receive_ctx *ctx)
 {
-	char prefix[NAME_MAX + 2];
-	struct dirent *de;
-	size_t len;
-	DIR *dir;
-
-	if (name_of(prefix, final, PARTIAL_SUFFIX ".", 0))
-		return;
-	len = strlen(prefix);
-	dir = dir_stream_of(dir_fd);
-	if (!dir)
-		return;
-	while ((de = readdir(dir)))
-		if (!strncmp(de->d_name, prefix, len) && de->d_name[len] &&
-		    strspn(de->d_name + len, "0123456789") ==
-			    strlen(de->d_name + len))
-			drop_subvol_at(dir_fd, de->d_name);
-	closedir(dir);
-}
-
-/* The record and every checkpoint of @final: its receive is complete. */
-static void drop_partial(int dir_fd, const char *final)
-{
+	struct resume_state *rs = &ctx->rs;
+	struct btrfs_util_subvolume_info info;
+	struct record rec = { .point = rs->point,
+			      .seq = rs->ckpt_seq,
+			      .parked = true };
+	enum btrfs_util_error err;
 	char name[NAME_MAX + 1];
+	int ret;
 
-	drop_checkpoints(dir_fd, final);
-	if (!name_of(name, final, PARTIAL_SUFFIX ".resume", 0))
-		unlinkat(dir_fd, name, 0);
-	/* a record being written when a receive was killed */
-	if (!name_of(name, final, PARTIAL_SUFFIX ".resume-new", 0))
-		unlinkat(dir_fd, name, 0);
+	ret = pending_flush(ctx) ?: write_fd_close(ctx);
+	if (ret)
+		return ret;
+	if (syncfs(ctx->subvol_fd))
+		return -errno;
+	err = btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, true);
+	if (err)
+		return btrfsutil_errno(err);
+	ret = subvol_identity(ctx->subvol_fd, &info);
+	if (!ret) {
+		memcpy(rec.base_uuid, info.uuid, BTRFS_UUID_SIZE);
+		rec.base_ctransid = info.ctransid;
+		ret = record_write(ctx, &rec);
+	}
+	if (ret) {
+		btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, false);
+		return ret;
+	}
+	if (rs->ckpt_id) {
+		ckpt_name(name, rs->ckpt_seq);
+		drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
+			    rs->ckpt_id);
+	}
+	rs->ckpt_id = 0;
+	return 0;
 }
 
-int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made)
+/* The working subvolume this run made or resumed in, open at subvol_fd. */
+static void drop_work(struct receive_ctx *ctx)
 {
-	struct record rec;
+	struct btrfs_util_subvolume_info info;
+
+	if (!subvol_identity(ctx->subvol_fd, &info))
+		drop_subvol(ctx->part.name_fd, WORK_NAME, info.uuid, info.id);
+}
+
+static int refuse_busy(struct receive_ctx *ctx, const char *name, pid_t holder)
+{
+	snprintf(
+		ctx->why_buf, sizeof(ctx->why_buf),
+		"another encio receive (pid %d) is receiving %s: wait for it to end or stop it",
+		(int)holder, name);
+	return fail(ctx, EBUSY, ctx->why_buf);
+}
+
+/* NAME's directory of the receive, locked; made with @create. */
+static int part_open(struct receive_ctx *ctx, const char *name, bool create)
+{
+	pid_t holder;
+	int ret;
+
+	pd_close(ctx->dest_fd, &ctx->part, false);
+	pd_init(&ctx->part);
+	snprintf(ctx->part.name, sizeof(ctx->part.name), "%s", name);
+	ret = pd_open_locked(ctx->dest_fd, &ctx->part, create, &holder);
+	if (ret == -EBUSY)
+		return refuse_busy(ctx, name, holder);
+	if (ret == -ENOENT && !create)
+		return fail(
+			ctx, ENOENT,
+			"no partial receive of this subvolume here to resume");
+	return ret ? fail(ctx, ret,
+			  "make the directory of the partial receive") :
+		     0;
+}
+
+int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
+			int *dir)
+{
 	struct stat st;
 	int ret;
 
-	if (!ctx->opts.resumable) {
-		snprintf(made, NAME_MAX + 1, "%s", name);
+	*dir = ctx->dest_fd;
+	snprintf(made, NAME_MAX + 1, "%s", name);
+	if (!ctx->opts.resumable)
 		return 0;
-	}
-	ret = name_of(made, name, WORK_SUFFIX, 0);
+	ret = part_open(ctx, name, true);
 	if (ret)
-		return fail(ctx, ret, "name the subvolume being received");
+		return ret;
+	/* under the lock: a receive of NAME that held it gave it its name */
 	if (!fstatat(ctx->dest_fd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, EEXIST, "create the subvolume");
-	ret = record_read(ctx->dest_fd, name, &rec);
-	free(rec.state);
-	if (ret != -ENOENT) {
+	if (pd_has_record(&ctx->part)) {
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
-			"a partial receive of it is kept (.%s" PARTIAL_SUFFIX
-			".*): resume it with encio send -t, or delete it and its record",
-			name);
+			"a partial receive of it is kept (in %s/%s): resume it with encio send -t, or delete its subvolumes and that directory",
+			ctx->part.state_name, name);
+		pd_close(ctx->dest_fd, &ctx->part, false);
 		return fail(ctx, EEXIST, ctx->why_buf);
 	}
 	/* what a killed receive left without a record */
-	ret = drop_subvol_at(ctx->dest_fd, made);
-	if (ret)
-		return fail(ctx, ret, "delete the working subvolume left");
-	drop_checkpoints(ctx->dest_fd, name);
+	pd_clear(&ctx->part);
 	memset(&ctx->rs, 0, sizeof(ctx->rs));
 	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", name);
+	snprintf(made, NAME_MAX + 1, WORK_NAME);
+	*dir = ctx->part.name_fd;
 	return 0;
 }
 
@@ -609,18 +1074,32 @@ void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 	ctx->rs.active = true;
 }
 
-/* After the subvolume was marked received: it gets its own name. */
+/* Once marked received, before read-only: the subvolume gets its name. */
 int resume_subvol_finish(struct receive_ctx *ctx)
 {
 	struct resume_state *rs = &ctx->rs;
+	struct stat st, at;
 
 	if (!ctx->opts.resumable || !rs->active)
 		return 0;
-	if (renameat2(ctx->dest_fd, ctx->subvol_name, ctx->dest_fd, rs->final,
+	/* the working subvolume is the one received: the same device */
+	if (fstat(ctx->subvol_fd, &st) ||
+	    fstatat(ctx->part.name_fd, WORK_NAME, &at, AT_SYMLINK_NOFOLLOW))
+		return fail(ctx, errno, "give the subvolume its name");
+	if (st.st_dev != at.st_dev || st.st_ino != at.st_ino)
+		return fail(ctx, ESTALE, "give the subvolume its name");
+	if (renameat2(ctx->part.name_fd, WORK_NAME, ctx->dest_fd, rs->final,
 		      RENAME_NOREPLACE))
 		return fail(ctx, errno, "give the subvolume its name");
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", rs->final);
-	drop_partial(ctx->dest_fd, rs->final);
+	if (rs->ckpt_id) {
+		char name[NAME_MAX + 1];
+
+		ckpt_name(name, rs->ckpt_seq);
+		drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
+			    rs->ckpt_id);
+	}
+	pd_close(ctx->dest_fd, &ctx->part, true);
 	rs->ckpt_id = 0;
 	rs->active = false;
 	return 0;
@@ -664,49 +1143,115 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 void resume_stopped(struct receive_ctx *ctx, bool read_failed)
 {
 	struct resume_state *rs = &ctx->rs;
+	bool kept;
 
 	if (!ctx->opts.resumable || !rs->active || ctx->subvol_fd < 0)
 		return;
-	if (read_failed && !ctx->subvol_errors &&
-	    rs->point.position > rs->ckpt_pos)
-		take_checkpoint(ctx);
-	if (!rs->ckpt_seq)
-		return;
-	snprintf(ctx->stats.partial_kept, sizeof(ctx->stats.partial_kept), "%s",
-		 rs->final);
+	if (read_failed && !ctx->subvol_errors && !park(ctx)) {
+		kept = true;
+	} else {
+		kept = rs->ckpt_seq != 0;
+		close_fd(&ctx->write_fd);
+		drop_work(ctx);
+	}
+	rs->active = false;
 	close_fd(&ctx->write_fd);
 	subvol_close(ctx);
-	drop_subvol_at(ctx->dest_fd, ctx->subvol_name);
-	rs->active = false;
+	if (kept)
+		snprintf(ctx->stats.partial_kept,
+			 sizeof(ctx->stats.partial_kept), "%s", rs->final);
 }
 
-/* The checkpoint @rec names, snapshotted as the new working subvolume. */
+void resume_release(struct receive_ctx *ctx)
+{
+	if (ctx->part.name_fd >= 0)
+		pd_close(ctx->dest_fd, &ctx->part,
+			 ctx->part.lock_fd >= 0 && !pd_has_record(&ctx->part));
+	pd_close(ctx->dest_fd, &ctx->part, false);
+}
+
+/*
+ * A parked working subvolume @base goes on as it is: a checkpoint of it
+ * first, recorded, so that a crash from now on leaves one that did not
+ * change since. @rec and @info then name that checkpoint.
+ */
+static int unpark(struct receive_ctx *ctx, int base, struct record *rec,
+		  struct btrfs_util_subvolume_info *info)
+{
+	int dir = ctx->part.name_fd;
+	char name[NAME_MAX + 1];
+	enum btrfs_util_error err;
+	int fd, ret;
+
+	rec->seq++;
+	rec->parked = false;
+	ckpt_name(name, rec->seq);
+	ret = drop_subvol(dir, name, NULL, 0);
+	if (ret)
+		return fail(ctx, ret, "take a checkpoint (receive -s)");
+	err = btrfs_util_create_snapshot_fd2(
+		base, dir, name, BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL,
+		NULL);
+	if (err)
+		return fail(ctx, btrfsutil_errno(err),
+			    "take a checkpoint (receive -s)");
+	fd = openat(dir, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	ret = fd < 0 ? -errno : subvol_identity(fd, info);
+	if (fd >= 0)
+		close(fd);
+	if (!ret) {
+		memcpy(rec->base_uuid, info->uuid, BTRFS_UUID_SIZE);
+		rec->base_ctransid = info->ctransid;
+		ret = record_write(ctx, rec);
+	}
+	if (ret)
+		return fail(ctx, ret, "take a checkpoint (receive -s)");
+	err = btrfs_util_set_subvolume_read_only_fd(base, false);
+	return err ? fail(ctx, btrfsutil_errno(err),
+			  "make the partial subvolume writable") :
+		     0;
+}
+
+/* The checkpoint open at @base, snapshotted as the working subvolume. */
+static int work_from(struct receive_ctx *ctx, int base)
+{
+	int dir = ctx->part.name_fd;
+	enum btrfs_util_error err;
+	int ret;
+
+	ret = drop_subvol(dir, WORK_NAME, NULL, 0);
+	if (!ret) {
+		err = btrfs_util_create_snapshot_fd2(base, dir, WORK_NAME, 0,
+						     NULL, NULL);
+		ret = btrfsutil_errno(err);
+	}
+	return ret ? fail(ctx, ret, "snapshot the partial subvolume") : 0;
+}
+
+/* What @rec names, the working subvolume from now on. */
 static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 {
 	struct btrfs_util_subvolume_info info;
-	char made[NAME_MAX + 1];
-	enum btrfs_util_error err;
+	struct record from = *rec;
 	uint64_t root;
-	int ckpt, ret;
+	int base, ret;
 
-	ckpt = checkpoint_open(ctx->dest_fd, rec, &info);
-	if (ckpt == -ESTALE)
+	base = base_open(ctx->part.name_fd, rec, &info);
+	if (base == -ESTALE || base == -ENOENT)
 		return fail(
 			ctx, ESTALE,
 			"the partial changed since its record: receive the whole stream again");
-	if (ckpt < 0)
-		return fail(ctx, ckpt, "open the partial subvolume");
-	ret = name_of(made, rec->point.name, WORK_SUFFIX, 0) ?:
-		      drop_subvol_at(ctx->dest_fd, made);
-	if (!ret) {
-		err = btrfs_util_create_snapshot_fd2(ckpt, ctx->dest_fd, made,
-						     0, NULL, NULL);
-		ret = btrfsutil_errno(err);
-	}
-	close(ckpt);
+	if (base < 0)
+		return fail(ctx, base, "open the partial subvolume");
+	ret = rec->parked ? unpark(ctx, base, &from, &info) :
+			    work_from(ctx, base);
+	close(base);
 	if (ret)
-		return fail(ctx, ret, "snapshot the partial subvolume");
-	ret = subvol_start_at(ctx, made, rec->point.uuid, rec->point.ctransid);
+		return ret;
+	ret = subvol_start_at(ctx, ctx->part.name_fd, WORK_NAME,
+			      rec->point.uuid, rec->point.ctransid);
 	if (ret)
 		return ret;
 	if (btrfs_util_subvolume_id_fd(ctx->subvol_fd, &root))
@@ -715,8 +1260,9 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 	if (ret)
 		return fail(ctx, ret, "the partial's record is not whole");
 	ctx->rs.point = rec->point;
-	ctx->rs.ckpt_seq = rec->seq;
+	ctx->rs.ckpt_seq = from.seq;
 	ctx->rs.ckpt_id = info.id;
+	memcpy(ctx->rs.ckpt_uuid, info.uuid, BTRFS_UUID_SIZE);
 	ctx->rs.ckpt_pos = rec->point.position;
 	ctx->rs.ckpt_time = now();
 	ctx->rs.active = true;
@@ -749,7 +1295,14 @@ int rcv_resume(const struct resume_point *p, void *arg)
 	if (ctx->subvol_fd >= 0)
 		return fail(ctx, EPROTO,
 			    "a resume point in the middle of a subvolume");
-	ret = record_read(ctx->dest_fd, p->name, &rec);
+	if (!*p->name || strchr(p->name, '/') || !strcmp(p->name, ".") ||
+	    !strcmp(p->name, ".."))
+		return fail(ctx, EINVAL,
+			    "the subvolume name is not a plain name");
+	ret = part_open(ctx, p->name, false);
+	if (ret)
+		return ret;
+	ret = record_read(ctx->part.name_fd, p->name, &rec);
 	if (ret == -ENOENT)
 		return fail(
 			ctx, ENOENT,
@@ -770,25 +1323,30 @@ int rcv_resume(const struct resume_point *p, void *arg)
 
 bool receive_name_resumable(const char *name)
 {
-	char longest[NAME_MAX + 1];
-
-	/* a checkpoint's sequence number has at most 20 digits */
-	return !name_of(longest, name, PARTIAL_SUFFIX ".resume-new", 0) &&
-	       !name_of(longest, name, WORK_SUFFIX, 0) &&
-	       !name_of(longest, name, PARTIAL_SUFFIX, UINT64_MAX);
+	return strlen(name) <= NAME_MAX;
 }
 
 int receive_partial_point(int dir_fd, const char *name,
 			  struct resume_point *point)
 {
 	struct btrfs_util_subvolume_info info;
+	struct partial_dir pd;
 	struct record rec;
 	int fd;
 
-	fd = record_read(dir_fd, name, &rec);
-	free(rec.state);
-	if (!fd)
-		fd = checkpoint_open(dir_fd, &rec, &info);
+	pd_init(&pd);
+	snprintf(pd.name, sizeof(pd.name), "%s", name);
+	fd = pd_open(dir_fd, &pd, false);
+	if (!fd) {
+		fd = record_read(pd.name_fd, name, &rec);
+		free(rec.state);
+	}
+	if (!fd) {
+		fd = base_open(pd.name_fd, &rec, &info);
+		if (fd == -ENOENT)
+			fd = -ESTALE;
+	}
+	pd_close(dir_fd, &pd, false);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -798,14 +1356,17 @@ int receive_partial_point(int dir_fd, const char *name,
 
 int receive_partial_drop(int dir_fd, const char *name)
 {
-	char work[NAME_MAX + 1];
+	struct partial_dir pd;
+	pid_t holder;
 	int ret;
 
-	ret = name_of(work, name, WORK_SUFFIX, 0) ?:
-						    drop_subvol_at(dir_fd, work);
-	if (!ret)
-		drop_partial(dir_fd, name);
-	return ret;
+	pd_init(&pd);
+	snprintf(pd.name, sizeof(pd.name), "%s", name);
+	ret = pd_open_locked(dir_fd, &pd, false, &holder);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	pd_close(dir_fd, &pd, true);
+	return 0;
 }
 
 int receive_resume_token(const char *path, char *token, struct encio_error *e)

@@ -31,6 +31,7 @@ int receive_ctx_new(struct receive_ctx **ret,
 	ctx->opts = *opts;
 	ctx->dest_fd = ctx->mnt_fd = ctx->subvol_fd = ctx->write_fd = -1;
 	ctx->clone_src_fd = ctx->known_fd = -1;
+	ctx->part.state_fd = ctx->part.name_fd = ctx->part.lock_fd = -1;
 	ctx->euid = geteuid();
 	ctx->egid = getegid();
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
@@ -221,6 +222,7 @@ out:
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	subvol_close(ctx);
+	resume_release(ctx);
 	close_fd(&ctx->clone_src_fd);
 	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);

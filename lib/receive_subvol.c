@@ -70,20 +70,21 @@ static int probe_dest(struct receive_ctx *ctx)
 	return 0;
 }
 
-int subvol_start_at(struct receive_ctx *ctx, const char *name,
+int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 		    const uint8_t *uuid, uint64_t ctransid)
 {
 	int fd;
 
-	fd = openat(ctx->dest_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open the new subvolume");
 	subvol_close(ctx);
 	ctx->subvol_fd = fd;
 	ctx->root_times_kept = false;
 	ctx->subvol_errors = 0;
-	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", name);
+	/* -s's working name is no name of DEST's: messages say the final */
+	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s",
+		 dir == ctx->dest_fd ? name : ctx->rs.final);
 	memcpy(ctx->uuid, uuid, BTRFS_UUID_SIZE);
 	ctx->ctransid = ctransid;
 	return probe_dest(ctx);
@@ -93,7 +94,6 @@ int subvol_start_at(struct receive_ctx *ctx, const char *name,
 static int finish_subvol(struct receive_ctx *ctx)
 {
 	struct btrfs_ioctl_received_subvol_args rs;
-	enum btrfs_util_error err;
 	int ret;
 
 	if (ctx->subvol_fd < 0)
@@ -118,15 +118,14 @@ static int finish_subvol(struct receive_ctx *ctx)
 	ret = received_mark_set(ctx->subvol_fd, &rs);
 	if (ret)
 		return fail(ctx, ret, "set the received UUID");
-	err = ctx->leave_writable ?
-		      BTRFS_UTIL_OK :
-		      btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd,
-							    true);
-	if (err)
-		return fail(ctx, btrfsutil_errno(err), "make it read-only");
+	/* a read-only subvolume cannot move to another directory */
 	ret = resume_subvol_finish(ctx);
 	if (ret)
 		return ret;
+	ret = ctx->leave_writable ? 0 :
+				    received_mark_seal(ctx->subvol_fd, &rs);
+	if (ret)
+		return fail(ctx, ret, "make it read-only");
 	subvol_close(ctx);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
@@ -154,22 +153,22 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	struct receive_ctx *ctx = arg;
 	char made[NAME_MAX + 1];
 	enum btrfs_util_error err;
-	int ret;
+	int ret, dir;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
 	ret = leave_subvol(ctx)		    ?:
 		      check_name(ctx, name) ?:
-		      resume_subvol_begin(ctx, name, made);
+		      resume_subvol_begin(ctx, name, made, &dir);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
 		ctx->events.subvol(name, uuid, ctransid, NULL, 0,
 				   ctx->events.arg);
-	err = btrfs_util_create_subvolume_fd(ctx->dest_fd, made, 0, NULL, NULL);
+	err = btrfs_util_create_subvolume_fd(dir, made, 0, NULL, NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
 	resume_subvol_identity(ctx, uuid, ctransid, NULL, 0);
-	return subvol_start_at(ctx, made, uuid, ctransid);
+	return subvol_start_at(ctx, dir, made, uuid, ctransid);
 }
 
 /*
@@ -246,12 +245,12 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	struct receive_ctx *ctx = arg;
 	char made[NAME_MAX + 1];
 	enum btrfs_util_error err;
-	int ret, parent;
+	int ret, parent, dir;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
 	ret = leave_subvol(ctx)		    ?:
 		      check_name(ctx, name) ?:
-		      resume_subvol_begin(ctx, name, made);
+		      resume_subvol_begin(ctx, name, made, &dir);
 	if (ret)
 		return ret;
 	if (ctx->events.subvol)
@@ -261,16 +260,15 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 					    parent_ctransid);
 	if (parent < 0)
 		return parent;
-	err = btrfs_util_create_snapshot_fd2(parent, ctx->dest_fd, made, 0,
-					     NULL, NULL);
+	err = btrfs_util_create_snapshot_fd2(parent, dir, made, 0, NULL, NULL);
 	ret = btrfsutil_errno(err);
 	if (ret) {
 		close(parent);
 		return fail(ctx, ret, "snapshot the parent subvolume");
 	}
-	ret = subvol_start_at(ctx, made, uuid, ctransid) ?:
-		      drop_stand_ins(ctx, parent)	 ?:
-							   keep_root_times(ctx);
+	ret = subvol_start_at(ctx, dir, made, uuid, ctransid) ?:
+		      drop_stand_ins(ctx, parent)	      ?:
+		      keep_root_times(ctx);
 	close(parent);
 	if (!ret)
 		resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,

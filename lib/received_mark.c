@@ -85,6 +85,28 @@ int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
 	return -EAGAIN;
 }
 
+int received_mark_seal(int fd, struct btrfs_ioctl_received_subvol_args *rs)
+{
+	struct btrfs_util_subvolume_info info;
+	int i, ret;
+
+	for (i = 0;; i++) {
+		ret = btrfsutil_errno(
+			btrfs_util_set_subvolume_read_only_fd(fd, true));
+		if (ret || syncfs(fd))
+			return ret ?: -errno;
+		ret = info_of(fd, &info);
+		/* past the tries, its next use says it changed: refused */
+		if (ret || info.ctransid <= info.rtransid || i == MARK_TRIES)
+			return ret;
+		ret = btrfsutil_errno(
+			btrfs_util_set_subvolume_read_only_fd(fd, false));
+		ret = ret ?: received_mark_set(fd, rs);
+		if (ret)
+			return ret;
+	}
+}
+
 int received_mark_check(int fd, const struct btrfs_util_subvolume_info *info,
 			bool writable)
 {

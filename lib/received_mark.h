@@ -24,6 +24,14 @@
  */
 int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs);
 
+/*
+ * Subvolume @fd, marked with @rs by received_mark_set(), made read-only.
+ * Between that mark and read-only it may sit where other users can read
+ * it, and a read moves an atime, so its ctransid: marked again (and made
+ * read-only again) until none did. 0 or -errno.
+ */
+int received_mark_seal(int fd, struct btrfs_ioctl_received_subvol_args *rs);
+
 enum received_trust {
 	RECEIVED_TRUSTED,   /* marked and unchanged, or root's and unmarked */
 	RECEIVED_NOT_ROOTS, /* unmarked, and its owner is not root */

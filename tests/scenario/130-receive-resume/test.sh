@@ -47,6 +47,12 @@ same() # SNAP DIR
 	return 0
 }
 
+# where receive -s keeps the partial of $2 in DEST $1
+partial_dir()
+{
+	ls -d "$1"/.encio-receive.*/"$2" 2>/dev/null | head -1
+}
+
 # the uninterrupted receives, to compare with
 mkdir "$DST/whole"
 run_check "$ENCIO" -q receive -f <("$ENCIO" -q send "$SRC/s1") "$DST/whole"
@@ -61,7 +67,14 @@ mkdir "$DST/a"
 	"$ENCIO" receive -s --checkpoint 256K "$DST/a" 2>"$T/a.err" && _fail "a cut stream received"
 grep -q 'encio receive --resume-token' "$T/a.err" || _fail "no resume hint: $(cat "$T/a.err")"
 ls -A "$DST/a" | grep -q '^s1$' && _fail "the partial has the subvolume's name"
-btrfs subvolume show "$DST/a/$(ls -A "$DST/a" | grep 'encio-partial\.[0-9]')" |
+# cut between two commands: the working subvolume itself is kept, read-only
+pa=$(partial_dir "$DST/a" s1)
+[ -e "$pa/record" ] || _fail "no record: $(ls -AR "$DST/a")"
+[ "$(btrfs property get -t subvol "$pa/work" ro)" = "ro=true" ] ||
+	_fail "the working subvolume was not kept read-only: $(ls -A "$pa")"
+ls -A "$pa" | grep -q '^ckpt\.' && _fail "a checkpoint was kept beside it: $(ls -A "$pa")"
+[ "$(stat -c %a.%u "${pa%/*}")" = 700.0 ] || _fail "the state directory is not root's own"
+btrfs subvolume show "$pa/work" |
 	grep -Eq 'Received UUID:[[:space:]]+[0-9a-f]{8}-' && _fail "the partial is marked received"
 token=$("$ENCIO" receive --resume-token "$DST/a/s1") || _fail "no token"
 _log "token $token"
@@ -83,7 +96,7 @@ run_check "$ENCIO" -q receive -f <("$ENCIO" -q send "$SRC/s1") "$DST/b"
 sleep 1.2
 pkill -KILL -f "receive -s --checkpoint 256K $DST/b"
 wait
-ls -A "$DST/b" | grep -q 'encio-partial' || _fail "nothing kept: $(ls -A "$DST/b")"
+[ -e "$(partial_dir "$DST/b" s2)/record" ] || _fail "nothing kept: $(ls -AR "$DST/b")"
 run_check umount_settled "$DST"
 run_check mount "$DST_LOOP" "$DST"
 token=$("$ENCIO" receive --resume-token "$DST/b/s2") || _fail "no token after the kill"
@@ -91,7 +104,7 @@ token=$("$ENCIO" receive --resume-token "$DST/b/s2") || _fail "no token after th
 "$ENCIO" -q send -t "$token" | "$ENCIO" -q receive -s "$DST/b" || _fail "the resume failed"
 same s2 "$DST/b"
 
-_log "SIGINT: a last checkpoint at the last command applied, and the hint"
+_log "SIGINT: the working subvolume kept at the last command applied, and the hint"
 mkdir "$DST/i"
 ( "$ENCIO" -q send "$SRC/s1" | python3 "$HERE/throttle.py" 8e6 |
 	"$ENCIO" -q receive -s --checkpoint 64M "$DST/i" ) 2>"$T/i.err" &
@@ -99,9 +112,11 @@ sleep 1
 pkill -INT -f "receive -s --checkpoint 64M $DST/i"
 wait
 grep -q 'encio receive --resume-token' "$T/i.err" || _fail "no hint after SIGINT: $(cat "$T/i.err")"
-# two checkpoints: after the first command, and at the stop (not 64M on)
-ls -A "$DST/i" | grep -q 'encio-partial\.2$' || _fail "no checkpoint at the stop: $(ls -A "$DST/i")"
-ls -A "$DST/i" | grep -q 'encio-receiving' && _fail "the working subvolume was left"
+# the working subvolume, read-only, instead of the first command's checkpoint
+pi=$(partial_dir "$DST/i" s1)
+[ "$(btrfs property get -t subvol "$pi/work" ro 2>/dev/null)" = "ro=true" ] ||
+	_fail "the working subvolume was not kept at the stop: $(ls -A "$pi")"
+ls -A "$pi" | grep -q '^ckpt\.' && _fail "the checkpoint was not deleted: $(ls -A "$pi")"
 token=$("$ENCIO" receive --resume-token "$DST/i/s1") || _fail "no token after SIGINT"
 "$ENCIO" -q send -t "$token" | "$ENCIO" -q receive -s "$DST/i" || _fail "the resume after SIGINT failed"
 same s1 "$DST/i"
@@ -137,8 +152,10 @@ run_mustfail "without the partial" "$ENCIO" receive -s -f "$T/r.resumed" "$DST/r
 run_mustfail "a fresh stream onto a partial" "$ENCIO" receive -s -f <("$ENCIO" -q send "$SRC/s1") "$DST/r"
 grep -q 'partial' <<<"$ERR_OUT" || _fail "fresh stream onto a partial: $ERR_OUT"
 # the partial changed since its record
-partial=$(ls -A "$DST/r" | grep 'encio-partial\.[0-9]')
-touch "$DST/r/$partial/changed"
+pr=$(partial_dir "$DST/r" s1)
+run_check btrfs property set -f "$pr/work" ro false
+touch "$pr/work/changed"
+run_check btrfs property set -f "$pr/work" ro true
 run_mustfail "a changed partial" "$ENCIO" receive --resume-token "$DST/r/s1"
 run_mustfail "a changed partial" "$ENCIO" receive -s -f "$T/r.resumed" "$DST/r"
 grep -q 'changed since' <<<"$ERR_OUT" || _fail "changed partial: $ERR_OUT"

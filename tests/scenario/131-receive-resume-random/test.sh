@@ -126,7 +126,9 @@ for seed in $(seq "$FIRST" "$SEEDS"); do
 	cut_once "$seed" "$dir" stream "$kind" && done=true
 	for round in 1 2 3; do
 		$done && break
-		name=$(ls -A "$dir" | sed -n 's/^\.\(.*\)\.encio-partial\.resume$/\1/p')
+		# the subvolume whose partial has a record
+		name=$(find "$dir" -mindepth 3 -maxdepth 3 -path "$dir/.encio-receive.*/*/record" |
+			awk -F/ '{ print $(NF - 1) }')
 		if [ -z "$name" ]; then
 			# stopped before a subvolume's first checkpoint: nothing
 			# kept of it; what is not received yet is sent again,

@@ -102,6 +102,17 @@ same() # NAME DEST
 		"$SRC/$1" "$2/$1" || _fail "$2/$1: metadata differs"
 }
 
+# ckpt DIR NAME N: the receive of NAME's copy into DIR has its Nth checkpoint
+ckpt()
+{
+	local f
+	# no fork: a checkpoint lives only until the next one
+	for f in "$1"/.encio-receive.*/".$2.encio-partial/ckpt.$3"; do
+		[ -e "$f" ] && return 0
+	done
+	return 1
+}
+
 clean_dest() # DEST: no partial, checkpoint, record or working copy left
 {
 	local left
@@ -139,7 +150,7 @@ within "$got" "$whole" || _fail "the resumed copy takes $got B, the uninterrupte
 btrfs -q subvolume delete "$DST/a/v" "$DST/a/s2" "$DST/a/s1" >/dev/null
 
 _log "a difference killed after a checkpoint, DEST mounted again"
-kill_when '[ -e "$DST/m/..s2.encio-partial.encio-partial.3" ]' "$T/b.out" \
+kill_when 'ckpt "$DST/m" s2 3' "$T/b.out" \
 	"$ENCIO" copy -rT --subvolumes --checkpoint 2M "$SRC" "$DST/m"
 umount_settled "$DST"
 mount "$DST_LOOP" "$DST" || _fail "mount $DST again"
@@ -149,7 +160,7 @@ _log "SIGINT in the writable subvolume's difference"
 "$ENCIO" -v copy -rT --subvolumes --checkpoint 2M "$SRC" "$DST/m" \
 	>"$T/c.out" 2>"$T/c.err" &
 pid=$!
-until [ -e "$DST/m/..v.encio-partial.encio-partial.2" ]; do
+until ckpt "$DST/m" v 2; do
 	kill -0 "$pid" 2>/dev/null || _fail "the copy ended before v's checkpoint: $(cat "$T/c.err")"
 done
 kill -INT "$pid"
@@ -181,7 +192,7 @@ for n in s1 s2 v; do same $n "$DST/n"; done
 clean_dest "$DST/n"
 
 _log "a partial of a snapshot made again since is made again"
-kill_when '[ -e "$DST/o/..s2.encio-partial.encio-partial.2" ]' "$T/f.out" \
+kill_when 'ckpt "$DST/o" s2 2' "$T/f.out" \
 	"$ENCIO" copy -rT --subvolumes --checkpoint 2M "$SRC" "$DST/o"
 btrfs -q subvolume delete "$SRC/s2" >/dev/null
 echo changed >"$SRC/v/n/n001"

@@ -108,7 +108,7 @@ cut_at()
 {
 	head -c $(($(stat -c %s "$1") * 45 / 100)) "$1" |
 		"$ENCIO" -q receive -s --checkpoint 256K "$2" 2>/dev/null && _fail "a cut stream received"
-	ls -A "$2" | grep -q 'encio-partial' || _fail "nothing kept in $2: $(ls -A "$2")"
+	ls "$2"/.encio-receive.*/*/record >/dev/null 2>&1 || _fail "nothing kept in $2: $(ls -AR "$2")"
 }
 
 # resume DIR SNAP SEND_OPTION: DIR's partial of SNAP resumed by send -t
