@@ -54,6 +54,8 @@ static const char *const cmd_names[BTRFS_SEND_C_MAX + 1] = {
 
 const char *stream_cmd_name(unsigned int cmd)
 {
+	if (cmd == STREAM_C_ENCIO_RESUME)
+		return "encio_resume";
 	return cmd <= BTRFS_SEND_C_MAX ? cmd_names[cmd] : "unknown";
 }
 

@@ -224,7 +224,7 @@ if fan < 0 or libc.fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
                                  FAN_OPEN_PERM, -100, sys.argv[5].encode()):
     sys.exit("fanotify: " + os.strerror(ctypes.get_errno()))
 p = subprocess.Popen([sys.argv[2], "-q", "copy", "-rT", "--subvolumes", sys.argv[3], sys.argv[4]])
-want = re.compile(r"snaps/\.+data\.[3-9]\.encio-partial[^/]*/")
+want = re.compile(r"snaps/(\.encio-receive\.[^/]+/)?\.+data\.[3-9]\.encio-partial[^/]*/")
 stopped = False
 while p.poll() is None:
     if not select.select([fan], [], [], 0.1)[0]:

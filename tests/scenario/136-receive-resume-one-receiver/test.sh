@@ -36,6 +36,8 @@ run_mustfail "a resume while another receiver lives" \
 	"$ENCIO" -q receive -s -f "$T/resumed" "$DST"
 grep -q "another encio receive (pid $old) is receiving s1" <<<"$ERR_OUT" ||
 	_fail "the refusal does not name the holder $old: $ERR_OUT"
+grep -q "apply encio_resume of 's1'" <<<"$ERR_OUT" ||
+	_fail "the refusal does not name the command: $ERR_OUT"
 run_mustfail "a new receive while another receiver lives" \
 	"$ENCIO" -q receive -s -f "$T/s1.stream" "$DST"
 grep -q "pid $old" <<<"$ERR_OUT" || _fail "the refusal does not name the holder: $ERR_OUT"
