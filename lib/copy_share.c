@@ -202,6 +202,8 @@ void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 
 	if (!share_source(ctx, map, src_fd, st, &fs) || share_file_new(si, &id))
 		return;
+	share_file_get(si, id)->owner = st->st_uid;
+	share_file_get(si, id)->mode = st->st_mode;
 	ret = share_file_keep_handle(share_file_get(si, id), dst_fd);
 	for (i = 0; !ret && i < map->nr; i++) {
 		const struct file_extent *fe = &map->ext[i];
@@ -226,6 +228,8 @@ static void job_offer(struct copy_job *job)
 
 	if (sf->state != SHARE_PENDING)
 		return;
+	sf->owner = job->src_st.st_uid;
+	sf->mode = job->src_st.st_mode;
 	share_file_set_state(&job->ctx->share, job->share_file,
 			     share_file_keep_handle(sf, job->dst_fd) ?
 				     SHARE_FAILED :
@@ -266,14 +270,19 @@ static int clone_source(struct copy_job *job, uint32_t id)
 		ctx->clone_file = id;
 	}
 	/*
-	 * Its metadata may have been set since it was offered: once its
-	 * owner may write it, its bytes go into that owner's files only
-	 * (and into itself: whoever may write it may write the copy).
+	 * Once its owner may write it, its bytes go into that owner's files
+	 * only (and into itself: whoever may write it may write the copy).
+	 * Judged by what it has now and by what it gets from SRC, so that
+	 * whether its metadata was set yet (timing) changes nothing.
 	 */
 	if (id == job->share_file)
 		return fd;
 	if (fstat(fd, &st))
 		return -errno;
+	if (!copy_share_writers_only(&st, job->src_st.st_uid))
+		return -EPERM;
+	st.st_uid = share_file_get(&ctx->share, id)->owner;
+	st.st_mode = share_file_get(&ctx->share, id)->mode;
 	return copy_share_writers_only(&st, job->src_st.st_uid) ? fd : -EPERM;
 }
 

@@ -36,6 +36,9 @@ struct share_file {
 	/* copy: the DEST file's handle; send: the source file's */
 	unsigned char handle[24];
 	char *path; /* send: its path in the stream */
+	/* copy: the owner and mode it gets from SRC, whenever that is */
+	uint32_t owner;
+	uint32_t mode;
 };
 
 /* One written range of a source extent; 40 bytes. */
