@@ -83,6 +83,7 @@ expected and got, and the replayable history are printed), 77 cannot run.
 """
 
 import argparse
+import atexit
 import ctypes
 import fcntl
 import hashlib
@@ -105,6 +106,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SELF = os.path.abspath(__file__)
 # a python the unprivileged user of the hostile acts can run
 USER_PY = shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+
+
+_user_t = []
+
+
+def user_t():
+    """This script where the unprivileged user can run it too (a build
+    tree may sit in a directory of root's only, as make distcheck's and
+    CI's do): a copy in /dev/shm, gone at exit."""
+    if not _user_t:
+        d = tempfile.mkdtemp(prefix="difftest-user-", dir="/dev/shm")
+        os.chmod(d, 0o755)
+        copy = os.path.join(d, "difftest.py")
+        shutil.copyfile(SELF, copy)
+        os.chmod(copy, 0o644)
+        atexit.register(shutil.rmtree, d, True)
+        _user_t.append(USER_PY + " " + copy)
+    return _user_t[0]
 
 # Mount options of the source filesystem; btrfs chooses extents, inline
 # data and compression from them, which is what send has to reproduce.
@@ -579,7 +598,7 @@ class History:
     # -- running and logging --
     def sh(self, line):
         """Run one shell line with $V set, and log it."""
-        rc = subprocess.run(["bash", "-c", line], env=dict(os.environ, V=self.V, T=USER_PY + " " + SELF),
+        rc = subprocess.run(["bash", "-c", line], env=dict(os.environ, V=self.V, T=user_t()),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log.append(line if rc.returncode == 0 else line + "  # failed here too")
         self.env.log("$ " + line + ("" if rc.returncode == 0 else "  # rc %d: %s" % (rc.returncode, rc.stderr.decode(errors="replace").strip()[:200])))
@@ -1883,7 +1902,7 @@ class HostileMethod(Method):
     def user(self, k, words, fatal=False):
         line = as_user_cmd(words)
         self.acts.setdefault(k, []).append(line)
-        p = subprocess.run(["bash", "-c", line], env=dict(os.environ, T=USER_PY + " " + SELF),
+        p = subprocess.run(["bash", "-c", line], env=dict(os.environ, T=user_t()),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
         self.ck.env.log("$ %s%s" % (line, "" if p.returncode == 0 else "  # rc %d: %s" % (
             p.returncode, p.stderr.decode(errors="replace").strip()[:200])))
