@@ -814,6 +814,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 		tree_stop(&t, &se);
 	}
 	entry_unstage(&t);
+	entry_root_finish(&t);
 	tree_progress(&t);
 	ret = t.fatal;
 out:

@@ -891,6 +891,16 @@ static void files_late_flags(struct tree *t)
 	t->nr_late_flags = t->cap_late_flags = 0;
 }
 
+/*
+ * The root of a DEST not in place yet (dest_unpublished): its caller's
+ * partial, private (0700) and marked until the copy is whole. Its own
+ * metadata, SRC's mode among them, waits for entry_root_finish().
+ */
+static bool dir_held(const struct tree *t, const struct tree_dir *d)
+{
+	return t->opts->dest_unpublished && !d->src[d->src_off];
+}
+
 /* Directories last, deepest first: xattrs, mode and times. */
 void entry_dirs_finish(struct tree *t)
 {
@@ -900,8 +910,33 @@ void entry_dirs_finish(struct tree *t)
 
 	files_late_flags(t);
 	for (i = t->nr_dirs; i-- > 0;) {
+		if (dir_held(t, &t->dirs[i]))
+			continue;
 		ret = dir_finish(t, &t->dirs[i], &op, &path);
 		if (ret && !t->stopping)
+			tree_entry_error(t, -ret, op, path);
+	}
+}
+
+/*
+ * The held root's metadata, once everything below it is copied and
+ * synced: its mode opens it to others only now, right before its caller
+ * makes it read-only. A copy that stopped or failed anywhere leaves it
+ * private and marked, for a rerun to go on with.
+ */
+void entry_root_finish(struct tree *t)
+{
+	const char *op, *path;
+	size_t i;
+	int ret;
+
+	if (t->fatal || t->stats->failed)
+		return;
+	for (i = 0; i < t->nr_dirs; i++) {
+		if (!dir_held(t, &t->dirs[i]))
+			continue;
+		ret = dir_finish(t, &t->dirs[i], &op, &path);
+		if (ret)
 			tree_entry_error(t, -ret, op, path);
 	}
 }

@@ -361,6 +361,7 @@ void entry_unstage(struct tree *t);
 void entry_dir(struct tree *t, const char *src, const char *dst,
 	       struct entry_at at);
 void entry_dirs_finish(struct tree *t);
+void entry_root_finish(struct tree *t);
 
 /* tree_file.c: regular files, the walker's side */
 void tree_file_discard(struct tree_file *f);
