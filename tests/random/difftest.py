@@ -320,7 +320,7 @@ def tree(root, nested=True):
                 stack.append(e if rel == "." else os.path.join(rel, e))
     for rel, a in entries.items():
         if a["type"] != stat.S_IFDIR >> 12:
-            a["links"] = " ".join(sorted(inos[a["_ino"]]))
+            a["links"] = tuple(sorted(inos[a["_ino"]]))
     return entries
 
 
@@ -2247,8 +2247,8 @@ class HostileMethod(Method):
                 continue        # a rerun keeps what SRC no longer has
             if attr == "content" and rel in self.tampered and got[rel]["owner"] == "%d:%d" % (USER, USER):
                 continue        # the user's own copy, as it left it
-            if attr == "links" and isinstance(g, str):
-                g = " ".join(x for x in g.split() if x in exp)      # and names it kept
+            if attr == "links" and isinstance(g, tuple):
+                g = tuple(x for x in g if x in exp)      # and names it kept
                 if e == g:
                     continue
             if rel == "." and attr == "mtime":
