@@ -2245,8 +2245,9 @@ class HostileMethod(Method):
         for rel, attr, e, g in self.ck.compare(CopyMethod(self.ck), exp, None, got):
             if attr == "exists" and not e:
                 continue        # a rerun keeps what SRC no longer has
-            if attr == "content" and rel in self.tampered and got[rel]["owner"] == "%d:%d" % (USER, USER):
-                continue        # the user's own copy, as it left it
+            if attr == "content" and self.tampered.intersection((rel,) + got[rel].get("links", ())) and \
+               got[rel]["owner"] == "%d:%d" % (USER, USER):
+                continue        # the user's own copy, as it left it, by any of its names
             if attr == "links" and isinstance(g, tuple):
                 g = tuple(x for x in g if x in exp)      # and names it kept
                 if e == g:
