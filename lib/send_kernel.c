@@ -23,10 +23,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 
 #include <btrfsutil.h>
 
+#include "fsutil.h"
 #include "inode_flags.h"
 #include "kernel.h"
 #include "send_priv.h"
@@ -255,6 +259,85 @@ static int put_tail_zeros(struct relay *r, const struct stream_cmd *cmd)
 	return stream_end_cmd(w);
 }
 
+/*
+ * The file @path names in the snapshot sent: exactly by its orphan name,
+ * else by its path there, which is the stream's once the kernel has put
+ * the inode in place (it sends an inode's data after its renames).
+ */
+static int open_sent_file(const struct relay *r, const struct stream_attr *path)
+{
+	char rel[PATH_MAX];
+	int fd = open_orphan(r, path);
+
+	if (fd != -ENOENT)
+		return fd;
+	if (path->len >= sizeof(rel))
+		return -ENAMETOOLONG;
+	memcpy(rel, path->data, path->len);
+	rel[path->len] = '\0';
+	return openat2_resolve(r->root_fd, rel,
+			       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       RESOLVE_CONFINED);
+}
+
+/* Whether @fd's extent at 0 is the one @cmd sends, byte for byte. */
+static bool same_inline_extent(int fd, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *data = &cmd->attr[BTRFS_SEND_A_DATA];
+	struct btrfs_ioctl_encoded_io_args a = { 0 };
+	char buf[65536];
+	struct iovec iov = { buf, sizeof(buf) };
+	ssize_t n;
+
+	a.iov = &iov;
+	a.iovcnt = 1;
+	do
+		n = ioctl(fd, BTRFS_IOC_ENCODED_READ, &a);
+	while (n < 0 && errno == EINTR);
+	return n >= 0 && (size_t)n == data->len &&
+	       !memcmp(buf, data->data, n) &&
+	       a.len == attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN) &&
+	       a.unencoded_len == attr_uint(cmd, BTRFS_SEND_A_UNENCODED_LEN) &&
+	       a.compression == attr_uint(cmd, BTRFS_SEND_A_COMPRESSION);
+}
+
+/*
+ * A compressed inline extent of a file whose size goes on past its data
+ * but not past its sector (grown by truncate or fallocate): the kernel
+ * counts its ENCODED_WRITE as reaching the size and sends no TRUNCATE,
+ * so btrfs receive and encio receive alike left the file at the inline
+ * data's end (a new file), or at the parent's size. The size is sent,
+ * read from the file sent, found as open_sent_file() finds it and taken
+ * only where its extent is the one the command carries.
+ */
+static int put_inline_size(struct relay *r, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	uint64_t end = attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
+	struct stream_writer *w = &r->ctx->w;
+	struct stat st;
+	bool fix;
+	int fd;
+
+	if (attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET) || !path->present ||
+	    end >= r->sectorsize || !end)
+		return 0;
+	fd = open_sent_file(r, path);
+	if (fd < 0)
+		return 0;
+	fix = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	      (uint64_t)st.st_size > end &&
+	      (uint64_t)st.st_size <= r->sectorsize &&
+	      same_inline_extent(fd, cmd);
+	close(fd);
+	if (!fix)
+		return 0;
+	stream_begin_cmd(w, BTRFS_SEND_C_TRUNCATE);
+	stream_put_bytes(w, BTRFS_SEND_A_PATH, path->data, path->len);
+	stream_put_u64(w, BTRFS_SEND_A_SIZE, (uint64_t)st.st_size);
+	return stream_end_cmd(w);
+}
+
 static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 {
 	struct send_ctx *ctx = r->ctx;
@@ -274,8 +357,10 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 	if (!ret && (cmd->type == BTRFS_SEND_C_MKFILE ||
 		     cmd->type == BTRFS_SEND_C_MKDIR))
 		ret = new_inode_flags(r, cmd);
-	if (!ret && cmd->type == BTRFS_SEND_C_ENCODED_WRITE)
+	if (!ret && cmd->type == BTRFS_SEND_C_ENCODED_WRITE) {
 		note_inline_tail(r, cmd);
+		ret = put_inline_size(r, cmd);
+	}
 	if (ret)
 		return encio_error_set(ctx->e, -ret, "write stream to",
 				       ctx->out_name, false, 0);
