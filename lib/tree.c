@@ -813,8 +813,8 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 		encio_error_set(&se, errno, "sync", dest, false, 0);
 		tree_stop(&t, &se);
 	}
-	entry_unstage(&t);
 	entry_root_finish(&t);
+	entry_unstage(&t);
 	tree_progress(&t);
 	ret = t.fatal;
 out:

@@ -10,10 +10,15 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "kernel.h"
 #include "tree_internal.h"
+
+/* A staging directory's mark: the source it is a copy of. */
+#define STAGE_XATTR "trusted.encio.staging"
 
 /* The DEST directory the walk's current entry is made in. */
 struct dst_dir *entry_dst_dir(const struct tree *t)
@@ -511,14 +516,75 @@ static int stage_add(struct tree *t, const char *staging, size_t len,
 }
 
 /*
+ * The mark of a staging directory of the source root being copied: its
+ * path as the command names it (the same command again goes on), in a
+ * trusted xattr, which only root can set.
+ */
+static int stage_mark_value(const struct tree *t, char *buf)
+{
+	int n = snprintf(buf, PATH_MAX, "%s", t->srcs[t->root]);
+
+	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : n;
+}
+
+/*
+ * Whether the staging directory @rel an earlier run may have left is
+ * ours: root's, private still (it gets its source's mode only once put
+ * into place) and marked with the source copied now. 1: ours, 0: none,
+ * -EEXIST: someone else's (a user may make or rename anything there).
+ */
+static int stage_ours(const struct tree *t, const char *rel)
+{
+	char want[PATH_MAX], got[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int fd, len, ret = -EEXIST;
+
+	fd = openat(t->dest_dir->fd, rel,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -EEXIST;
+	len = stage_mark_value(t, want);
+	if (len < 0)
+		ret = len;
+	else if (!fstat(fd, &st) && st.st_uid == geteuid() &&
+		 !(st.st_mode & 077) && st.st_dev == t->dst_dev) {
+		n = fgetxattr(fd, STAGE_XATTR, got, sizeof(got));
+		if (n == len && !memcmp(got, want, len))
+			ret = 1;
+	}
+	close(fd);
+	return ret;
+}
+
+/* The new staging directory @fd (O_PATH), marked as ours. */
+static int stage_mark(struct tree *t, int fd)
+{
+	char mark[PATH_MAX];
+	int len = stage_mark_value(t, mark), rfd, ret;
+
+	if (len < 0)
+		return len;
+	rfd = inode_reopen(fd);
+	if (rfd < 0)
+		return rfd;
+	ret = fsetxattr(rfd, STAGE_XATTR, mark, len, 0) ? -errno : 0;
+	close(rfd);
+	return ret;
+}
+
+/*
  * A source directory whose copy DEST lacks is built under a hidden name
  * beside it, .NAME.encio-partial, and renamed into place at the end, once
  * everything in it is written and synced. Its entries are made under their
  * own names (no unnamed file and link for each file), an interrupted copy
  * leaves nothing under the final name, and a rerun resumes in the staging
- * directory. t->dst_root becomes the staging name; it stays where DEST has
- * the copy already (a rerun merges into it) or the name would be too long.
- * A DEST not in place yet (dest_unpublished) is its own staging directory.
+ * directory, if it is ours (stage_ours()). t->dst_root becomes the
+ * staging name; it stays where DEST has the copy already (a rerun merges
+ * into it), the name would be too long, or something not ours is at the
+ * staging name (left alone). A DEST not in place yet (dest_unpublished)
+ * is its own staging directory.
  */
 static int stage_root(struct tree *t)
 {
@@ -542,6 +608,11 @@ static int stage_root(struct tree *t)
 		     (int)t->root_off, dst, name);
 	if (n < 0 || n >= (int)sizeof(staging))
 		return 0;
+	ret = stage_ours(t, staging + t->root_off);
+	if (ret == -EEXIST)
+		return 0;
+	if (ret < 0)
+		return ret;
 	ret = stage_add(t, staging, n, dst);
 	if (!ret)
 		memcpy(t->dst_root, staging, n + 1);
@@ -732,6 +803,11 @@ void entry_dir(struct tree *t, const char *src, const char *dst,
 		return;
 	}
 	ret = fresh ? dir_fresh_owner(t, fd, &cur, &op) : 0;
+	if (!ret && fresh && !t->walk.rel[0] && !t->opts->dest_unpublished &&
+	    strcmp(dst, t->dst_final)) {
+		op = "mark the staging directory";
+		ret = stage_mark(t, fd);
+	}
 	if (ret) {
 		close(fd);
 		tree_entry_error(t, -ret, op, dst);
@@ -891,14 +967,27 @@ static void files_late_flags(struct tree *t)
 	t->nr_late_flags = t->cap_late_flags = 0;
 }
 
+/* The stage whose staging directory is @d itself, or NULL. */
+static const struct tree_stage *dir_stage(const struct tree *t,
+					  const struct tree_dir *d)
+{
+	const struct tree_stage *s;
+
+	for (s = t->stages; s < t->stages + t->nr_stages; s++)
+		if (!strcmp(d->dst, s->staging))
+			return s;
+	return NULL;
+}
+
 /*
- * The root of a DEST not in place yet (dest_unpublished): its caller's
- * partial, private (0700) and marked until the copy is whole. Its own
- * metadata, SRC's mode among them, waits for entry_root_finish().
+ * A source root's copy made private: a staging directory (0700, marked
+ * with its source), or the root of a DEST not in place yet
+ * (dest_unpublished: its caller's partial, private and marked too). Its
+ * own metadata, SRC's mode among them, waits for entry_root_finish().
  */
 static bool dir_held(const struct tree *t, const struct tree_dir *d)
 {
-	return t->opts->dest_unpublished && !d->src[d->src_off];
+	return !d->src[d->src_off] && dir_stage(t, d);
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
@@ -918,24 +1007,52 @@ void entry_dirs_finish(struct tree *t)
 	}
 }
 
+/* A staging directory's mark goes before it is put into place. */
+static int stage_unmark(struct tree *t, const struct tree_dir *d)
+{
+	struct entry_at at;
+	int fd, ret;
+
+	ret = dir_reopen(t->dest_dir->fd, dst_rel(t, d->dst), d->dst_dev,
+			 d->dst_ino, &at);
+	if (ret)
+		return ret;
+	fd = at.name ? inode_reopen(at.dir) : at.dir;
+	ret = fd < 0 ? fd :
+	      fremovexattr(fd, STAGE_XATTR) && errno != ENODATA ? -errno :
+								    0;
+	if (fd >= 0 && fd != at.dir)
+		close(fd);
+	close(at.dir);
+	return ret;
+}
+
 /*
- * The held root's metadata, once everything below it is copied and
- * synced: its mode opens it to others only now, right before its caller
- * makes it read-only. A copy that stopped or failed anywhere leaves it
- * private and marked, for a rerun to go on with.
+ * The held roots' metadata, once everything below them is copied and
+ * synced: their mode opens them to others only now. A copy that stopped
+ * leaves them private and marked, for a rerun to go on with; so does one
+ * an entry failed in where the caller puts DEST in place itself (it keeps
+ * what failed for a rerun); a staged tree with a failed entry is put in
+ * place, as a copy that went on past it.
  */
 void entry_root_finish(struct tree *t)
 {
+	const struct tree_stage *s;
 	const char *op, *path;
 	size_t i;
 	int ret;
 
-	if (t->fatal || t->stats->failed)
+	if (t->fatal || (t->opts->dest_unpublished && t->stats->failed))
 		return;
 	for (i = 0; i < t->nr_dirs; i++) {
 		if (!dir_held(t, &t->dirs[i]))
 			continue;
-		ret = dir_finish(t, &t->dirs[i], &op, &path);
+		s = dir_stage(t, &t->dirs[i]);
+		op = "finish";
+		path = t->dirs[i].dst;
+		ret = s->final ? stage_unmark(t, &t->dirs[i]) : 0;
+		if (!ret)
+			ret = dir_finish(t, &t->dirs[i], &op, &path);
 		if (ret)
 			tree_entry_error(t, -ret, op, path);
 	}
