@@ -1018,9 +1018,9 @@ static int stage_unmark(struct tree *t, const struct tree_dir *d)
 	if (ret)
 		return ret;
 	fd = at.name ? inode_reopen(at.dir) : at.dir;
-	ret = fd < 0 ? fd :
-	      fremovexattr(fd, STAGE_XATTR) && errno != ENODATA ? -errno :
-								    0;
+	ret = fd < 0 ? fd : 0;
+	if (!ret && fremovexattr(fd, STAGE_XATTR) && errno != ENODATA)
+		ret = -errno;
 	if (fd >= 0 && fd != at.dir)
 		close(fd);
 	close(at.dir);
