@@ -97,9 +97,26 @@ static bool same_layout(const struct extent_map *a, const struct extent_map *b)
 }
 
 /*
+ * Whether everyone who may have written DEST's file @cur may write the
+ * copy it becomes (@src's owner, group and mode): then what it holds is
+ * theirs to have put there. A file of another user's would become, say,
+ * root's with that user's bytes, its mtime put back.
+ */
+static bool writers_within(const struct stat *cur, const struct stat *src)
+{
+	if (cur->st_uid != 0 && cur->st_uid != src->st_uid)
+		return false;
+	if ((cur->st_mode & S_IWGRP) &&
+	    (cur->st_gid != src->st_gid || !(src->st_mode & S_IWGRP)))
+		return false;
+	return !(cur->st_mode & S_IWOTH) || (src->st_mode & S_IWOTH);
+}
+
+/*
  * DEST's file @dst open, with its stat in @st, where it has the data of
- * the source already (same size, mtime and layout), the source's extent
- * map in @ma (to release); else -1.
+ * the source already (same size, mtime and layout) and nobody but who may
+ * write the copy could have written it, the source's extent map in @ma
+ * (to release); else -1.
  */
 static int file_complete(int src_fd, const struct stat *src,
 			 struct entry_at dst, struct stat *st,
@@ -118,8 +135,8 @@ static int file_complete(int src_fd, const struct stat *src,
 		    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0)
 		return -1;
-	if (!fstat(fd, st) && !extent_map_build(src_fd, ma) &&
-	    !extent_map_build(fd, &mb))
+	if (!fstat(fd, st) && writers_within(st, src) &&
+	    !extent_map_build(src_fd, ma) && !extent_map_build(fd, &mb))
 		same = same_layout(ma, &mb);
 	extent_map_release(&mb);
 	if (!same) {
