@@ -1839,6 +1839,12 @@ def uuids_of(mnt):
     return res
 
 
+def has_mark(path):
+    """Whether the file @path holds MARK."""
+    with open(path, "rb") as f:
+        return MARK in f.read()
+
+
 def marked_files(top, dev_only=True):
     """Regular files under @top not the user's whose bytes hold MARK."""
     p = subprocess.run(["grep", "-rlsF", "-D", "skip", "--null", MARK.decode(), top],
@@ -2245,9 +2251,11 @@ class HostileMethod(Method):
         for rel, attr, e, g in self.ck.compare(CopyMethod(self.ck), exp, None, got):
             if attr == "exists" and not e:
                 continue        # a rerun keeps what SRC no longer has
-            if attr == "content" and self.tampered.intersection((rel,) + got[rel].get("links", ())) and \
-               got[rel]["owner"] == "%d:%d" % (USER, USER):
-                continue        # the user's own copy, as it left it, by any of its names
+            if attr == "content" and got[rel]["owner"] == "%d:%d" % (USER, USER) and (
+                    self.tampered.intersection((rel,) + got[rel].get("links", ())) or
+                    has_mark(os.path.join(dest, rel))):
+                continue        # the user's own copy, as it left it, by any of its names, or
+                                # sharing a range with one (a clone source of its own files)
             if attr == "links" and isinstance(g, tuple):
                 g = tuple(x for x in g if x in exp)      # and names it kept
                 if e == g:
