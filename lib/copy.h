@@ -144,6 +144,8 @@ struct copy_job {
 	int err;
 	void *owner; /* the caller's */
 	bool share;  /* its ranges are in ctx->share */
+	/* written where only root can reach it until the copy ends */
+	bool dst_private;
 	uint32_t share_file;
 	struct share_plan clones;  /* ranges to clone, in file order */
 	size_t next_clone;	   /* where job_refill() is in clones */
@@ -282,12 +284,14 @@ int copy_share_plan(struct copy_job *job);
 bool copy_share_writers_only(const struct stat *st, uid_t owner);
 /*
  * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
- * @st, @map): its ranges offered as if this run wrote them, so that the
- * files sharing their extents clone them instead of writing them again.
+ * @st, @map; in a tree only root could ever reach: @private_tree): its
+ * ranges offered as if this run wrote them, so that the files sharing
+ * their extents clone them instead of writing them again.
  */
 void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 			      const struct stat *st,
-			      const struct extent_map *map, int dst_fd);
+			      const struct extent_map *map, int dst_fd,
+			      bool private_tree);
 bool copy_share_clone(struct copy_job *job);
 void copy_share_end(struct copy_job *job);
 /* copy.c's: [start, end) of the file done (clipped at EOF), for progress */

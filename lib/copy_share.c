@@ -193,7 +193,8 @@ int copy_share_plan(struct copy_job *job)
 
 void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 			      const struct stat *st,
-			      const struct extent_map *map, int dst_fd)
+			      const struct extent_map *map, int dst_fd,
+			      bool private_tree)
 {
 	struct share_index *si = &ctx->share;
 	uint32_t fs, id;
@@ -204,6 +205,7 @@ void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 		return;
 	share_file_get(si, id)->owner = st->st_uid;
 	share_file_get(si, id)->mode = st->st_mode;
+	share_file_get(si, id)->private_tree = private_tree;
 	ret = share_file_keep_handle(share_file_get(si, id), dst_fd);
 	for (i = 0; !ret && i < map->nr; i++) {
 		const struct file_extent *fe = &map->ext[i];
@@ -230,6 +232,7 @@ static void job_offer(struct copy_job *job)
 		return;
 	sf->owner = job->src_st.st_uid;
 	sf->mode = job->src_st.st_mode;
+	sf->private_tree = job->dst_private;
 	share_file_set_state(&job->ctx->share, job->share_file,
 			     share_file_keep_handle(sf, job->dst_fd) ?
 				     SHARE_FAILED :
@@ -273,9 +276,12 @@ static int clone_source(struct copy_job *job, uint32_t id)
 	 * Once its owner may write it, its bytes go into that owner's files
 	 * only (and into itself: whoever may write it may write the copy).
 	 * Judged by what it has now and by what it gets from SRC, so that
-	 * whether its metadata was set yet (timing) changes nothing.
+	 * whether its metadata was set yet (timing) changes nothing. One in
+	 * a tree nobody else could ever reach holds what this run (or the
+	 * stopped one it goes on from) wrote there: it goes anywhere.
 	 */
-	if (id == job->share_file)
+	if (id == job->share_file ||
+	    share_file_get(&ctx->share, id)->private_tree)
 		return fd;
 	if (fstat(fd, &st))
 		return -errno;

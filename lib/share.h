@@ -39,6 +39,8 @@ struct share_file {
 	/* copy: the owner and mode it gets from SRC, whenever that is */
 	uint32_t owner;
 	uint32_t mode;
+	/* copy: in a tree only root could ever reach (a staging directory) */
+	bool private_tree;
 };
 
 /* One written range of a source extent; 40 bytes. */

@@ -237,7 +237,8 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 
 	if (f->complete) {
 		copy_share_note_complete(ctx, f->job.src_fd, &f->st,
-					 &f->job.map, f->job.dst_fd);
+					 &f->job.map, f->job.dst_fd,
+					 f->private_tree);
 		tree_file_free(f);
 		file_done(t);
 		return;
@@ -262,6 +263,7 @@ static void tree_file_begin(struct tree *t, struct tree_file *f)
 					       ENCIO_IO_IOCTL;
 	f->job.e = &f->e;
 	f->job.owner = f;
+	f->job.dst_private = f->private_tree;
 	t->active[t->nr_active++] = f;
 	/* The map and the size here: the walker is the busier thread. */
 	if (f->inl)

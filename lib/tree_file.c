@@ -410,6 +410,7 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		goto fail;
 	}
 	f->dir = dst_dir_get(entry_dst_dir(t));
+	f->private_tree = entry_in_stage(t, dst) && !t->opts->dest_unpublished;
 	f->name = f->dst + strlen(f->dst) - strlen(at.name);
 	f->acl_inherited = entry_parent_acl_default(t);
 	if (!tree_file_from_items(t, f)) {

@@ -109,6 +109,8 @@ struct tree_file {
 	char *tmp;  /* its temporary name in dir; NULL: job.dst_fd is an
 		     * O_TMPFILE, or named */
 	bool named; /* made under its own name, in a staged tree */
+	/* in a staged tree, which only root can reach until the copy ends */
+	bool private_tree;
 	/* complete in DEST already: only offered to the share index */
 	bool complete;
 	unsigned int src_flags; /* the source's kept inode flags */
