@@ -74,8 +74,7 @@ int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 	if (p->dir_fd < 0)
 		return encio_error_set(s->e, p->dir_fd, "open the directory of",
 				       p->dst, false, 0);
-	if (snprintf(p->partial, sizeof(p->partial), ".%s" PARTIAL_SUFFIX,
-		     p->name) >= (int)sizeof(p->partial)) {
+	if (subvol_temp_name(p->partial, p->name, PARTIAL_SUFFIX)) {
 		close(p->dir_fd);
 		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
 				       false, 0);

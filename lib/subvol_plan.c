@@ -54,20 +54,12 @@ static void entry_names_free(struct subvol_entry *en)
 	free(en->base.name);
 }
 
-static bool ends_with(const char *name, const char *suffix)
-{
-	size_t len = strlen(name), slen = strlen(suffix);
-
-	return len > slen && !strcmp(name + len - slen, suffix);
-}
-
 /*
- * The length of the name of the subvolume that @rel would be encio's
- * temporary snapshot of (.NAME.encio-snapshot, .NAME.encio-base,
- * .NAME.encio-send-PID), with the directory before it; 0 for another
- * name.
+ * The length of the name of the subvolume that @rel would be encio send
+ * --snapshot's temporary snapshot of (.NAME.encio-send-PID), with the
+ * directory before it; 0 for another name.
  */
-static size_t snapshot_of_len(const char *rel, const char **name)
+static size_t send_snapshot_of_len(const char *rel, const char **name)
 {
 	const char *base = strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel;
 	const char *mark = strstr(base, SEND_SNAPSHOT_MARK);
@@ -75,10 +67,6 @@ static size_t snapshot_of_len(const char *rel, const char **name)
 	*name = base + 1;
 	if (base[0] != '.')
 		return 0;
-	if (ends_with(base, SNAPSHOT_SUFFIX))
-		return strlen(base) - strlen(SNAPSHOT_SUFFIX) - 1;
-	if (ends_with(base, BASE_SUFFIX))
-		return strlen(base) - strlen(BASE_SUFFIX) - 1;
 	return mark && mark > base + 1 ? (size_t)(mark - base - 1) : 0;
 }
 
@@ -93,6 +81,36 @@ static const struct subvol_entry *entry_at(const struct subvol_plan *s,
 	return NULL;
 }
 
+/* The length of the directory part of @rel, its last '/' included. */
+static size_t dir_len(const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+
+	return slash ? (size_t)(slash - rel) + 1 : 0;
+}
+
+/*
+ * The writable subvolume @en is encio's snapshot or base of (the names
+ * subvol_temp_name() gives, in the same directory), or NULL.
+ */
+static const struct subvol_entry *temporary_of(const struct subvol_plan *s,
+					       const struct subvol_entry *en)
+{
+	size_t i, len = dir_len(en->rel);
+	const char *base = en->rel + len;
+
+	for (i = 0; i < s->nr; i++) {
+		const struct subvol_entry *of = &s->v[i];
+
+		if (of == en || !of->snap.name || dir_len(of->rel) != len ||
+		    strncmp(of->rel, en->rel, len))
+			continue;
+		if (!strcmp(base, of->snap.name) || !strcmp(base, of->base.name))
+			return of;
+	}
+	return NULL;
+}
+
 /*
  * Whether @en is a temporary of encio's own, never copied: a read-only
  * snapshot named for the subvolume beside it, of that subvolume (its
@@ -103,20 +121,22 @@ static const struct subvol_entry *entry_at(const struct subvol_plan *s,
 static bool temporary(const struct subvol_plan *s,
 		      const struct subvol_entry *en)
 {
-	const char *name, *base = strrchr(en->rel, '/');
 	const struct subvol_entry *of;
+	const char *name;
 	char rel[PATH_MAX];
-	size_t dir_len, len;
+	size_t len;
 
-	base = base ? base + 1 : en->rel;
-	len = snapshot_of_len(en->rel, &name);
-	if (!len || !en->read_only)
+	if (!en->read_only)
 		return false;
-	dir_len = base - en->rel;
-	if (snprintf(rel, sizeof(rel), "%.*s%.*s", (int)dir_len, en->rel,
-		     (int)len, name) >= (int)sizeof(rel))
-		return false;
-	of = entry_at(s, rel, strlen(rel));
+	of = temporary_of(s, en);
+	if (!of) {
+		len = send_snapshot_of_len(en->rel, &name);
+		if (!len || snprintf(rel, sizeof(rel), "%.*s%.*s",
+				     (int)dir_len(en->rel), en->rel, (int)len,
+				     name) >= (int)sizeof(rel))
+			return false;
+		of = entry_at(s, rel, strlen(rel));
+	}
 	return of &&
 	       !memcmp(en->info.parent_uuid, of->info.uuid, BTRFS_UUID_SIZE);
 }
@@ -146,15 +166,40 @@ static void drop_temporaries(struct subvol_plan *s)
 	free(drop);
 }
 
-/* .NAME@suffix, beside the subvolume @en: in @name, and its path in @path */
+int subvol_temp_name(char *out, const char *name, const char *suffix)
+{
+	uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a */
+	size_t keep, len = strlen(name);
+	const char *c;
+
+	if (1 + len + strlen(suffix) <= NAME_MAX) {
+		out[0] = '.';
+		memcpy(out + 1, name, len);
+		strcpy(out + 1 + len, suffix);
+		return 0;
+	}
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	for (c = name; *c; c++)
+		hash = (hash ^ (unsigned char)*c) * 0x100000001b3ULL;
+	keep = NAME_MAX - 1 - 17 - strlen(suffix);
+	snprintf(out, NAME_MAX + 1, ".%.*s~%016llx%s", (int)keep, name,
+		 (unsigned long long)hash, suffix);
+	return 0;
+}
+
+/* The name of @suffix beside the subvolume @en in @name, its path in @path */
 static int beside(const struct subvol_entry *en, const char *suffix,
 		  char **name, char **path)
 {
-	char dir[PATH_MAX], base[PATH_MAX];
+	char dir[PATH_MAX], base[PATH_MAX], temp[NAME_MAX + 1];
 
 	snprintf(dir, sizeof(dir), "%s", en->src);
 	snprintf(base, sizeof(base), "%s", en->src);
-	if (asprintf(name, ".%s%s", basename(base), suffix) < 0)
+	if (subvol_temp_name(temp, basename(base), suffix))
+		return -ENAMETOOLONG;
+	*name = strdup(temp);
+	if (!*name)
 		return -ENOMEM;
 	if (asprintf(path, "%s/%s", dirname(dir), *name) < 0) {
 		free(*name);
@@ -175,6 +220,7 @@ static int plan_add(struct subvol_plan *s, const char *rel,
 {
 	struct subvol_entry *en;
 	void *grown;
+	int ret;
 
 	if (s->nr == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 16;
@@ -193,11 +239,12 @@ static int plan_add(struct subvol_plan *s, const char *rel,
 	}
 	en->info = *info;
 	en->read_only = info->flags & BTRFS_ROOT_SUBVOL_RDONLY;
-	if (!en->read_only && snapshot_name(en)) {
+	ret = en->read_only ? 0 : snapshot_name(en);
+	if (ret) {
 		entry_names_free(en);
 		free(en->rel);
 		free(en->src);
-		return -ENOMEM;
+		return ret;
 	}
 	en->family = s->nr++;
 	return 0;

@@ -30,6 +30,14 @@
 /* what encio send --snapshot names its temporary snapshots */
 #define SEND_SNAPSHOT_MARK ".encio-send-"
 
+/*
+ * encio's name, in @out (NAME_MAX + 1 bytes), for what it makes beside a
+ * subvolume @name: .NAME@suffix, or where that is longer than a name may
+ * be, NAME cut and a hash of it (.NAME~HASH@suffix): the same for the same
+ * name, so that a rerun finds it.
+ */
+int subvol_temp_name(char *out, const char *name, const char *suffix);
+
 /* A read-only snapshot encio keeps beside a writable subvolume. */
 struct subvol_snapshot {
 	char *path;
