@@ -105,7 +105,8 @@ static const struct subvol_entry *temporary_of(const struct subvol_plan *s,
 		if (of == en || !of->snap.name || dir_len(of->rel) != len ||
 		    strncmp(of->rel, en->rel, len))
 			continue;
-		if (!strcmp(base, of->snap.name) || !strcmp(base, of->base.name))
+		if (!strcmp(base, of->snap.name) ||
+		    !strcmp(base, of->base.name))
 			return of;
 	}
 	return NULL;
