@@ -230,6 +230,12 @@ struct receive_ctx {
 		uint8_t ckpt_uuid[BTRFS_UUID_SIZE];
 	} rs;
 	struct partial_dir part;
+	/*
+	 * A plain receive's subvolume is made in the private directory too
+	 * (nobody else can reach into it while it is received), and gets its
+	 * name at its END: true until then.
+	 */
+	bool placing;
 	/* receive_set_known_subvol(): the caller's, not closed here */
 	int known_fd;
 	uint8_t known_uuid[BTRFS_UUID_SIZE];
@@ -321,14 +327,24 @@ void flags_forget(struct receive_ctx *ctx);
 /* The name as kept by a late_xattr, if a directory passes it on; or NULL. */
 const char *flags_inherited_xattr(const char *name);
 
-/* receive_resume.c: receive -s, the partial kept for encio send -t */
-/* The subvolume @name is made as @made in *@dir (DEST, or -s's own). */
+/*
+ * receive_resume.c: receive -s, the partial kept for encio send -t; and
+ * the private directory every receive makes a subvolume in
+ */
+/* The subvolume @name is made as @made in *@dir, the private one. */
 int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
 			int *dir);
 void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 			    uint64_t ctransid, const uint8_t *parent_uuid,
 			    uint64_t parent_ctransid);
+/* Once marked received, before read-only: the subvolume gets its name. */
 int resume_subvol_finish(struct receive_ctx *ctx);
+/*
+ * A subvolume of a plain receive left unfinished (a failed command, -E):
+ * it gets its name all the same, writable and not received, as btrfs
+ * receive leaves it (deleted where the name is taken since).
+ */
+void resume_subvol_leave(struct receive_ctx *ctx);
 int resume_applied(const struct stream_cmd *cmd, void *arg);
 int rcv_resume(const struct resume_point *p, void *arg);
 void resume_stopped(struct receive_ctx *ctx, bool read_failed);

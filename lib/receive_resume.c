@@ -13,6 +13,8 @@
  *   work      the working subvolume; only its END gives it NAME in DEST
  *   ckpt.SEQ  checkpoints: read-only snapshots of it
  *   record    the resume point and what it is to be resumed from
+ *   new       a plain receive's subvolume (no -s), private as "work" is
+ *             until its END, which gives it NAME
  *
  * Every so much stream or time, after a command, the receive takes a
  * checkpoint (a snapshot flushes the data written before it and commits it
@@ -62,6 +64,8 @@
 #define STATE_PREFIX ".encio-receive."
 #define STATE_XATTR "trusted.encio.state"
 #define WORK_NAME "work"
+/* a plain receive's subvolume until its END */
+#define PLACE_NAME "new"
 #define CKPT_PREFIX "ckpt."
 #define RECORD_NAME "record"
 #define RECORD_NEW "record.new"
@@ -609,6 +613,7 @@ static void pd_clear(struct partial_dir *pd)
 		return;
 	while ((de = readdir(dir))) {
 		if (!strcmp(de->d_name, WORK_NAME) ||
+		    !strcmp(de->d_name, PLACE_NAME) ||
 		    !strncmp(de->d_name, CKPT_PREFIX, strlen(CKPT_PREFIX)))
 			drop_subvol(pd->name_fd, de->d_name, NULL, 0);
 		else if (!strcmp(de->d_name, RECORD_NAME) ||
@@ -1031,14 +1036,24 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
 
 	*dir = ctx->dest_fd;
 	snprintf(made, NAME_MAX + 1, "%s", name);
-	if (!ctx->opts.resumable)
-		return 0;
 	ret = part_open(ctx, name, true);
 	if (ret)
 		return ret;
 	/* under the lock: a receive of NAME that held it gave it its name */
 	if (!fstatat(ctx->dest_fd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, EEXIST, "create the subvolume");
+	memset(&ctx->rs, 0, sizeof(ctx->rs));
+	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", name);
+	*dir = ctx->part.name_fd;
+	if (!ctx->opts.resumable) {
+		/* a partial kept goes once this one has NAME */
+		ret = drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
+		if (ret)
+			return fail(ctx, -ret, "create the subvolume");
+		snprintf(made, NAME_MAX + 1, PLACE_NAME);
+		ctx->placing = true;
+		return 0;
+	}
 	if (pd_has_record(&ctx->part)) {
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
@@ -1049,10 +1064,7 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
 	}
 	/* what a killed receive left without a record */
 	pd_clear(&ctx->part);
-	memset(&ctx->rs, 0, sizeof(ctx->rs));
-	snprintf(ctx->rs.final, sizeof(ctx->rs.final), "%s", name);
 	snprintf(made, NAME_MAX + 1, WORK_NAME);
-	*dir = ctx->part.name_fd;
 	return 0;
 }
 
@@ -1075,22 +1087,44 @@ void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 }
 
 /* Once marked received, before read-only: the subvolume gets its name. */
+/*
+ * The subvolume @from of NAME's directory (@fd: its root) renamed to NAME
+ * in DEST; the append-only or immutable its root has, which refuse that,
+ * lifted for it.
+ */
+static int place_subvol(struct receive_ctx *ctx, int fd, const char *from)
+{
+	unsigned int late = fd < 0 ? 0 : inode_flags_get(fd) & INODE_FLAGS_LATE;
+	int ret = 0;
+
+	if (late && inode_flags_set(fd, 0, late, NULL) < 0)
+		return -EPERM;
+	if (renameat2(ctx->part.name_fd, from, ctx->dest_fd, ctx->rs.final,
+		      RENAME_NOREPLACE))
+		ret = -errno;
+	if (late && inode_flags_set(fd, late, late, NULL) < 0 && !ret)
+		ret = -EPERM;
+	return ret;
+}
+
 int resume_subvol_finish(struct receive_ctx *ctx)
 {
 	struct resume_state *rs = &ctx->rs;
+	const char *from = ctx->placing ? PLACE_NAME : WORK_NAME;
 	struct stat st, at;
+	int ret;
 
-	if (!ctx->opts.resumable || !rs->active)
+	if (!ctx->placing && (!ctx->opts.resumable || !rs->active))
 		return 0;
 	/* the working subvolume is the one received: the same device */
 	if (fstat(ctx->subvol_fd, &st) ||
-	    fstatat(ctx->part.name_fd, WORK_NAME, &at, AT_SYMLINK_NOFOLLOW))
+	    fstatat(ctx->part.name_fd, from, &at, AT_SYMLINK_NOFOLLOW))
 		return fail(ctx, errno, "give the subvolume its name");
 	if (st.st_dev != at.st_dev || st.st_ino != at.st_ino)
 		return fail(ctx, ESTALE, "give the subvolume its name");
-	if (renameat2(ctx->part.name_fd, WORK_NAME, ctx->dest_fd, rs->final,
-		      RENAME_NOREPLACE))
-		return fail(ctx, errno, "give the subvolume its name");
+	ret = place_subvol(ctx, ctx->subvol_fd, from);
+	if (ret)
+		return fail(ctx, -ret, "give the subvolume its name");
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", rs->final);
 	if (rs->ckpt_id) {
 		char name[NAME_MAX + 1];
@@ -1102,7 +1136,25 @@ int resume_subvol_finish(struct receive_ctx *ctx)
 	pd_close(ctx->dest_fd, &ctx->part, true);
 	rs->ckpt_id = 0;
 	rs->active = false;
+	ctx->placing = false;
 	return 0;
+}
+
+void resume_subvol_leave(struct receive_ctx *ctx)
+{
+	int fd;
+
+	if (!ctx->placing)
+		return;
+	ctx->placing = false;
+	fd = openat(ctx->part.name_fd, PLACE_NAME,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (place_subvol(ctx, fd, PLACE_NAME))
+		drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
+	if (fd >= 0)
+		close(fd);
+	/* a partial kept of NAME stays: this one did not get NAME */
+	pd_close(ctx->dest_fd, &ctx->part, !pd_has_record(&ctx->part));
 }
 
 int resume_applied(const struct stream_cmd *cmd, void *arg)
@@ -1145,6 +1197,7 @@ void resume_stopped(struct receive_ctx *ctx, bool read_failed)
 	struct resume_state *rs = &ctx->rs;
 	bool kept;
 
+	resume_subvol_leave(ctx);
 	if (!ctx->opts.resumable || !rs->active || ctx->subvol_fd < 0)
 		return;
 	if (read_failed && !ctx->subvol_errors && !park(ctx)) {
@@ -1164,6 +1217,7 @@ void resume_stopped(struct receive_ctx *ctx, bool read_failed)
 
 void resume_release(struct receive_ctx *ctx)
 {
+	resume_subvol_leave(ctx);
 	if (ctx->part.name_fd >= 0)
 		pd_close(ctx->dest_fd, &ctx->part,
 			 ctx->part.lock_fd >= 0 && !pd_has_record(&ctx->part));

@@ -143,6 +143,7 @@ static int leave_subvol(struct receive_ctx *ctx)
 		return finish_subvol(ctx);
 	close_fd(&ctx->write_fd);
 	subvol_close(ctx);
+	resume_subvol_leave(ctx);
 	ctx->subvol_errors = 0;
 	return 0;
 }
@@ -248,18 +249,21 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	int ret, parent, dir;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
-	ret = leave_subvol(ctx)		    ?:
-		      check_name(ctx, name) ?:
-		      resume_subvol_begin(ctx, name, made, &dir);
+	ret = leave_subvol(ctx) ?: check_name(ctx, name);
 	if (ret)
 		return ret;
-	if (ctx->events.subvol)
-		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
-				   parent_ctransid, ctx->events.arg);
 	parent = lookup_open_subvol_by_uuid(ctx, "parent", parent_uuid,
 					    parent_ctransid);
 	if (parent < 0)
 		return parent;
+	ret = resume_subvol_begin(ctx, name, made, &dir);
+	if (ret) {
+		close(parent);
+		return ret;
+	}
+	if (ctx->events.subvol)
+		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
+				   parent_ctransid, ctx->events.arg);
 	err = btrfs_util_create_snapshot_fd2(parent, dir, made, 0, NULL, NULL);
 	ret = btrfsutil_errno(err);
 	if (ret) {
