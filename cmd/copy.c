@@ -536,7 +536,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 	if (c->final && !c->subvolumes)
 		return usage_error(cmd, "--final goes with --subvolumes");
 	if (c->no_root_nocow && !c->subvolumes)
-		return usage_error(cmd, "--no-root-nocow goes with --subvolumes");
+		return usage_error(cmd,
+				   "--no-root-nocow goes with --subvolumes");
 	if (c->checkpoint_bytes && !c->subvolumes)
 		return usage_error(cmd, "--checkpoint goes with --subvolumes");
 	if (c->subvolumes && (c->opts.compress.alg || c->opts.recompress.alg ||

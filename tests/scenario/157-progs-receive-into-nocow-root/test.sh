@@ -72,6 +72,11 @@ progs_diff()
 
 _log "btrfs receive into the move whose root kept +C refuses the clone"
 progs_diff "$KEEP" || echo "(refused: the reason for --no-root-nocow)"
+[ -e "$KEEP/s2" ] && run_check btrfs -q subvolume delete "$KEEP/s2"
+# encio receive takes it: the new file's inherited nocow goes while empty
+"$ENCIO" -q receive "$KEEP" <"$TEST_TMP/diff" ||
+	_fail "encio receive into the move whose root kept +C"
+diff -r "$V" "$KEEP/s2" || _fail "$KEEP/s2: content differs"
 
 _log "btrfs receive into the move made with --no-root-nocow"
 [ -z "$(root_flags "$COPY/sv")" ] || _fail "$COPY/sv: the root kept +C"
