@@ -49,6 +49,9 @@ static const char *const copy_usage[] = {
 	"--final              with --subvolumes: the last run of a move; the",
 	"                     snapshots kept in SRC as the next run's bases",
 	"                     (.NAME.encio-base) are deleted at its end",
+	"--no-root-nocow      with --subvolumes: nocow (C) left off each",
+	"                     subvolume's root directory, for 'btrfs receive' of",
+	"                     later differences (see encio-copy(8))",
 	"--checkpoint SIZE    with --subvolumes: a subvolume received as a",
 	"                     difference keeps a checkpoint every SIZE of stream",
 	"                     (default 1G) or 10 s, where a rerun goes on",
@@ -86,6 +89,7 @@ struct copy_cmd {
 	bool subvolumes;
 	bool final;		   /* --final */
 	uint64_t checkpoint_bytes; /* --checkpoint */
+	bool no_root_nocow;	   /* --no-root-nocow */
 	unsigned int jobs;
 	struct tree_stats tree;
 	struct subvols_stats subvols;
@@ -108,6 +112,7 @@ enum {
 	OPT_SUBVOLUMES,
 	OPT_FINAL,
 	OPT_CHECKPOINT,
+	OPT_NO_ROOT_NOCOW,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -444,6 +449,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "final", no_argument, NULL, OPT_FINAL },
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
+		{ "no-root-nocow", no_argument, NULL, OPT_NO_ROOT_NOCOW },
 		{ "queue-depth", required_argument, NULL, 'd' },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		COMMON_LONG_OPTIONS
@@ -492,6 +498,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_FINAL:
 			c->final = true;
 			break;
+		case OPT_NO_ROOT_NOCOW:
+			c->no_root_nocow = true;
+			break;
 		case OPT_CHECKPOINT:
 			if (parse_size(optarg, &c->checkpoint_bytes) ||
 			    !c->checkpoint_bytes)
@@ -526,6 +535,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		return usage_error(cmd, "--subvolumes needs -r and one SRC");
 	if (c->final && !c->subvolumes)
 		return usage_error(cmd, "--final goes with --subvolumes");
+	if (c->no_root_nocow && !c->subvolumes)
+		return usage_error(cmd,
+				   "--no-root-nocow goes with --subvolumes");
 	if (c->checkpoint_bytes && !c->subvolumes)
 		return usage_error(cmd, "--checkpoint goes with --subvolumes");
 	if (c->subvolumes && (c->opts.compress.alg || c->opts.recompress.alg ||
@@ -795,6 +807,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.no_target_dir = c->no_target_dir,
 		.final = c->final,
 		.checkpoint_bytes = c->checkpoint_bytes,
+		.no_root_nocow = c->no_root_nocow,
 		.stop = &stop_signal,
 		.begin = subvol_begin,
 		.progress = subvol_progress,

@@ -67,6 +67,9 @@ static const char *const receive_usage[] = {
 	"--dump              print the stream's commands as 'btrfs receive",
 	"                    --dump' does ('encio dump'); no DEST",
 	"--force-decompress  decode every encoded extent and write it plain",
+	"--no-root-nocow     leave nocow (C) off each subvolume's root directory,",
+	"                    for 'btrfs receive' of later differences (see",
+	"                    encio-receive(8))",
 	"--verify            decode every encoded extent before writing it and",
 	"                    check that it covers the range the file uses",
 	"--progress          show progress even when the stream comes from a pipe",
@@ -85,6 +88,7 @@ enum {
 	OPT_PROGRESS,
 	OPT_CHECKPOINT,
 	OPT_RESUME_TOKEN,
+	OPT_NO_ROOT_NOCOW,
 };
 
 struct progress {
@@ -342,6 +346,7 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "max-errors", required_argument, NULL, 'E' },
 		{ "dump", no_argument, NULL, OPT_DUMP },
 		{ "force-decompress", no_argument, NULL, OPT_FORCE_DECOMPRESS },
+		{ "no-root-nocow", no_argument, NULL, OPT_NO_ROOT_NOCOW },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
@@ -384,6 +389,9 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case OPT_FORCE_DECOMPRESS:
 			opts->force_decompress = true;
+			break;
+		case OPT_NO_ROOT_NOCOW:
+			opts->no_root_nocow = true;
 			break;
 		case OPT_VERIFY:
 			opts->verify = true;

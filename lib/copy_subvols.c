@@ -326,7 +326,12 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
-	ret = subvols_partial_unmark(fd);
+	/* as receive_options' no_root_nocow leaves a difference's */
+	ret = s->opts->no_root_nocow ? inode_flags_set(fd, 0, FS_NOCOW_FL,
+						       &s->ctx->flags_refused) :
+				       0;
+	if (ret >= 0)
+		ret = subvols_partial_unmark(fd);
 	if (ret)
 		ret = encio_error_set(s->e, -ret, "finish", p->dst, false, 0);
 	if (!ret)
@@ -526,7 +531,8 @@ static int copy_all(struct subvols *s)
 				      .resumable = true,
 				      .checkpoint_bytes =
 					      s->opts->checkpoint_bytes,
-				      .checkpoint_late = true };
+				      .checkpoint_late = true,
+				      .no_root_nocow = s->opts->no_root_nocow };
 	struct subvol_entry *en;
 	int top_fd = -1, ret;
 	size_t i;

@@ -56,6 +56,7 @@ struct subvols_options {
 	bool final;
 	/* a difference's checkpoints, every so much stream (0: 1 GiB) or 10 s */
 	uint64_t checkpoint_bytes;
+	bool no_root_nocow; /* receive_options' */
 	/* set by a signal handler: stop, the subvolume in flight kept */
 	volatile sig_atomic_t *stop;
 	/*

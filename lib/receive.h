@@ -45,6 +45,12 @@ struct receive_options {
 	 * a snapshot per subvolume would cost more than that).
 	 */
 	bool checkpoint_late;
+	/*
+	 * No nocow on a subvolume's root directory: btrfs receive makes its
+	 * new files there first, and they would take it, then refuse a clone
+	 * from a file without it.
+	 */
+	bool no_root_nocow;
 	/* set by a signal handler: the stream stops at its next read */
 	const volatile sig_atomic_t *stop;
 };

@@ -379,7 +379,10 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 		return fd;
 	lifted_drop(ctx, fd);
 	if (!fstat(fd, &st) && S_ISDIR(st.st_mode)) {
-		late |= want & INODE_FLAGS_EARLY;
+		if (ctx->opts.no_root_nocow &&
+		    st.st_ino == BTRFS_FIRST_FREE_OBJECTID)
+			want &= ~FS_NOCOW_FL;
+		late = want & (FLAGS_LATE | INODE_FLAGS_EARLY);
 		mask |= INODE_FLAGS_EARLY;
 	}
 	/*
