@@ -442,9 +442,12 @@ static void on_signal(int sig)
 }
 
 /*
- * With -s, SIGINT and SIGTERM (unless ignored) stop the stream at its next
- * read, so that the last command applied gets a checkpoint; without -s
- * they kill the receive, as they kill btrfs receive.
+ * SIGINT and SIGTERM (unless ignored) stop the stream at its next read:
+ * with -s the last command applied gets a checkpoint; without, the
+ * subvolume in flight gets its name, writable and not received, as btrfs
+ * receive leaves it (killed in the middle of giving a finished one its
+ * name, a receive would leave that undone). The receive then exits
+ * through the signal.
  */
 static void install_signals(struct receive_options *opts)
 {
@@ -452,8 +455,6 @@ static void install_signals(struct receive_options *opts)
 	int sigs[] = { SIGINT, SIGTERM };
 	size_t i;
 
-	if (!opts->resumable)
-		return;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
 		if (!sigaction(sigs[i], NULL, &old) &&

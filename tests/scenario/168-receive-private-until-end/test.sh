@@ -53,3 +53,23 @@ run_mustfail "a cut stream" "$ENCIO" -q receive -f "$TEST_TMP/cut" "$DST/c"
 [ "$(btrfs property get "$DST/c/s1" ro)" = "ro=false" ] || _fail "the cut receive's subvolume is read-only"
 btrfs subvolume show "$DST/c/s1" | grep -q "Received UUID:.*-$" || _fail "the cut receive's subvolume is marked received"
 ! ls -a "$DST/c" | grep -q encio-receive || _fail "the private directory is left after the cut"
+
+# SIGTERM between two commands (the signal stops the stream at its next
+# read): the same, and the receive exits through the signal
+mkdir "$DST/i"
+rm -f "$TEST_TMP/pipe"
+mkfifo "$TEST_TMP/pipe"
+"$ENCIO" -q receive -f "$TEST_TMP/pipe" "$DST/i" &
+pid=$!
+exec 3>"$TEST_TMP/pipe"
+head -c $((size / 2)) "$TEST_TMP/s1.stream" >&3
+sleep 1
+kill -TERM $pid
+tail -c +$((size / 2 + 1)) "$TEST_TMP/s1.stream" >&3 2>/dev/null
+exec 3>&-
+wait $pid
+rc=$?
+[ $rc = 143 ] || _fail "the stopped receive exited $rc, not through SIGTERM"
+[ -d "$DST/i/s1" ] || _fail "the stopped receive left nothing at NAME"
+[ "$(btrfs property get "$DST/i/s1" ro)" = "ro=false" ] || _fail "the stopped receive's subvolume is read-only"
+! ls -a "$DST/i" | grep -q encio-receive || _fail "the private directory is left after SIGTERM"
