@@ -246,6 +246,11 @@ static int late_flags_unpack(struct receive_ctx *ctx, struct reader *r,
 		l->flags = (unsigned int)rd_u64(r);
 		l->mask = (unsigned int)rd_u64(r);
 		handle_make(&l->handle, ino, (uint32_t)gen, root);
+		/*
+		 * Lifted ones are told apart as receive_flags.c does: a
+		 * FILEATTR of the inode after the resume drops them.
+		 */
+		ctx->nr_lifted += l->mask == INODE_FLAGS_LATE;
 	}
 	ctx->nr_late = n;
 	return r->bad ? -EINVAL : 0;
