@@ -11,6 +11,8 @@
  *   receive_flags.c    inode flags (FILEATTR), some kept for the end
  *   receive_subvol.c   subvolumes begun and finished (SUBVOL, SNAPSHOT, END)
  *   receive_apply.c    the other commands, applied
+ *   receive_state.c    receive -s: DEST's private directory, NAME's lock
+ *   receive_resume.c   receive -s: checkpoints, the record, resumes
  *   receive_summary.c  a failure in the words btrfs receive uses
  *   receive_run.c      the context, the run over the stream, -C, -E, -e
  */
@@ -96,7 +98,7 @@ struct late_xattr {
 
 /*
  * receive -s: the directory of a subvolume NAME being received, in DEST's
- * private one (receive_resume.c), and NAME's lock.
+ * private one (receive_state.c), and NAME's lock.
  */
 struct partial_dir {
 	int state_fd;
@@ -350,6 +352,25 @@ int rcv_resume(const struct resume_point *p, void *arg);
 void resume_stopped(struct receive_ctx *ctx, bool read_failed);
 /* The receive is over: NAME's lock let go, what is no partial removed. */
 void resume_release(struct receive_ctx *ctx);
+
+/* receive_state.c: receive -s, DEST's private directory, NAME's, its lock */
+#define WORK_NAME "work"
+/* a plain receive's subvolume until its END */
+#define PLACE_NAME "new"
+#define CKPT_PREFIX "ckpt."
+#define RECORD_NAME "record"
+#define RECORD_NEW "record.new"
+void pd_init(struct partial_dir *pd);
+/* NAME's directory opened (made if @create) in DEST @dest_fd, not locked. */
+int pd_open(int dest_fd, struct partial_dir *pd, bool create);
+/* NAME's directory opened and locked; *@holder the pid of a receive on it. */
+int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
+		   pid_t *holder);
+int drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
+		uint64_t id);
+void pd_clear(struct partial_dir *pd);
+void pd_close(int dest_fd, struct partial_dir *pd, bool remove);
+bool pd_has_record(const struct partial_dir *pd);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 void subvol_close(struct receive_ctx *ctx);
