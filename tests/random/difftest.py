@@ -139,7 +139,15 @@ FL_NOCOW = 0x00800000
 FL_COMPR = 0x00000004
 FL_NOATIME = 0x00000080
 FL_NOCOMP = 0x00000400
-FLAG_LETTERS = ((FL_NOCOW, "C"), (FL_COMPR, "c"), (FL_NOATIME, "A"))
+FL_SYNC = 0x00000008
+FL_IMMUTABLE = 0x00000010
+FL_APPEND = 0x00000020
+FL_NODUMP = 0x00000040
+FL_DIRSYNC = 0x00010000
+# m (nocompress) is left out: btrfs sets it by itself where compressing did
+# not pay, after the snapshot too (see file_flags).
+FLAG_LETTERS = ((FL_NOCOW, "C"), (FL_COMPR, "c"), (FL_NOATIME, "A"), (FL_IMMUTABLE, "i"),
+                (FL_APPEND, "a"), (FL_NODUMP, "d"), (FL_SYNC, "S"))
 FICLONERANGE = 0x4020940d
 FIDEDUPERANGE = 0xC0189436
 RENAME_EXCHANGE = 2
@@ -234,7 +242,7 @@ OPS = {"write": op_write, "clone": op_clone, "dedupe": op_dedupe,
 # Trees: what a snapshot holds, as the checks compare it.
 
 def file_flags(path, st):
-    """The C, c and A flags; and whether btrfs marked the inode
+    """The C, c, A, i, a, d and S flags; and whether btrfs marked the inode
     nocompress, which it does by itself where compressing did not pay
     (at writeback, also after a snapshot was taken, so a tree can change
     its flags while nothing writes it): GETFLAGS then shows no c, whatever
@@ -986,11 +994,14 @@ class History:
             nops = self.r.randint(8, 40) if k > 1 else self.r.randint(15, 50)
             for _ in range(nops):
                 self.do_op()
+            held = self.hold_flags() if self.r.random() < 0.5 else []
             name = "s%d" % k
             self.log.append('btrfs -q subvolume snapshot -r "$V" "$S"/%s' % name)
             subprocess.run(["btrfs", "-q", "subvolume", "snapshot", "-r", self.V,
                             os.path.join(self.S, name)], check=True)
             self.snaps.append(name)
+            if k < self.nsnaps:
+                self.change_held(held)
             if k < self.nsnaps and self.r.random() < 0.5:
                 # the newest inode gone before a remount: its number comes back
                 # with a new generation
@@ -999,6 +1010,59 @@ class History:
                 if live and self.r.random() < 0.7:
                     self.sh("rm -rf %s" % P(live[-1]))
                 self.remount()
+
+    def hold_flags(self):
+        """Give a few inodes flags a backup must keep and the next
+        incremental must get past: i and a, which make a command on the
+        inode or entries in the directory fail, and A, d, S."""
+        self.ents = self.entries()
+        held = []
+        for _ in range(self.r.randint(1, 3)):
+            p, s = self.pick(lambda r, s: r != "." and (self.reg(r, s) or self.dirs()(r, s)))
+            if p is None or p in (h for h, _ in held):
+                continue
+            f = "".join(self.r.sample("iaAdS", self.r.randint(1, 2)))
+            if self.sh("chattr +%s %s" % (f, P(p))):
+                held.append((p, stat.S_ISDIR(s.st_mode)))
+        return held
+
+    def change_held(self, held):
+        """As a user would, change what the flags held: grow an append-only
+        file, lift i and a, change the inode or its directory, and now and
+        then put the flag back."""
+        for p, isdir in held:
+            full = os.path.join(self.V, p)
+            if not isdir and self.r.random() < 0.5:
+                # appending is what a (only) append-only file lets through
+                self.sh("head -c %d /dev/urandom >> %s" % (self.r.randint(1, 9000), P(p)))
+            self.sh("chattr -i -a %s" % P(p))
+            if isdir:
+                q = self.newname(p)
+                self.op("write", ("path", q), 0, self.size(), self.kind(), self.r.randrange(1 << 30))
+                self.created.append(q)
+                olds = sorted(os.listdir(full))
+                if olds and self.r.random() < 0.5:
+                    self.sh("rm -rf %s" % P(os.path.join(p, self.r.choice(olds))))
+            else:
+                n = os.lstat(full).st_size
+                how = self.r.random()
+                if how < 0.4:
+                    self.op("write", ("path", p), self.r.randint(0, n), self.r.randint(1, 70000),
+                            self.kind(), self.r.randrange(1 << 30))
+                elif how < 0.6:
+                    self.sh("touch -d @%d %s" % (self.r.randint(0, 2 ** 31), P(p)))
+                elif how < 0.75:
+                    q = self.newname()
+                    if self.sh("mv %s %s" % (P(p), P(q))):
+                        p = q
+                elif how < 0.85:
+                    self.sh("ln %s %s" % (P(p), P(self.newname())))
+                elif how < 0.95:
+                    self.sh("setfattr -n user.held -v %d %s" % (self.r.randint(0, 99), P(p)))
+            if self.r.random() < 0.4:
+                self.sh("chattr +%s %s" % (self.r.choice("ia"), P(p)))
+                if self.r.random() < 0.5:
+                    self.sh("chattr -i -a %s" % P(p))
 
     def remount(self):
         self.log.append('umount "$MNT" && mount ${OPTS:+-o "$OPTS"} "$LOOP" "$MNT"')
