@@ -1029,7 +1029,7 @@ class History:
     def change_held(self, held):
         """As a user would, change what the flags held: grow an append-only
         file, lift i and a, change the inode or its directory, and now and
-        then put the flag back."""
+        then set a flag again and lift it before the snapshot."""
         for p, isdir in held:
             full = os.path.join(self.V, p)
             if not isdir and self.r.random() < 0.5:
@@ -1059,10 +1059,9 @@ class History:
                     self.sh("ln %s %s" % (P(p), P(self.newname())))
                 elif how < 0.95:
                     self.sh("setfattr -n user.held -v %d %s" % (self.r.randint(0, 99), P(p)))
-            if self.r.random() < 0.4:
+            if self.r.random() < 0.2:
                 self.sh("chattr +%s %s" % (self.r.choice("ia"), P(p)))
-                if self.r.random() < 0.5:
-                    self.sh("chattr -i -a %s" % P(p))
+                self.sh("chattr -i -a %s" % P(p))
 
     def remount(self):
         self.log.append('umount "$MNT" && mount ${OPTS:+-o "$OPTS"} "$LOOP" "$MNT"')
