@@ -63,7 +63,12 @@ out too) and fed through a pipe.
 
 What is compared: type, content, size, symlink target, device numbers,
 hard-link group, mode, owner, mtime (atime never, ctime cannot be kept),
-every xattr (ACLs and btrfs.compression included) and the C, c, A flags.
+every xattr (ACLs and btrfs.compression included) and the C, c, A, i, a,
+d and S flags (m is left out: btrfs sets it by itself where compressing
+did not pay). Before half the snapshots a few files and directories get
+i, a, A, d or S; after it an append-only file may grow, then i and a are
+lifted and the inode or an entry of the directory is changed, as a user
+would, so the next incremental must get past the flags the backup keeps.
 Where the source cannot be the measure, and only there:
 - a nested subvolume shows in a snapshot as an empty directory (inode 2)
   that btrfs send leaves out: it is left out of what a stream must give
