@@ -2299,7 +2299,13 @@ class HostileMethod(Method):
             for rel in sorted(set(exp) & set(got)):
                 if rel != "." and (exp[rel]["type"] == isdir) != (got[rel]["type"] == isdir) and \
                    os.path.lexists(os.path.join(dest, rel)):
-                    subprocess.run(["rm", "-rf", os.path.join(dest, rel)])
+                    # append-only or immutable, there or on its directory,
+                    # would refuse it: lifted first, as a person would
+                    subprocess.run(["chattr", "-f", "-i", "-a", os.path.dirname(os.path.join(dest, rel))],
+                                   stderr=subprocess.DEVNULL)
+                    subprocess.run(["chattr", "-R", "-f", "-i", "-a", os.path.join(dest, rel)],
+                                   stderr=subprocess.DEVNULL)
+                    subprocess.run(["rm", "-rf", os.path.join(dest, rel)], check=True)
             for rel in self.tamper_next:
                 if self.user(k, "$T op tamper %s %d" % (shlex.quote(os.path.join(dest, rel)), self.r.randrange(0, 4096))):
                     self.tampered.add(rel)
