@@ -421,8 +421,55 @@ static int pd_unique(int dest_fd, const struct partial_dir *pd, pid_t *holder)
 }
 
 /*
+ * The directory of another NAME than ours in the private directory @fd:
+ * deleted when no receive holds it and it has no record (nothing there
+ * can be resumed). A receive killed after it gave its subvolume NAME
+ * leaves such a directory, one killed before that its unnamed partial.
+ */
+static void stale_name_drop(int dest_fd, int fd, const char *state_name,
+			    const char *name)
+{
+	struct partial_dir other;
+	pid_t holder;
+
+	pd_init(&other);
+	snprintf(other.name, sizeof(other.name), "%s", name);
+	other.name_fd = name_dir_open(fd, name);
+	if (other.name_fd < 0)
+		return;
+	if (!pd_lock(&other, &holder) && !pd_has_record(&other)) {
+		other.state_fd = dup(fd);
+		snprintf(other.state_name, sizeof(other.state_name), "%s",
+			 state_name);
+		pd_close(dest_fd, &other, true);
+		return;
+	}
+	close_fd(&other.lock_fd);
+	close_fd(&other.name_fd);
+}
+
+static int stale_names_drop(int fd, const char *state_name, void *arg)
+{
+	const struct unique *u = arg;
+	struct dirent *de;
+	DIR *dir;
+
+	dir = dir_stream_of(fd);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, u->pd->name))
+			stale_name_drop(u->dest_fd, fd, state_name,
+					de->d_name);
+	closedir(dir);
+	return 0;
+}
+
+/*
  * NAME's directory found (or made, @create) and locked. -EBUSY and
- * *@holder as pd_lock(), -ENOENT where there is none.
+ * *@holder as pd_lock(), -ENOENT where there is none. What receives
+ * killed outright left of other NAMEs goes.
  */
 int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 		   pid_t *holder)
@@ -438,6 +485,10 @@ int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 			if (ret)
 				pd_close(dest_fd, pd, !pd_has_record(pd));
 		}
+		if (!ret)
+			state_dirs_each(dest_fd, stale_names_drop,
+					&(struct unique){ .dest_fd = dest_fd,
+							  .pd = pd });
 		if (ret != -EAGAIN)
 			return ret;
 		close_fd(&pd->name_fd);
