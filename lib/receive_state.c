@@ -451,8 +451,12 @@ static void stale_name_drop(int dest_fd, int fd, const char *state_name,
 static int stale_names_drop(int fd, const char *state_name, void *arg)
 {
 	const struct unique *u = arg;
+	struct partial_dir other;
+	struct stat st, mine;
 	struct dirent *de;
 	DIR *dir;
+
+	pd_init(&other);
 
 	dir = dir_stream_of(fd);
 	if (!dir)
@@ -463,6 +467,13 @@ static int stale_names_drop(int fd, const char *state_name, void *arg)
 			stale_name_drop(u->dest_fd, fd, state_name,
 					de->d_name);
 	closedir(dir);
+	/* one emptied, or left empty by a receive killed as it ended */
+	if (fstat(fd, &st) || fstat(u->pd->state_fd, &mine) ||
+	    (st.st_ino == mine.st_ino && st.st_dev == mine.st_dev))
+		return 0;
+	other.state_fd = dup(fd);
+	snprintf(other.state_name, sizeof(other.state_name), "%s", state_name);
+	pd_close(u->dest_fd, &other, other.state_fd >= 0);
 	return 0;
 }
 

@@ -1392,6 +1392,13 @@ class InterruptMethod(Method):
                         self.note, rcs, errs.get("send", b"").decode(errors="replace")[-1000:],
                         errs.get("recv", b"").decode(errors="replace")[-1000:]), None
             left = self.leftovers()
+            if left and self.how == "sigkill-recv" and all(
+                    os.path.basename(os.path.dirname(os.path.relpath(f, self.mnt))).startswith(".encio-receive.")
+                    or os.path.basename(f).startswith(".encio-receive.") for f in left):
+                # killed as it ended: the directory it received in, or the
+                # private one, stays until the next receive into DEST
+                self.left_after_kill = left
+                left = []
             if left:
                 return False, "after %s and a retry, left behind: %s" % (self.note, " ".join(left[:20])), None
             return True, "", dest
@@ -1400,6 +1407,12 @@ class InterruptMethod(Method):
             return False, "encio send | encio receive: exit %s: %s %s" % (
                 rcs, errs.get("send", b"").decode(errors="replace")[-1000:],
                 errs.get("recv", b"").decode(errors="replace")[-1000:]), None
+        if getattr(self, "left_after_kill", None):
+            left = self.leftovers()
+            if left:
+                return False, "after %s, the next receive left behind: %s" % (
+                    self.note, " ".join(left[:20])), None
+            self.left_after_kill = None
         return True, "", dest
 
     def received(self, dest):
@@ -1412,7 +1425,7 @@ class InterruptMethod(Method):
     def leftovers(self):
         out = []
         for m in (self.mnt, self.ck.hist.mnt):
-            p = subprocess.run(["find", m, "-name", "*encio*"], stdout=subprocess.PIPE, text=True)
+            p = subprocess.run(["find", m, "-path", "*encio*"], stdout=subprocess.PIPE, text=True)
             out += p.stdout.split()
         return out
 

@@ -1,11 +1,13 @@
 #!/bin/bash
 # A receive killed outright (SIGKILL) leaves what it received in its
-# private directory (.encio-receive.XXXXXX/NAME): the next receive into
-# DEST, of another NAME, deletes it, while a partial of receive -s kept
+# private directory (.encio-receive.XXXXXX/NAME), or that directory empty
+# when killed as it ended: the next receive into DEST, of another NAME,
+# deletes them, while a partial of receive -s kept
 # for a resume stays and is resumed. Found by the random tester (a plain
 # receive killed after its subvolume got its name left the directory).
 source "$(dirname "$0")/../../common.sh"
 require_root
+command -v setfattr >/dev/null || _not_run "needs setfattr (attr)"
 
 make_btrfs img 512M
 run_check btrfs -q subvolume create "$MNT/v"
@@ -40,7 +42,12 @@ ls -d "$MNT"/d/.encio-receive.*/s1 >/dev/null 2>&1 ||
 head -c 1500000 "$TEST_TMP/s2.stream" | "$ENCIO" -q receive -s "$MNT/d" 2>/dev/null &&
 	_fail "a cut receive -s succeeded"
 
+# what a receive killed as it ended leaves: its private directory, empty
+mkdir -m 0700 "$MNT/d/.encio-receive.Zz0000"
+setfattr -n trusted.encio.state -v 1 "$MNT/d/.encio-receive.Zz0000"
+
 run_check "$ENCIO" -q receive -f "$TEST_TMP/s3.stream" "$MNT/d"
+[ -e "$MNT/d/.encio-receive.Zz0000" ] && _fail "the empty private directory stayed"
 left=$(cd "$MNT/d" && ls -d .encio-receive.*/* 2>/dev/null | sort | tr '\n' ' ')
 case "$left" in
 */s1*) _fail "the killed receive's partial stayed: $left" ;;
