@@ -464,8 +464,7 @@ static int stale_names_drop(int fd, const char *state_name, void *arg)
 	while ((de = readdir(dir)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		    strcmp(de->d_name, u->pd->name))
-			stale_name_drop(u->dest_fd, fd, state_name,
-					de->d_name);
+			stale_name_drop(u->dest_fd, fd, state_name, de->d_name);
 	closedir(dir);
 	/* one emptied, or left empty by a receive killed as it ended */
 	if (fstat(fd, &st) || fstat(u->pd->state_fd, &mine) ||
