@@ -477,6 +477,44 @@ static int stale_names_drop(int fd, const char *state_name, void *arg)
 }
 
 /*
+ * A private directory a receive made but was killed before it marked it:
+ * root's, 0700 and empty (a directory that is not is left alone), removed
+ * if its name still gives the directory checked.
+ */
+static void unmarked_drop(int dest_fd)
+{
+	struct stat dest, st, at;
+	struct dirent *de;
+	char mark;
+	DIR *dir;
+	int fd;
+
+	if (fstat(dest_fd, &dest))
+		return;
+	dir = dir_stream_of(dest_fd);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, STATE_PREFIX, strlen(STATE_PREFIX)))
+			continue;
+		fd = openat(dest_fd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && st.st_dev == dest.st_dev &&
+		    st.st_uid == 0 && (st.st_mode & 07777) == 0700 &&
+		    fgetxattr(fd, STATE_XATTR, &mark, 1) < 0 &&
+		    errno == ENODATA &&
+		    !fstatat(dest_fd, de->d_name, &at, AT_SYMLINK_NOFOLLOW) &&
+		    at.st_ino == st.st_ino && at.st_dev == st.st_dev)
+			unlinkat(dest_fd, de->d_name, AT_REMOVEDIR);
+		close(fd);
+	}
+	closedir(dir);
+}
+
+/*
  * NAME's directory found (or made, @create) and locked. -EBUSY and
  * *@holder as pd_lock(), -ENOENT where there is none. What receives
  * killed outright left of other NAMEs goes.
@@ -495,10 +533,12 @@ int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 			if (ret)
 				pd_close(dest_fd, pd, !pd_has_record(pd));
 		}
-		if (!ret)
+		if (!ret) {
 			state_dirs_each(dest_fd, stale_names_drop,
 					&(struct unique){ .dest_fd = dest_fd,
 							  .pd = pd });
+			unmarked_drop(dest_fd);
+		}
 		if (ret != -EAGAIN)
 			return ret;
 		close_fd(&pd->name_fd);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A receive killed outright (SIGKILL) leaves what it received in its
 # private directory (.encio-receive.XXXXXX/NAME), or that directory empty
-# when killed as it ended: the next receive into DEST, of another NAME,
+# when killed as it ended, marked or not yet: the next receive into DEST,
+# of another NAME,
 # deletes them, while a partial of receive -s kept
 # for a resume stays and is resumed. Found by the random tester (a plain
 # receive killed after its subvolume got its name left the directory).
@@ -46,8 +47,15 @@ head -c 1500000 "$TEST_TMP/s2.stream" | "$ENCIO" -q receive -s "$MNT/d" 2>/dev/n
 mkdir -m 0700 "$MNT/d/.encio-receive.Zz0000"
 setfattr -n trusted.encio.state -v 1 "$MNT/d/.encio-receive.Zz0000"
 
+# one killed before it marked it; and root's, not empty, left alone
+mkdir -m 0700 "$MNT/d/.encio-receive.Zz0001" "$MNT/d/.encio-receive.Zz0002"
+touch "$MNT/d/.encio-receive.Zz0002/kept"
+
 run_check "$ENCIO" -q receive -f "$TEST_TMP/s3.stream" "$MNT/d"
 [ -e "$MNT/d/.encio-receive.Zz0000" ] && _fail "the empty private directory stayed"
+[ -e "$MNT/d/.encio-receive.Zz0001" ] && _fail "the unmarked empty one stayed"
+[ -e "$MNT/d/.encio-receive.Zz0002/kept" ] || _fail "a directory with a file went"
+rm -r "$MNT/d/.encio-receive.Zz0002"
 left=$(cd "$MNT/d" && ls -d .encio-receive.*/* 2>/dev/null | sort | tr '\n' ' ')
 case "$left" in
 */s1*) _fail "the killed receive's partial stayed: $left" ;;
