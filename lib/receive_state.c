@@ -421,8 +421,103 @@ static int pd_unique(int dest_fd, const struct partial_dir *pd, pid_t *holder)
 }
 
 /*
+ * The directory of another NAME than ours in the private directory @fd:
+ * deleted when no receive holds it and it has no record (nothing there
+ * can be resumed). A receive killed after it gave its subvolume NAME
+ * leaves such a directory, one killed before that its unnamed partial.
+ */
+static void stale_name_drop(int dest_fd, int fd, const char *state_name,
+			    const char *name)
+{
+	struct partial_dir other;
+	pid_t holder;
+
+	pd_init(&other);
+	snprintf(other.name, sizeof(other.name), "%s", name);
+	other.name_fd = name_dir_open(fd, name);
+	if (other.name_fd < 0)
+		return;
+	if (!pd_lock(&other, &holder) && !pd_has_record(&other)) {
+		other.state_fd = dup(fd);
+		snprintf(other.state_name, sizeof(other.state_name), "%s",
+			 state_name);
+		pd_close(dest_fd, &other, true);
+		return;
+	}
+	close_fd(&other.lock_fd);
+	close_fd(&other.name_fd);
+}
+
+static int stale_names_drop(int fd, const char *state_name, void *arg)
+{
+	const struct unique *u = arg;
+	struct partial_dir other;
+	struct stat st, mine;
+	struct dirent *de;
+	DIR *dir;
+
+	pd_init(&other);
+
+	dir = dir_stream_of(fd);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, u->pd->name))
+			stale_name_drop(u->dest_fd, fd, state_name, de->d_name);
+	closedir(dir);
+	/* one emptied, or left empty by a receive killed as it ended */
+	if (fstat(fd, &st) || fstat(u->pd->state_fd, &mine) ||
+	    (st.st_ino == mine.st_ino && st.st_dev == mine.st_dev))
+		return 0;
+	other.state_fd = dup(fd);
+	snprintf(other.state_name, sizeof(other.state_name), "%s", state_name);
+	pd_close(u->dest_fd, &other, other.state_fd >= 0);
+	return 0;
+}
+
+/*
+ * A private directory a receive made but was killed before it marked it:
+ * root's, 0700 and empty (a directory that is not is left alone), removed
+ * if its name still gives the directory checked.
+ */
+static void unmarked_drop(int dest_fd)
+{
+	struct stat dest, st, at;
+	struct dirent *de;
+	char mark;
+	DIR *dir;
+	int fd;
+
+	if (fstat(dest_fd, &dest))
+		return;
+	dir = dir_stream_of(dest_fd);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, STATE_PREFIX, strlen(STATE_PREFIX)))
+			continue;
+		fd = openat(dest_fd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+				    O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && st.st_dev == dest.st_dev &&
+		    st.st_uid == 0 && (st.st_mode & 07777) == 0700 &&
+		    fgetxattr(fd, STATE_XATTR, &mark, 1) < 0 &&
+		    errno == ENODATA &&
+		    !fstatat(dest_fd, de->d_name, &at, AT_SYMLINK_NOFOLLOW) &&
+		    at.st_ino == st.st_ino && at.st_dev == st.st_dev)
+			unlinkat(dest_fd, de->d_name, AT_REMOVEDIR);
+		close(fd);
+	}
+	closedir(dir);
+}
+
+/*
  * NAME's directory found (or made, @create) and locked. -EBUSY and
- * *@holder as pd_lock(), -ENOENT where there is none.
+ * *@holder as pd_lock(), -ENOENT where there is none. What receives
+ * killed outright left of other NAMEs goes.
  */
 int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 		   pid_t *holder)
@@ -437,6 +532,12 @@ int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 			ret = pd_unique(dest_fd, pd, holder);
 			if (ret)
 				pd_close(dest_fd, pd, !pd_has_record(pd));
+		}
+		if (!ret) {
+			state_dirs_each(dest_fd, stale_names_drop,
+					&(struct unique){ .dest_fd = dest_fd,
+							  .pd = pd });
+			unmarked_drop(dest_fd);
 		}
 		if (ret != -EAGAIN)
 			return ret;

@@ -223,6 +223,8 @@ static int link_at(struct tree *t, struct entry_at target, struct entry_at at,
 		return ret;
 	}
 	ret = entry_make_temp(at, tmp, make_link, &target);
+	if (!ret)
+		meta_flags_unlock_at(t, at);
 	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
 		unlinkat(at.dir, tmp, 0);
@@ -384,6 +386,8 @@ static int special_temp(struct tree *t, struct entry_at src, struct entry_at at,
 	ret = meta_set_metadata(&t->walk_xattr, src,
 				(struct entry_at){ at.dir, tmp }, &t->walk.st,
 				NULL, special_meta_flags(t, false), op);
+	if (!ret)
+		meta_flags_unlock_at(t, at);
 	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
 		*op = "rename into place";

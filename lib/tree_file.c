@@ -326,30 +326,6 @@ static int file_found_complete(struct tree *t, struct tree_file *f, int fd,
 }
 
 /*
- * Walker: DEST's file of an earlier run, incomplete or different, is
- * replaced: not if append-only or immutable. Where that fails, the
- * replacement reports it.
- */
-static void file_unlock_old(struct tree *t, struct entry_at at)
-{
-	struct stat st;
-	const char *op;
-	int fd, rfd;
-
-	fd = openat(at.dir, at.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
-		rfd = inode_reopen(fd);
-		if (rfd >= 0) {
-			meta_flags_unlock(t, rfd, &op);
-			close(rfd);
-		}
-	}
-	close(fd);
-}
-
-/*
  * Walker: open the source and stat it. 0 to go on, 1 when nothing is left
  * to do (a hard link to one seen, or complete in DEST), -1 with f->e set.
  */
@@ -379,7 +355,7 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 	ret = file_complete(f->job.src_fd, &f->st, at, &cur, &f->job.map);
 	if (ret >= 0)
 		return file_found_complete(t, f, ret, &cur);
-	file_unlock_old(t, at);
+	meta_flags_unlock_at(t, at);
 	return 0;
 }
 

@@ -342,6 +342,7 @@ int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
 			 const char **op);
 int meta_flags_unlock(struct tree *t, int dst_fd, const char **op);
+void meta_flags_unlock_at(struct tree *t, struct entry_at at);
 int xattr_buf_init(struct xattr_buf *b);
 void xattr_buf_release(struct xattr_buf *b);
 

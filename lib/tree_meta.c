@@ -395,6 +395,30 @@ int meta_flags_unlock(struct tree *t, int dst_fd, const char **op)
 }
 
 /*
+ * DEST's regular file at @at, of an earlier run, about to be replaced (a
+ * rename over it): not if append-only or immutable. Where that fails, the
+ * replacement reports it.
+ */
+void meta_flags_unlock_at(struct tree *t, struct entry_at at)
+{
+	struct stat st;
+	const char *op;
+	int fd, rfd;
+
+	fd = openat(at.dir, at.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		rfd = inode_reopen(fd);
+		if (rfd >= 0) {
+			meta_flags_unlock(t, rfd, &op);
+			close(rfd);
+		}
+	}
+	close(fd);
+}
+
+/*
  * Owner, xattrs, mode and times of @dst (see struct entry_at: never
  * following a symlink) from @st and @src's xattrs. @how: META_* flags.
  * @cur: what @dst has now, where it exists already (a rerun): then only
