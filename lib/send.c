@@ -37,20 +37,6 @@
 #include "stream.h"
 #include "send_priv.h"
 
-int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
-	      bool has_off)
-{
-	return encio_error_set(ctx->e, err, op, ctx->src, has_off, off);
-}
-
-/* A signal asked to stop: the send ends where it is. */
-int send_stopped(struct send_ctx *ctx)
-{
-	if (ctx->opts.stop && *ctx->opts.stop)
-		return send_fail(ctx, EINTR, "send (interrupted)", 0, false);
-	return 0;
-}
-
 /* @st is the stream file, or the file it replaces: not sent. */
 static bool is_stream_file(const struct send_ctx *ctx, const struct stat *st)
 {
@@ -59,16 +45,6 @@ static bool is_stream_file(const struct send_ctx *ctx, const struct stat *st)
 		return true;
 	return ctx->opts.replaces_ino && st->st_dev == ctx->opts.replaces_dev &&
 	       st->st_ino == ctx->opts.replaces_ino;
-}
-
-int send_end_cmd(struct send_ctx *ctx)
-{
-	int ret = stream_end_cmd(&ctx->w);
-
-	if (ret)
-		return encio_error_set(ctx->e, ret, "write stream to",
-				       ctx->out_name, false, 0);
-	return 0;
 }
 
 /* The kernel's new_encode_dev(), as btrfs send puts it in RDEV. */

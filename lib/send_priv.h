@@ -132,7 +132,17 @@ struct send_ctx {
 	uint32_t check_src;		 /* its share file + 1; 0: none */
 };
 
-/* -errno, with ctx->e naming ctx->src, @op and the offset if @has_off. */
+/*
+ * The files of send, from the top: send.c (the walk's driver) and
+ * send_kernel.c (the kernel's streams relayed) call send_meta.c,
+ * send_data.c, send_share.c, send_walk.c, send_roots.c, send_output.c,
+ * send_snapshot.c and send_pass.c; send_data.c asks send_share.c which
+ * ranges are clones; send_share.c cuts maps into send_piece.c's pieces;
+ * all of them call send_cmd.c, which calls none of them.
+ *
+ * send_cmd.c: -errno, with ctx->e naming ctx->src, @op and the offset if
+ * @has_off.
+ */
 int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
 	      bool has_off);
 /* -EINTR if a signal asked to stop, else 0. */
@@ -287,6 +297,12 @@ int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
  */
 int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
 		    uint64_t start, uint64_t end);
+/*
+ * The read piece @p of @fd emitted: its request's result, as WRITE or
+ * ENCODED_WRITE, and what it lacks read again. *@eof where @fd ended.
+ */
+int send_piece_emit_read(struct send_ctx *ctx, int fd, const char *path,
+			 const struct send_piece *p, bool *eof);
 /*
  * The pieces of reads: send_map_pieces() appends the data ranges of @map
  * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Calls between lib/'s files, from the objects' symbols (nm), checked
+against the layers in lib/LAYERS: no call cycle between files, no call
+from a group to one above it, none between two groups of one level.
+
+    layers.py BUILD_LIB_DIR [LAYERS]   exit 1 on any cycle or violation
+"""
+import fnmatch
+import os
+import subprocess
+import sys
+
+
+def symbols(obj):
+    """(defined, undefined) global symbols of @obj."""
+    out = subprocess.run(["nm", "-g", obj], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "U":
+            undefined.add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDBRCGSV":
+            defined.add(parts[2])
+    return defined, undefined
+
+
+def read_layers(path):
+    """[(level, group, [patterns])], the first line the highest level."""
+    groups = []
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            head, pats = line.split(":", 1)
+            level, group = head.split()
+            groups.append((int(level), group, pats.split()))
+    return groups
+
+
+def group_of(name, groups):
+    for level, group, pats in groups:
+        if any(fnmatch.fnmatch(name, p) for p in pats):
+            return level, group
+    return None
+
+
+def cycles(edges, nodes):
+    """Strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    libdir = sys.argv[1]
+    layers = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "lib", "LAYERS")
+    groups = read_layers(layers)
+    objs = sorted(f for f in os.listdir(libdir) if f.endswith(".o"))
+    defs, undefs, owner = {}, {}, {}
+    for o in objs:
+        name = o[:-2]
+        defs[name], undefs[name] = symbols(os.path.join(libdir, o))
+        for s in defs[name]:
+            owner[s] = name
+    edges = {}
+    for name in undefs:
+        for s in undefs[name]:
+            if s in owner and owner[s] != name:
+                edges.setdefault(name, {}).setdefault(owner[s], []).append(s)
+    bad = 0
+    for name in sorted(defs):
+        if group_of(name, groups) is None:
+            print("%s.c: in no group of %s" % (name, layers))
+            bad += 1
+    for comp in cycles(edges, defs):
+        bad += 1
+        print("cycle: %s" % " ".join(c + ".c" for c in comp))
+        for a in comp:
+            for b in comp:
+                if b in edges.get(a, {}):
+                    print("    %s.c -> %s.c: %s" % (a, b, " ".join(sorted(edges[a][b])[:4])))
+    for a in sorted(edges):
+        ga = group_of(a, groups)
+        for b in sorted(edges[a]):
+            gb = group_of(b, groups)
+            if not ga or not gb or ga[1] == gb[1]:
+                continue
+            if gb[0] > ga[0] or gb[0] == ga[0]:
+                bad += 1
+                print("against the layers: %s.c (%s) -> %s.c (%s): %s" % (
+                    a, ga[1], b, gb[1], " ".join(sorted(edges[a][b])[:4])))
+    print("%d files, %d calls between them, %d problems" % (
+        len(defs), sum(len(v) for v in edges.values()), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
