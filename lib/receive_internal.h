@@ -9,10 +9,11 @@
  *                      not created yet
  *   receive_lookup.c   parents and clone sources found by UUID
  *   receive_flags.c    inode flags (FILEATTR), some kept for the end
- *   receive_subvol.c   subvolumes begun and finished (SUBVOL, SNAPSHOT, END)
- *   receive_apply.c    the other commands, applied
+ *   receive_target.c   the subvolume being received, opened and closed
  *   receive_state.c    receive -s: DEST's private directory, NAME's lock
  *   receive_resume.c   receive -s: checkpoints, the record, resumes
+ *   receive_subvol.c   subvolumes begun and finished (SUBVOL, SNAPSHOT, END)
+ *   receive_apply.c    the other commands, applied
  *   receive_summary.c  a failure in the words btrfs receive uses
  *   receive_run.c      the context, the run over the stream, -C, -E, -e
  */
@@ -353,6 +354,12 @@ void resume_stopped(struct receive_ctx *ctx, bool read_failed);
 /* The receive is over: NAME's lock let go, what is no partial removed. */
 void resume_release(struct receive_ctx *ctx);
 
+/* receive_target.c: the subvolume being received */
+void subvol_close(struct receive_ctx *ctx);
+/* The subvolume @name just made in @dir, received from now on. */
+int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
+		    const uint8_t *uuid, uint64_t ctransid);
+
 /* receive_state.c: receive -s, DEST's private directory, NAME's, its lock */
 #define WORK_NAME "work"
 /* a plain receive's subvolume until its END */
@@ -373,10 +380,6 @@ void pd_close(int dest_fd, struct partial_dir *pd, bool remove);
 bool pd_has_record(const struct partial_dir *pd);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
-void subvol_close(struct receive_ctx *ctx);
-/* The subvolume @name just made in @dir, received from now on. */
-int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
-		    const uint8_t *uuid, uint64_t ctransid);
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg);
 int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
