@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "../lib/copy.h"
 #include "../lib/copy_subvols.h"
+#include "../lib/fsutil.h"
 #include "../lib/tree.h"
 #include "../lib/verify.h"
 
@@ -596,7 +597,7 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 		if (strcmp(l[i - 1].name, l[i].name))
 			continue;
 		error("will not copy both '%s' and '%s' to '%.*s/%s'",
-		      l[i - 1].src, l[i].src, (int)tree_dest_len(dst), dst,
+		      l[i - 1].src, l[i].src, (int)path_trimmed_len(dst), dst,
 		      l[i].name);
 		ret = 1;
 	}
@@ -915,7 +916,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
  */
 static char *dest_dir_name(char *dst)
 {
-	size_t len = tree_dest_len(dst);
+	size_t len = path_trimmed_len(dst);
 	struct stat st;
 
 	if (len && dst[len] && stat(dst, &st) == 0 && S_ISDIR(st.st_mode))

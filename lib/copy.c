@@ -31,16 +31,6 @@
 #include "fsutil.h"
 #include "meta.h"
 
-static int job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
-		    uint64_t offset)
-{
-	if (!job->err)
-		job->err = encio_error_set(
-			job->e, err, op, on_dst ? job->dst_path : job->src_path,
-			true, offset);
-	return job->err;
-}
-
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 {
 	struct engine_config config = {
@@ -147,36 +137,6 @@ int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
 	return 0;
 }
 
-int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
-			bool whole)
-{
-	struct copy_range *r;
-
-	if (job->nr_pending == job->cap_pending) {
-		size_t cap = job->cap_pending ? job->cap_pending * 2 : 16;
-
-		r = realloc(job->pending, cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		job->pending = r;
-		job->cap_pending = cap;
-	}
-	job->pending[job->nr_pending++] =
-		(struct copy_range){ start, end, whole };
-	return 0;
-}
-
-/* Count [start, end) clipped at EOF as done, for progress. */
-void copy_job_progress(struct copy_job *job, uint64_t start, uint64_t end)
-{
-	if (end > job->size)
-		end = job->size;
-	if (start >= end)
-		return;
-	job->done += end - start;
-	job->ctx->stats.bytes_done += end - start;
-}
-
 /*
  * Encoded writes start on a sector of the destination and end on one or at
  * EOF; a source of smaller blocks (ext4 -b 1024) has data and holes between
@@ -261,7 +221,7 @@ static bool job_refill(struct copy_job *job)
 		 * offset 0 of at most a sector is stored inline again.
 		 */
 		if (job_push_uncloned(job, start, end, whole))
-			return job_fail(job, ENOMEM, "map", false, start),
+			return copy_job_fail(job, ENOMEM, "map", false, start),
 			       false;
 	}
 	return job->nr_pending > 0;
@@ -410,7 +370,7 @@ static void job_write_plain(struct copy_job *job, const void *buf, size_t len,
 	int ret = pwrite_all(job->dst_fd, buf, len, offset);
 
 	if (ret) {
-		job_fail(job, ret, "write", true, offset);
+		copy_job_fail(job, ret, "write", true, offset);
 		return;
 	}
 	job->ctx->stats.logical_bytes += len;
@@ -435,13 +395,13 @@ static void job_write_encoded_chunk(struct copy_job *job,
 		return;
 	}
 	if (t->res < 0) {
-		job_fail(job, t->res, "compress", false, t->offset);
+		copy_job_fail(job, t->res, "compress", false, t->offset);
 		return;
 	}
 	ret = encoded_write_ioctl(job->dst_fd, t->out, t->res, t->offset,
 				  t->len, t->unencoded_len, 0, t->compression);
 	if (ret) {
-		job_fail(job, ret, "encoded write", true, t->offset);
+		copy_job_fail(job, ret, "encoded write", true, t->offset);
 		return;
 	}
 	ctx->stats.chunks_compressed++;
@@ -494,7 +454,8 @@ static void job_submit_chunk(struct copy_job *job,
 	struct cpool_task *t;
 
 	if (id < 0) {
-		job_fail(job, EINVAL, "compress (sector size)", true, offset);
+		copy_job_fail(job, EINVAL, "compress (sector size)", true,
+			      offset);
 		return;
 	}
 	while (!(t = cpool_get(&ctx->cpool)))
@@ -542,8 +503,8 @@ static void job_write_decoded(struct copy_job *job, struct engine_req *req,
 	if (a->unencoded_len > BTRFS_MAX_UNCOMPRESSED ||
 	    a->unencoded_offset > a->unencoded_len ||
 	    a->len > a->unencoded_len - a->unencoded_offset) {
-		job_fail(job, EINVAL, "decode (extent sizes)", false,
-			 req->offset);
+		copy_job_fail(job, EINVAL, "decode (extent sizes)", false,
+			      req->offset);
 		return;
 	}
 	n = codec_decode(ctx->codec, a->compression,
@@ -552,7 +513,7 @@ static void job_write_decoded(struct copy_job *job, struct engine_req *req,
 							      (size_t)req->res,
 			 ctx->decode_buf, a->unencoded_len);
 	if (n < 0) {
-		job_fail(job, n, "decode", false, req->offset);
+		copy_job_fail(job, n, "decode", false, req->offset);
 		return;
 	}
 	job_write_data(job, spec, (char *)ctx->decode_buf + a->unencoded_offset,
@@ -577,7 +538,7 @@ static void job_requeue_rest(struct copy_job *job, struct engine_req *req,
 	uint64_t end = req->cookie;
 
 	if (done_to < end && copy_job_push_range(job, done_to, end, false))
-		job_fail(job, ENOMEM, "map", false, done_to);
+		copy_job_fail(job, ENOMEM, "map", false, done_to);
 }
 
 static const struct compress_spec none_spec = { BTRFS_COMPRESS_NONE, 0 };
@@ -605,7 +566,8 @@ static bool job_encoded_read_done(struct copy_job *job, struct engine_req *req)
 	if (req->cookie & HOLDER_COOKIE)
 		return job_holder_read_done(job, req);
 	if (req->res < 0) {
-		job_fail(job, req->res, "encoded read", false, req->offset);
+		copy_job_fail(job, req->res, "encoded read", false,
+			      req->offset);
 		return false;
 	}
 	if (req->res == 0)
@@ -651,13 +613,13 @@ static void job_encoded_write_done(struct copy_job *job, struct engine_req *req)
 		job_write_decoded(job, req, &none_spec);
 		return;
 	}
-	job_fail(job, req->res, "encoded write", true, req->offset);
+	copy_job_fail(job, req->res, "encoded write", true, req->offset);
 }
 
 static void job_read_done(struct copy_job *job, struct engine_req *req)
 {
 	if (req->res < 0) {
-		job_fail(job, req->res, "read", false, req->offset);
+		copy_job_fail(job, req->res, "read", false, req->offset);
 		return;
 	}
 	if (req->res == 0)
@@ -716,7 +678,7 @@ static void job_check_source(struct copy_job *job)
 		return;
 	job->check_src = false;
 	if (fstat(job->src_fd, &st)) {
-		job_fail(job, errno, "stat", false, 0);
+		copy_job_fail(job, errno, "stat", false, 0);
 		return;
 	}
 	if (st.st_size != old->st_size ||
@@ -768,7 +730,8 @@ static void job_run(struct copy_job *job)
 
 	for (;;) {
 		if (stop && *stop)
-			job_fail(job, EINTR, "copy (interrupted)", false, 0);
+			copy_job_fail(job, EINTR, "copy (interrupted)", false,
+				      0);
 		copy_ctx_poll_chunks(job->ctx);
 		while (!job->err && (req = engine_get_req(engine))) {
 			if (!copy_job_issue(job, req)) {
@@ -784,7 +747,7 @@ static void job_run(struct copy_job *job)
 		}
 		req = engine_reap(engine, true, &err);
 		if (err) {
-			job_fail(job, err, "io_uring wait", false, 0);
+			copy_job_fail(job, err, "io_uring wait", false, 0);
 			if (!req)
 				break;
 		}
@@ -938,7 +901,7 @@ static int job_copy_to_eof(struct copy_job *job)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return job_fail(job, errno, "read", false, off);
+			return copy_job_fail(job, errno, "read", false, off);
 		if (!n)
 			break;
 		for (done = 0; done < (size_t)n; done += w) {
@@ -947,8 +910,8 @@ static int job_copy_to_eof(struct copy_job *job)
 			if (w < 0 && errno == EINTR)
 				w = 0;
 			else if (w < 0)
-				return job_fail(job, errno, "write", true,
-						off + done);
+				return copy_job_fail(job, errno, "write", true,
+						     off + done);
 		}
 		off += n;
 	}
@@ -956,15 +919,6 @@ static int job_copy_to_eof(struct copy_job *job)
 		job->ctx->stats.logical_bytes += off;
 		job->ctx->stats.ranges_plain++;
 	}
-	return 0;
-}
-
-int copy_job_fallocate(struct copy_job *job, uint64_t start, uint64_t end)
-{
-	if (start < end &&
-	    fallocate(job->dst_fd, FALLOC_FL_KEEP_SIZE, start, end - start) &&
-	    errno != EOPNOTSUPP)
-		return job_fail(job, errno, "fallocate", true, start);
 	return 0;
 }
 
@@ -1026,8 +980,8 @@ int copy_job_start(struct copy_job *job, const struct stat *st)
 	if (job->ctx->share_on) {
 		ret = copy_share_plan(job);
 		if (ret)
-			return job_fail(job, -ret, "plan the clones of", false,
-					0);
+			return copy_job_fail(job, -ret, "plan the clones of",
+					     false, 0);
 	}
 	ret = job_prealloc(job);
 	if (ret)
@@ -1093,7 +1047,7 @@ static int copy_fds(struct copy_ctx *ctx, struct copy_job *job,
 	while (copy_job_has_work(job));
 	/* earlier files are all done: nothing can be waited for */
 	if (copy_job_waiting(job))
-		job_fail(job, EDEADLK, "clone", true, 0);
+		copy_job_fail(job, EDEADLK, "clone", true, 0);
 	job_check_source(job);
 	if (job->err)
 		return job->err;

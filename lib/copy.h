@@ -294,11 +294,17 @@ void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
 			      bool private_tree);
 bool copy_share_clone(struct copy_job *job);
 void copy_share_end(struct copy_job *job);
-/* copy.c's: [start, end) of the file done (clipped at EOF), for progress */
+/*
+ * copy_job.c: the job's first error (@err, naming the destination if
+ * @on_dst, else the source, at @offset), returned as -errno
+ */
+int copy_job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
+		  uint64_t offset);
+/* [start, end) of the file done (clipped at EOF), for progress */
 void copy_job_progress(struct copy_job *job, uint64_t start, uint64_t end);
-/* copy.c's: [start, end) of the file preallocated (KEEP_SIZE), or -errno */
+/* [start, end) of the file preallocated (KEEP_SIZE), or -errno */
 int copy_job_fallocate(struct copy_job *job, uint64_t start, uint64_t end);
-/* copy.c's: a range of the file to read and write again */
+/* a range of the file to read and write again */
 int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
 			bool whole);
 

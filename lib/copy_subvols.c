@@ -488,7 +488,7 @@ static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 	int fd, ret;
 
 	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
-		 (int)(tree_dest_len(src) ?: 1), src);
+		 (int)(path_trimmed_len(src) ?: 1), src);
 	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return encio_error_set(s->e, errno, "open", s->plan.src, false,

@@ -421,7 +421,7 @@ int subvols_dest_name(struct subvols *s, const char *dest)
 {
 	char base[PATH_MAX];
 	struct stat st;
-	size_t len = tree_dest_len(dest);
+	size_t len = path_trimmed_len(dest);
 	int n;
 
 	snprintf(base, sizeof(base), "%s", s->plan.src);

@@ -165,6 +165,15 @@ const char *path_beneath(const char *path, const char *top)
 	return path[n] ? path + n + 1 : ".";
 }
 
+size_t path_trimmed_len(const char *path)
+{
+	size_t len = strlen(path);
+
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	return len == 1 && path[0] == '/' ? 0 : len;
+}
+
 /* In the btrfs mount @mnt (its root @root in the filesystem), by UUID. */
 static int find_in_mount(const char *mnt, const char *root, const uint8_t *uuid,
 			 uint64_t ctransid, char *out, size_t len)

@@ -56,6 +56,9 @@ int subvol_children(int fd, char ***paths, size_t *nr);
 /* @path relative to @top ("." for @top itself) when beneath it, else NULL. */
 const char *path_beneath(const char *path, const char *top);
 
+/* @path's length without trailing slashes, for names made under it (0 for /). */
+size_t path_trimmed_len(const char *path);
+
 /*
  * The subvolume ids the UUID tree lists for @uuid under @type (a received
  * UUID may belong to several subvolumes): at most @max in @ids, their

@@ -77,7 +77,4 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	      char *const *srcs, int nr_srcs, const char *dest,
 	      struct tree_stats *stats, struct encio_error *e);
 
-/* @dest's length without trailing slashes, for names made under it (0 for /). */
-size_t tree_dest_len(const char *dest);
-
 #endif

@@ -132,15 +132,6 @@ static void tree_entry(struct tree *t)
 	}
 }
 
-size_t tree_dest_len(const char *dest)
-{
-	size_t len = strlen(dest);
-
-	while (len > 1 && dest[len - 1] == '/')
-		len--;
-	return len == 1 && dest[0] == '/' ? 0 : len;
-}
-
 static int tree_root_begin(struct tree *t)
 {
 	char tmp[PATH_MAX];
@@ -150,16 +141,16 @@ static int tree_root_begin(struct tree *t)
 	snprintf(tmp, sizeof(tmp), "%s", src);
 	if (t->dest_is_dir)
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s/%s",
-			     (int)tree_dest_len(t->dest), t->dest,
+			     (int)path_trimmed_len(t->dest), t->dest,
 			     basename(tmp));
 	else
 		n = snprintf(t->dst_root, sizeof(t->dst_root), "%.*s",
-			     (int)(tree_dest_len(t->dest) ?: 1), t->dest);
+			     (int)(path_trimmed_len(t->dest) ?: 1), t->dest);
 	if (n < 0 || n >= (int)sizeof(t->dst_root))
 		return -ENAMETOOLONG;
 	/* the copy's name in dest_dir, DEST's directory (tree_setup()) */
 	if (t->dest_is_dir)
-		t->root_off = tree_dest_len(t->dest) + 1;
+		t->root_off = path_trimmed_len(t->dest) + 1;
 	else
 		t->root_off =
 			strrchr(t->dst_root, '/') ?

@@ -18,8 +18,8 @@
 
 #include "codec.h"
 #include "extents.h"
+#include "fsutil.h"
 #include "kernel.h"
-#include "tree.h"
 #include "verify.h"
 
 /*
@@ -757,8 +757,8 @@ static int copy_name(char *buf, const char *src, const char *dest,
 
 	snprintf(tmp, sizeof(tmp), "%s", src);
 	if (dest_is_dir)
-		n = snprintf(buf, PATH_MAX, "%.*s/%s", (int)tree_dest_len(dest),
-			     dest, basename(tmp));
+		n = snprintf(buf, PATH_MAX, "%.*s/%s",
+			     (int)path_trimmed_len(dest), dest, basename(tmp));
 	else
 		n = snprintf(buf, PATH_MAX, "%s", dest);
 	return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
