@@ -18,6 +18,7 @@
 #include "fsutil.h"
 #include "inline_files.h"
 #include "inode_flags.h"
+#include "meta.h"
 #include "prefetch.h"
 #include "tree.h"
 
@@ -160,14 +161,6 @@ struct tree_stage {
 	char *final;
 };
 
-struct xattr_buf {
-	char *list;
-	char *value;
-	char *dst_list; /* DEST's, to compare or prune */
-	char *dst_value;
-	bool saw_caps; /* the last copy_xattrs() copied security.capability */
-};
-
 struct inode_slot {
 	dev_t dev;
 	ino_t ino;
@@ -270,24 +263,6 @@ struct tree {
 	char link_buf[PATH_MAX];
 };
 
-/*
- * An entry by its name in an open directory, its source's or its copy's:
- * no path walk from the root for each entry, and nothing above that
- * directory resolved again. @name "" is the entry @dir itself (an O_PATH
- * fd); @name NULL, the open file @dir. A source root has only its path,
- * named by the user: AT_FDCWD.
- */
-struct entry_at {
-	int dir;
-	const char *name;
-};
-
-/* copy_xattrs(), meta_set_metadata() flags */
-#define META_NO_XATTRS (1U << 0) /* the source is known to have none */
-#define META_OWNED (1U << 1)	 /* the copy has the source's owner already */
-#define META_COMPARE (1U << 2)	 /* DEST has some: set only what differs */
-#define META_PRUNE (1U << 3)	 /* remove DEST's xattrs the source lacks */
-
 static inline void *vec_grow(void *arr, size_t nr, size_t *cap, size_t size)
 {
 	size_t new_cap;
@@ -325,26 +300,17 @@ void walk_inline_file_stat(const struct tree *t, const struct inline_file *inl,
 
 /* tree_meta.c: metadata */
 bool meta_src_no_xattrs(struct tree *t, const struct stat *st);
-int meta_at_chown(struct entry_at a, uid_t uid, gid_t gid);
-int meta_at_chmod(struct entry_at a, mode_t mode);
-bool meta_has_default_acl(int fd);
 void meta_ids_init(void);
 bool meta_ids_ours(const struct stat *st);
 int meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
 			 bool made_ours, const char **op);
 int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op);
-int meta_set_metadata(struct xattr_buf *b, struct entry_at src,
-		      struct entry_at dst, const struct stat *st,
-		      const struct stat *cur, unsigned int how,
-		      const char **op);
 int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 			  const char **op);
 int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
 			 const char **op);
 int meta_flags_unlock(struct tree *t, int dst_fd, const char **op);
 void meta_flags_unlock_at(struct tree *t, struct entry_at at);
-int xattr_buf_init(struct xattr_buf *b);
-void xattr_buf_release(struct xattr_buf *b);
 
 /* tree_entry.c: making and placing entries */
 struct dst_dir *entry_dst_dir(const struct tree *t);
