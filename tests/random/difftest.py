@@ -1042,6 +1042,8 @@ class History:
         then set a flag again and lift it before the snapshot."""
         for p, isdir in held:
             full = os.path.join(self.V, p)
+            if not os.path.lexists(full):
+                continue        # in a directory held before it, removed
             if not isdir and self.r.random() < 0.5:
                 # appending is what a (only) append-only file lets through
                 self.sh("head -c %d /dev/urandom >> %s" % (self.r.randint(1, 9000), P(p)))
