@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../lib/bench.h"
+#include "../lib/clock.h"
 #include "../lib/extents.h"
 #include "commands.h"
 
@@ -88,14 +89,6 @@ struct bench_cmd {
 	unsigned int nr_rows;
 	int failed;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* User + system time of the whole process (io-wq workers are its threads). */
 static double cpu_now(void)
@@ -399,13 +392,13 @@ static void run_write(struct bench_cmd *b, struct bench_row *r,
 	}
 	drop_caches(b);
 	c0 = cpu_now();
-	t0 = now();
+	t0 = clock_now();
 	if (bench_copy_pass(&r->engine, r->read_mode, r->write_mode, b->fd, dst,
 			    &b->target, &p)) {
 		r->write_err = p.err;
 		row_error(b, r, &p);
 	} else {
-		r->write_t[round] = now() - t0;
+		r->write_t[round] = clock_now() - t0;
 		r->write_cpu[round] = cpu_now() - c0;
 		if (round == 0 && !verify_copy(b, r, dst))
 			b->write_verified = false;
@@ -430,14 +423,14 @@ static void run_rounds(struct bench_cmd *b)
 				continue;
 			drop_caches(b);
 			c0 = cpu_now();
-			t0 = now();
+			t0 = clock_now();
 			if (bench_read_pass(&r->engine, r->read_mode, b->fd,
 					    &b->target, &p)) {
 				r->read_err = p.err;
 				row_error(b, r, &p);
 				continue;
 			}
-			r->read_t[round] = now() - t0;
+			r->read_t[round] = clock_now() - t0;
 			r->read_cpu[round] = cpu_now() - c0;
 			if (b->write && !r->write_err)
 				run_write(b, r, round);

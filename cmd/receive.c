@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "../lib/clock.h"
 #include "../lib/dump.h"
 #include "../lib/receive.h"
 
@@ -100,14 +101,6 @@ struct progress {
 	bool json;	 /* stdout holds the JSON object only */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Bytes written and their rate; of a stream of known size (a file's, or
  * what encio send estimated and put in it), also how much of it was read
@@ -119,7 +112,7 @@ static void show_progress(const struct receive_stats *s, void *arg)
 	char bytes[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN],
 		read[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN], eta[32];
 	struct progress *p = arg;
-	double t = now(), secs = t - p->start;
+	double t = clock_now(), secs = t - p->start;
 
 	if (t - p->last < 0.25)
 		return;
@@ -550,7 +543,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (opts->chroot && global_opts.verbose >= 0)
 		show_chroot(argv[optind]);
 	progress.json = args.json;
-	progress.start = now(); /* the first call shows, as send's */
+	progress.start = clock_now(); /* the first call shows, as send's */
 	if (!stream_from_pipe(fd, &progress.total) && isatty(STDERR_FILENO))
 		args.progress = true;
 	if (args.progress && global_opts.verbose >= 0)
@@ -574,7 +567,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (ret && receive_get_stats(ctx)->partial_kept[0])
 		show_resume_hint(argv[optind],
 				 receive_get_stats(ctx)->partial_kept);
-	ret = print_summary(ctx, args.json, ret, now() - progress.start);
+	ret = print_summary(ctx, args.json, ret, clock_now() - progress.start);
 	receive_ctx_free(ctx);
 	if (stop_signal) {
 		signal(stop_signal, SIG_DFL);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "../lib/clock.h"
 #include "../lib/fsutil.h"
 #include "../lib/send.h"
 
@@ -193,14 +194,6 @@ static int check_sources(const char *const *paths, size_t nr, bool kernel)
 	return 0;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 struct progress {
 	double start;
 	double last;
@@ -212,7 +205,7 @@ static void show_progress(const struct send_stats *s, void *arg)
 	char done[PRETTY_SIZE_LEN], total[PRETTY_SIZE_LEN],
 		rate[PRETTY_SIZE_LEN], eta[32];
 	struct progress *p = arg;
-	double t = now(), bps;
+	double t = clock_now(), bps;
 	uint64_t left;
 
 	if (t - p->last < 0.25)
@@ -573,7 +566,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	args.json_out = args.dry_run ? stdout : json_output(&out, file);
-	progress.start = now(); /* the first call shows */
+	progress.start = clock_now(); /* the first call shows */
 	for (i = 0; say_at_subvol() && i < nr; i++)
 		fprintf(stderr, "At subvol %s\n", paths[i]);
 	if (args.progress) {
@@ -599,7 +592,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		print_encio_error(&e);
 	/* JSON also after a failure, with what was sent: the status says. */
 	if ((!ret || args.json) &&
-	    print_summary(&args, &stats, now() - progress.start))
+	    print_summary(&args, &stats, clock_now() - progress.start))
 		ret = 1;
 	if (ret && stop_signal) {
 		signal(stop_signal, SIG_DFL);

@@ -41,6 +41,7 @@
 
 #include "codec.h"
 #include "kernel.h"
+#include "le_bytes.h"
 
 /* fs/btrfs/lzo.c: LZO_LEN, the size of the total and segment headers. */
 #define LZO_LEN 4
@@ -137,19 +138,6 @@ static size_t lzo_sector(int compression)
 	if (shift < 0 || compression > BTRFS_ENCODED_IO_COMPRESSION_LZO_64K)
 		return 0;
 	return (size_t)4096 << shift;
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-	p[2] = v >> 16;
-	p[3] = v >> 24;
 }
 
 /* ---- zlib ---- */
@@ -366,7 +354,7 @@ static ssize_t lzo_decode(struct codec *codec, size_t sector,
 
 	if (in_len < LZO_LEN)
 		return -EINVAL;
-	total = get_le32(in);
+	total = le_get32(in);
 	if (total < LZO_LEN || total > in_len || total > BTRFS_MAX_COMPRESSED)
 		return -EINVAL;
 	/* As the kernel: all the sectors of the extent are used. */
@@ -378,7 +366,7 @@ static ssize_t lzo_decode(struct codec *codec, size_t sector,
 			break;
 		if (total - pos < LZO_LEN)
 			return -EINVAL;
-		seg_len = get_le32(in + pos);
+		seg_len = le_get32(in + pos);
 		pos += LZO_LEN;
 		if (seg_len > LZO_WORST(sector) || seg_len > total - pos)
 			return -EINVAL;
@@ -412,7 +400,7 @@ static ssize_t lzo_encode(struct codec *codec, size_t sector,
 			return -EINVAL;
 		if (limit - pos < LZO_LEN + seg_len)
 			return -ENOSPC;
-		put_le32(out + pos, seg_len);
+		le_put32(out + pos, seg_len);
 		memcpy(out + pos + LZO_LEN, codec->scratch, seg_len);
 		pos += LZO_LEN + seg_len;
 		done += chunk;
@@ -422,7 +410,7 @@ static ssize_t lzo_encode(struct codec *codec, size_t sector,
 		memset(out + pos, 0, next - pos);
 		pos = next;
 	}
-	put_le32(out, pos);
+	le_put32(out, pos);
 	return pos;
 }
 

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include "kernel.h"
+#include "le_bytes.h"
 #include "payload.h"
 
 /* fs/btrfs/lzo.c: the size of the total and segment length headers. */
@@ -21,11 +22,6 @@ static int invalid(const char **why, const char *what)
 {
 	*why = what;
 	return -EINVAL;
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /*
@@ -110,7 +106,7 @@ static int check_lzo(const unsigned char *data, size_t len, size_t sector,
 
 	if (len < LZO_LEN)
 		return invalid(why, "lzo: total length truncated");
-	total = get_le32(data);
+	total = le_get32(data);
 	if (total < LZO_LEN || total > len)
 		return invalid(why, "lzo: total length past the payload");
 	/* The kernel reads the extent's sectors; all must hold the stream. */
@@ -128,7 +124,7 @@ static int check_lzo(const unsigned char *data, size_t len, size_t sector,
 			return invalid(
 				why,
 				"lzo: segment header past the total length");
-		seg_len = get_le32(data + pos);
+		seg_len = le_get32(data + pos);
 		pos += LZO_LEN;
 		if (seg_len == 0 || seg_len > LZO_WORST(sector))
 			return invalid(

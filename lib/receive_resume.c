@@ -56,8 +56,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "crc32c.h"
 #include "fsutil.h"
+#include "le_bytes.h"
 #include "receive_internal.h"
 
 #define RECORD_MAGIC "encio-resume-record-2"
@@ -65,14 +67,6 @@
 #define CHECKPOINT_SECONDS 10.0
 /* a record past this is no record of ours */
 #define RECORD_MAX (64 * 1024 * 1024)
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /*
  * The record, in memory: the point and what it is resumed from, a
@@ -196,16 +190,16 @@ struct reader {
 
 static uint64_t rd_u64(struct reader *r)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
 	if (r->len < sizeof(v)) {
 		r->bad = true;
 		return 0;
 	}
-	memcpy(&v, r->p, sizeof(v));
+	v = le_get64(r->p);
 	r->p += sizeof(v);
 	r->len -= sizeof(v);
-	return le64toh(v);
+	return v;
 }
 
 static const uint8_t *rd_bytes(struct reader *r, uint64_t len)
@@ -513,7 +507,7 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	rs->ckpt_id = info.id;
 	memcpy(rs->ckpt_uuid, info.uuid, BTRFS_UUID_SIZE);
 	rs->ckpt_pos = rs->point.position;
-	rs->ckpt_time = now();
+	rs->ckpt_time = clock_now();
 	ctx->stats.checkpoints++;
 	return 0;
 }
@@ -763,9 +757,9 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 	rs->point.commands++;
 	rs->point.position = ctx->reader->offset - rs->base;
 	if (first && ctx->opts.checkpoint_late)
-		rs->ckpt_time = now();
+		rs->ckpt_time = clock_now();
 	else if (first || rs->point.position - rs->ckpt_pos >= every ||
-		 now() - rs->ckpt_time >= CHECKPOINT_SECONDS)
+		 clock_now() - rs->ckpt_time >= CHECKPOINT_SECONDS)
 		return checkpoint(ctx);
 	return 0;
 }
@@ -896,7 +890,7 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 	ctx->rs.ckpt_id = info.id;
 	memcpy(ctx->rs.ckpt_uuid, info.uuid, BTRFS_UUID_SIZE);
 	ctx->rs.ckpt_pos = rec->point.position;
-	ctx->rs.ckpt_time = now();
+	ctx->rs.ckpt_time = clock_now();
 	ctx->rs.active = true;
 	return 0;
 }

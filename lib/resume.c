@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "le_bytes.h"
 #include "resume.h"
 
 /*
@@ -30,17 +31,8 @@ uint64_t resume_fingerprint_add(uint64_t fp, uint16_t type, uint32_t len,
 
 static uint8_t *put64(uint8_t *p, uint64_t v)
 {
-	v = htole64(v);
-	memcpy(p, &v, sizeof(v));
+	le_put64(p, v);
 	return p + sizeof(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
 }
 
 size_t resume_point_pack(const struct resume_point *p, uint8_t *buf)
@@ -76,17 +68,17 @@ int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 		return -EINVAL;
 	memset(p, 0, sizeof(*p));
 	memcpy(p->uuid, q, BTRFS_UUID_SIZE);
-	p->ctransid = get64(q + BTRFS_UUID_SIZE);
+	p->ctransid = le_get64(q + BTRFS_UUID_SIZE);
 	q += BTRFS_UUID_SIZE + 8;
 	memcpy(p->parent_uuid, q, BTRFS_UUID_SIZE);
-	p->parent_ctransid = get64(q + BTRFS_UUID_SIZE);
+	p->parent_ctransid = le_get64(q + BTRFS_UUID_SIZE);
 	q += BTRFS_UUID_SIZE + 8;
-	if (get64(q) > UINT32_MAX)
+	if (le_get64(q) > UINT32_MAX)
 		return -EINVAL;
-	p->version = (uint32_t)get64(q);
-	p->position = get64(q + 8);
-	p->fingerprint = get64(q + 16);
-	p->commands = get64(q + 24);
+	p->version = (uint32_t)le_get64(q);
+	p->position = le_get64(q + 8);
+	p->fingerprint = le_get64(q + 16);
+	p->commands = le_get64(q + 24);
 	memcpy(p->name, buf + fixed, name_len);
 	p->name[name_len] = '\0';
 	if (strlen(p->name) != name_len || strchr(p->name, '/'))

@@ -33,6 +33,7 @@
 #include "fsutil.h"
 #include "inode_flags.h"
 #include "kernel.h"
+#include "le_bytes.h"
 #include "send_priv.h"
 
 struct relay {
@@ -51,19 +52,12 @@ struct relay {
 static uint64_t attr_uint(const struct stream_cmd *cmd, unsigned int attr)
 {
 	const struct stream_attr *a = &cmd->attr[attr];
-	uint32_t v32;
-	uint64_t v64;
 
 	if (!a->present)
 		return 0;
-	if (a->len == sizeof(v32)) {
-		memcpy(&v32, a->data, sizeof(v32));
-		return le32toh(v32);
-	}
-	if (a->len != sizeof(v64))
-		return 0;
-	memcpy(&v64, a->data, sizeof(v64));
-	return le64toh(v64);
+	if (a->len == sizeof(uint32_t))
+		return le_get32(a->data);
+	return a->len == sizeof(uint64_t) ? le_get64(a->data) : 0;
 }
 
 /* SUBVOL or SNAPSHOT, under the name asked for, with the total to carry. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "le_bytes.h"
 #include "stream.h"
 
 #define READ_CHUNK (256 * 1024)
@@ -57,30 +58,6 @@ const char *stream_cmd_name(unsigned int cmd)
 	if (cmd == STREAM_C_ENCIO_RESUME)
 		return "encio_resume";
 	return cmd <= BTRFS_SEND_C_MAX ? cmd_names[cmd] : "unknown";
-}
-
-static uint16_t get_le16(const unsigned char *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le16toh(v);
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
 }
 
 /*
@@ -143,7 +120,7 @@ static int reader_header(struct stream_reader *r, struct encio_error *e)
 		return reader_error(r, e, EBADMSG,
 				    "find the btrfs-stream magic in",
 				    r->offset);
-	r->version = get_le32(p + BTRFS_SEND_STREAM_MAGIC_LEN);
+	r->version = le_get32(p + BTRFS_SEND_STREAM_MAGIC_LEN);
 	r->resume_due = (r->version & STREAM_VERSION_RESUMED_MASK) ==
 			STREAM_VERSION_RESUMED;
 	if (r->resume_due)
@@ -206,7 +183,7 @@ static int parse_tlvs(struct stream_reader *r, struct stream_cmd *cmd,
 				r, e, EBADMSG,
 				"parse (attribute header past the command)",
 				cmd->offset);
-		type = get_le16(body + pos);
+		type = le_get16(body + pos);
 		if (type == BTRFS_SEND_A_DATA && r->version >= 2) {
 			pos += 2;
 			cmd->attr[type] = (struct stream_attr){ body + pos,
@@ -219,7 +196,7 @@ static int parse_tlvs(struct stream_reader *r, struct stream_cmd *cmd,
 				r, e, EBADMSG,
 				"parse (attribute header past the command)",
 				cmd->offset);
-		len = get_le16(body + pos + 2);
+		len = le_get16(body + pos + 2);
 		pos += BTRFS_SEND_TLV_HEADER_LEN;
 		if (len > cmd->len - pos)
 			return reader_error(
@@ -297,8 +274,8 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 			r->offset);
 	p = r->buf + r->buf_pos;
 	cmd->offset = r->offset;
-	cmd->len = get_le32(p);
-	cmd->type = get_le16(p + 4);
+	cmd->len = le_get32(p);
+	cmd->type = le_get16(p + 4);
 	if (cmd->len > STREAM_MAX_CMD_LEN)
 		return reader_error(r, e, EMSGSIZE,
 				    "read (command length past the limit)",
@@ -314,7 +291,7 @@ int stream_read_cmd(struct stream_reader *r, struct stream_cmd *cmd,
 	crc = cmd_crc32c(cmd->type, cmd->len, p + BTRFS_SEND_CMD_HEADER_LEN);
 	/* Fuzzers cannot forge checksums: let them past to reach the parser. */
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-	if (crc != get_le32(p + 6))
+	if (crc != le_get32(p + 6))
 		return reader_error(r, e, EBADMSG, "verify (crc32c mismatch)",
 				    cmd->offset);
 #endif
@@ -357,12 +334,12 @@ static bool attr_missing(struct cmd_ctx *c, unsigned int attr, uint32_t len)
 
 static uint64_t attr_u64(struct cmd_ctx *c, unsigned int attr)
 {
-	return attr_missing(c, attr, 8) ? 0 : get_le64(c->cmd->attr[attr].data);
+	return attr_missing(c, attr, 8) ? 0 : le_get64(c->cmd->attr[attr].data);
 }
 
 static uint32_t attr_u32(struct cmd_ctx *c, unsigned int attr)
 {
-	return attr_missing(c, attr, 4) ? 0 : get_le32(c->cmd->attr[attr].data);
+	return attr_missing(c, attr, 4) ? 0 : le_get32(c->cmd->attr[attr].data);
 }
 
 static const uint8_t *attr_uuid(struct cmd_ctx *c, unsigned int attr)
@@ -380,8 +357,8 @@ static struct timespec attr_timespec(struct cmd_ctx *c, unsigned int attr)
 	if (attr_missing(c, attr, 12))
 		return ts;
 	p = c->cmd->attr[attr].data;
-	ts.tv_sec = (time_t)get_le64(p);
-	ts.tv_nsec = get_le32(p + 8);
+	ts.tv_sec = (time_t)le_get64(p);
+	ts.tv_nsec = le_get32(p + 8);
 	return ts;
 }
 
@@ -636,7 +613,7 @@ static void note_sender_total(struct cmd_ctx *c, unsigned int attr)
 	const struct stream_attr *a = &c->cmd->attr[attr];
 
 	if (a->present && a->len == 8 && !c->r->sender_total)
-		c->r->sender_total = get_le64(a->data);
+		c->r->sender_total = le_get64(a->data);
 }
 
 void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
@@ -1075,7 +1052,7 @@ int stream_end_cmd(struct stream_writer *w)
 
 	if (w->err)
 		return w->err;
-	type = get_le16(p + 4);
+	type = le_get16(p + 4);
 	len = htole32(
 		(uint32_t)(w->len - w->cmd_start - BTRFS_SEND_CMD_HEADER_LEN));
 	memcpy(p, &len, sizeof(len));
