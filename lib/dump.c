@@ -57,21 +57,34 @@ static void join(char *out, const char *dir, const char *name)
 	out[a + 1 + b] = '\0';
 }
 
-__attribute__((format(printf, 4, 5))) static int
-print_line(struct dump_ctx *d, const char *title, const char *path,
-	   const char *fmt, ...)
+/*
+ * A line's command and escaped path, in btrfs receive --dump's columns:
+ * with @pad, spaces up to the column of what follows.
+ */
+static void print_head(struct dump_ctx *d, const char *title, const char *path,
+		       bool pad)
 {
 	char full[FULL_PATH_MAX];
-	va_list ap;
 	int width;
 
 	join(full, d->subvol, path);
 	fprintf(d->out, "%-16s", title);
 	width = print_escaped(d->out, full, strlen(full));
+	if (!pad)
+		return;
+	do {
+		fputc(' ', d->out);
+	} while (++width < 32);
+}
+
+__attribute__((format(printf, 4, 5))) static int
+print_line(struct dump_ctx *d, const char *title, const char *path,
+	   const char *fmt, ...)
+{
+	va_list ap;
+
+	print_head(d, title, path, fmt);
 	if (fmt) {
-		do {
-			fputc(' ', d->out);
-		} while (++width < 32);
 		va_start(ap, fmt);
 		vfprintf(d->out, fmt, ap);
 		va_end(ap);
@@ -155,15 +168,9 @@ static int dump_rename(const char *from, const char *to, void *arg)
 {
 	struct dump_ctx *d = arg;
 	char full[FULL_PATH_MAX];
-	int width;
 
 	/* btrfs receive --dump escapes the destination of a rename too. */
-	join(full, d->subvol, from);
-	fprintf(d->out, "%-16s", "rename");
-	width = print_escaped(d->out, full, strlen(full));
-	do {
-		fputc(' ', d->out);
-	} while (++width < 32);
+	print_head(d, "rename", from, true);
 	join(full, d->subvol, to);
 	fprintf(d->out, "dest=");
 	print_escaped(d->out, full, strlen(full));
@@ -200,16 +207,9 @@ static int dump_set_xattr(const char *path, const char *name, const void *data,
 			  size_t len, void *arg)
 {
 	struct dump_ctx *d = arg;
-	char full[FULL_PATH_MAX];
-	int width;
 
 	/* Like print_line, but the value is escaped: it may be binary. */
-	join(full, d->subvol, path);
-	fprintf(d->out, "%-16s", "set_xattr");
-	width = print_escaped(d->out, full, strlen(full));
-	do {
-		fputc(' ', d->out);
-	} while (++width < 32);
+	print_head(d, "set_xattr", path, true);
 	fprintf(d->out, "name=%s data=", name);
 	/* Text as it is (as btrfs prints it), anything else escaped. */
 	if (is_text(data, len))
