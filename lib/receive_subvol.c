@@ -84,6 +84,30 @@ static int leave_subvol(struct receive_ctx *ctx)
 	return 0;
 }
 
+/* SUBVOL or SNAPSHOT of @name: the subvolume before it left, @name checked. */
+static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd, const char *name)
+{
+	begin_cmd(ctx, cmd, name, NULL);
+	return leave_subvol(ctx) ?: check_name(ctx, name);
+}
+
+/*
+ * Where the subvolume @name is made (@made in @dir: see
+ * resume_subvol_begin()), and the caller told it begins.
+ */
+static int subvol_place(struct receive_ctx *ctx, const char *name,
+			const uint8_t *uuid, uint64_t ctransid,
+			const uint8_t *parent_uuid, uint64_t parent_ctransid,
+			char *made, int *dir)
+{
+	int ret = resume_subvol_begin(ctx, name, made, dir);
+
+	if (!ret && ctx->events.subvol)
+		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
+				   parent_ctransid, ctx->events.arg);
+	return ret;
+}
+
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg)
 {
@@ -92,15 +116,11 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	enum btrfs_util_error err;
 	int ret, dir;
 
-	begin_cmd(ctx, BTRFS_SEND_C_SUBVOL, name, NULL);
-	ret = leave_subvol(ctx)		    ?:
-		      check_name(ctx, name) ?:
-		      resume_subvol_begin(ctx, name, made, &dir);
+	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SUBVOL, name) ?:
+		      subvol_place(ctx, name, uuid, ctransid, NULL, 0, made,
+				   &dir);
 	if (ret)
 		return ret;
-	if (ctx->events.subvol)
-		ctx->events.subvol(name, uuid, ctransid, NULL, 0,
-				   ctx->events.arg);
 	err = btrfs_util_create_subvolume_fd(dir, made, 0, NULL, NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
@@ -184,22 +204,19 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	enum btrfs_util_error err;
 	int ret, parent, dir;
 
-	begin_cmd(ctx, BTRFS_SEND_C_SNAPSHOT, name, NULL);
-	ret = leave_subvol(ctx) ?: check_name(ctx, name);
+	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SNAPSHOT, name);
 	if (ret)
 		return ret;
 	parent = lookup_open_subvol_by_uuid(ctx, "parent", parent_uuid,
 					    parent_ctransid);
 	if (parent < 0)
 		return parent;
-	ret = resume_subvol_begin(ctx, name, made, &dir);
+	ret = subvol_place(ctx, name, uuid, ctransid, parent_uuid,
+			   parent_ctransid, made, &dir);
 	if (ret) {
 		close(parent);
 		return ret;
 	}
-	if (ctx->events.subvol)
-		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
-				   parent_ctransid, ctx->events.arg);
 	err = btrfs_util_create_snapshot_fd2(parent, dir, made, 0, NULL, NULL);
 	ret = btrfsutil_errno(err);
 	if (ret) {
