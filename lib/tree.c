@@ -44,6 +44,15 @@
  * tree_report.c counts and reports; this file has the ring thread's side
  * of the files, the renamer thread, checkpoints, setup and tree_copy().
  * tree_internal.h has what they share.
+ *
+ * Where the decisions are made: whether a range a file shares with one
+ * copied before is cloned or written, in copy_share.c (copy_share_plan()
+ * when a job starts, copy_share_clone() when its writes are done), on the
+ * index of shared source extents of share.c; whether a file DEST has is
+ * complete and kept, in tree_file.c (tree_file_open_source()); which
+ * subvolumes are left out, in tree_walker.c; where a tree is staged and
+ * when it is put in place, in tree_entry.c (stage_root(),
+ * entry_unstage()).
  */
 #include <errno.h>
 #include <fcntl.h>
