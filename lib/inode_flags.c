@@ -93,8 +93,22 @@ static int bits_set(int fd, int *cur, unsigned int bits, unsigned int want,
 	return 0;
 }
 
-int inode_flags_set(int fd, unsigned int want, unsigned int mask,
-		    struct inode_flags_refused *refused)
+#define COMPRESSION_PROP "btrfs.compression"
+
+/* Its length, 0 where it has none; or -errno. */
+static ssize_t prop_get(int fd, char *value, size_t size)
+{
+	ssize_t len = fgetxattr(fd, COMPRESSION_PROP, value, size);
+
+	if (len >= 0)
+		return len;
+	if (errno == ENODATA || errno == EOPNOTSUPP)
+		return 0;
+	return -errno;
+}
+
+static int flags_set(int fd, unsigned int want, unsigned int mask,
+		     struct inode_flags_refused *refused)
 {
 	unsigned int change, late;
 	int cur = 0, next, ret;
@@ -146,6 +160,33 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	return ret < 0 ? ret : 1;
 }
 
+/*
+ * FS_IOC_SETFLAGS with compress among the new flags gives the inode the
+ * mount's default property, whatever it had: where it had one, it gets it
+ * back. (Where compressing did not pay, btrfs marks the inode nocompress
+ * by itself, which hides compress from FS_IOC_GETFLAGS: compress set again
+ * then must leave the property as the source has it.)
+ */
+int inode_flags_set(int fd, unsigned int want, unsigned int mask,
+		    struct inode_flags_refused *refused)
+{
+	char prop[32], now[32];
+	ssize_t len = 0, now_len;
+	int ret;
+
+	if (want & mask & FS_COMPR_FL)
+		len = prop_get(fd, prop, sizeof(prop));
+	ret = flags_set(fd, want, mask, refused);
+	if (ret <= 0 || len <= 0)
+		return ret;
+	now_len = prop_get(fd, now, sizeof(now));
+	if (now_len == len && !memcmp(now, prop, len))
+		return ret;
+	if (fsetxattr(fd, COMPRESSION_PROP, prop, len, 0) && !refusal(errno))
+		return -errno;
+	return ret;
+}
+
 static int reopen(int fd, int how)
 {
 	char proc[32];
@@ -164,20 +205,6 @@ int inode_reopen(int fd)
 int inode_reopen_rw(int fd)
 {
 	return reopen(fd, O_RDWR | O_NOCTTY);
-}
-
-#define COMPRESSION_PROP "btrfs.compression"
-
-/* Its length, 0 where it has none; or -errno. */
-static ssize_t prop_get(int fd, char *value, size_t size)
-{
-	ssize_t len = fgetxattr(fd, COMPRESSION_PROP, value, size);
-
-	if (len >= 0)
-		return len;
-	if (errno == ENODATA || errno == EOPNOTSUPP)
-		return 0;
-	return -errno;
 }
 
 int inode_prop_copy(int src_fd, int dst_fd, struct inode_flags_refused *refused)
