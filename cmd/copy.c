@@ -48,7 +48,8 @@ static const char *const copy_usage[] = {
 	"                     generations (see encio-copy(8))",
 	"--final              with --subvolumes: the last run of a move; the",
 	"                     snapshots kept in SRC as the next run's bases",
-	"                     (.NAME.encio-base) are deleted at its end",
+	"                     (.NAME.encio-base) are deleted at its end if",
+	"                     every subvolume was copied",
 	"--no-root-nocow      with --subvolumes: nocow (C) left off each",
 	"                     subvolume's root directory, for 'btrfs receive' of",
 	"                     later differences (see encio-copy(8))",
@@ -282,6 +283,56 @@ static void print_summary_text(const struct copy_cmd *c)
 	}
 }
 
+/* @e as print_encio_error() says it, without "ERROR: ". */
+static void format_encio_error(char *buf, size_t len,
+			       const struct encio_error *e)
+{
+	if (e->has_offset)
+		snprintf(buf, len, "cannot %s '%s' at offset %llu: %s", e->op,
+			 e->path, (unsigned long long)e->offset,
+			 strerror(e->err));
+	else
+		snprintf(buf, len, "cannot %s '%s': %s", e->op, e->path,
+			 strerror(e->err));
+}
+
+/* The subvolumes failed and left out, as JSON members. */
+static void print_subvols_problems_json(const struct subvols_stats *s)
+{
+	const struct subvols_problem *pb;
+	char msg[PATH_MAX + 256];
+	const char *sep = "";
+	size_t i;
+
+	printf(", \"subvolumes_failed\": [");
+	for (i = 0; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (!pb->e.err)
+			continue;
+		format_encio_error(msg, sizeof(msg), &pb->e);
+		printf("%s{\"path\": ", sep);
+		json_print_string(pb->dst);
+		printf(", \"errno\": \"%s\", \"error\": ",
+		       errno_name(pb->e.err));
+		json_print_string(msg);
+		printf("}");
+		sep = ", ";
+	}
+	printf("], \"subvolumes_left_out\": [");
+	for (i = 0, sep = ""; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (pb->e.err)
+			continue;
+		printf("%s{\"path\": ", sep);
+		json_print_string(pb->dst);
+		printf(", \"inside\": ");
+		json_print_string(pb->inside);
+		printf("}");
+		sep = ", ";
+	}
+	printf("]");
+}
+
 static void print_summary_json(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
@@ -350,6 +401,8 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.clones,
 		       (unsigned long long)c->subvols.stream_bytes,
 		       (unsigned long long)c->subvols.bases);
+	if (c->subvolumes)
+		print_subvols_problems_json(&c->subvols);
 	if (c->opts.verify) {
 		printf(", \"verify\": {");
 		print_verify_json_fields(&c->ctx.verify.stats);
@@ -756,7 +809,8 @@ static void subvol_progress(void *arg, const struct subvols_stats *s)
 		return;
 	c->last_progress = tnow;
 	fprintf(stderr, "\r\033[Ksubvolume %llu of %llu, %s written, %s/s",
-		(unsigned long long)(s->copied + s->skipped + 1),
+		(unsigned long long)(s->copied + s->skipped + s->failed +
+				     s->left_out + 1),
 		(unsigned long long)s->total,
 		pretty_size(done, s->bytes_written + s->current_bytes),
 		pretty_size(rate,
@@ -827,11 +881,37 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		      c->subvols.kept ?
 			      ", the one in flight as far as it was made" :
 			      "");
+	else if (ret && c->subvols.failed)
+		/* each failed subvolume was named as it failed */
+		error("%llu subvolume%s failed, %llu left out in %s; the others are copied (a rerun goes on with the rest)",
+		      (unsigned long long)c->subvols.failed,
+		      c->subvols.failed == 1 ? "" : "s",
+		      (unsigned long long)c->subvols.left_out,
+		      c->subvols.failed == 1 ? "its copy" : "their copies");
 	else if (ret && !c->failed)
 		/* else the entries that failed said it, each */
 		print_copy_error(&e);
 	print_kept(c);
 	return ret;
+}
+
+/* The subvolumes failed and left out, one line each. */
+static void print_subvols_problems_text(const struct subvols_stats *s)
+{
+	const struct subvols_problem *pb;
+	char msg[PATH_MAX + 256];
+	size_t i;
+
+	for (i = 0; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (pb->e.err) {
+			format_encio_error(msg, sizeof(msg), &pb->e);
+			printf("failed: '%s': %s\n", pb->dst, msg);
+		} else {
+			printf("left out: '%s': in the copy of '%s', which failed\n",
+			       pb->dst, pb->inside);
+		}
+	}
 }
 
 static void print_subvols_summary_text(const struct copy_cmd *c)
@@ -857,6 +937,7 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	if (s->bases)
 		printf("bases: %llu snapshots kept in SRC (.NAME.encio-base), the parents of the next run's differences; the last run's --final deletes them\n",
 		       (unsigned long long)s->bases);
+	print_subvols_problems_text(s);
 }
 
 static void verify_report(void *arg, const struct encio_error *e)
@@ -1005,7 +1086,8 @@ summary:
 	if (c.json)
 		print_summary_json(&c);
 	else if (global_opts.verbose >= 0 && c.subvolumes &&
-		 (c.subvols.copied || c.subvols.skipped))
+		 (c.subvols.copied || c.subvols.skipped ||
+		  c.subvols.nr_problems))
 		print_subvols_summary_text(&c);
 	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);
@@ -1013,6 +1095,7 @@ summary:
 			print_tree_summary_text(&c);
 	}
 
+	subvols_stats_release(&c.subvols);
 	copy_ctx_release(&c.ctx);
 stopped:
 	if (ret == -EINTR && stop_signal) {
