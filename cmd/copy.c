@@ -49,7 +49,11 @@ static const char *const copy_usage[] = {
 	"--final              with --subvolumes: the last run of a move; the",
 	"                     snapshots kept in SRC as the next run's bases",
 	"                     (.NAME.encio-base) are deleted at its end if",
-	"                     every subvolume was copied",
+	"                     every subvolume was copied; the subvolumes of the",
+	"                     copy at paths where SRC has none are listed",
+	"--delete-extra       with --final: of those, the read-only ones encio",
+	"                     made of subvolumes SRC no longer has (snapshots",
+	"                     deleted in SRC) are deleted; others only listed",
 	"--no-root-nocow      with --subvolumes: nocow (C) left off each",
 	"                     subvolume's root directory, for 'btrfs receive' of",
 	"                     later differences (see encio-copy(8))",
@@ -89,6 +93,7 @@ struct copy_cmd {
 	bool verify_only;
 	bool subvolumes;
 	bool final;		   /* --final */
+	bool delete_extra;	   /* --delete-extra */
 	uint64_t checkpoint_bytes; /* --checkpoint */
 	bool no_root_nocow;	   /* --no-root-nocow */
 	unsigned int jobs;
@@ -114,6 +119,7 @@ enum {
 	OPT_FINAL,
 	OPT_CHECKPOINT,
 	OPT_NO_ROOT_NOCOW,
+	OPT_DELETE_EXTRA,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -296,7 +302,7 @@ static void format_encio_error(char *buf, size_t len,
 			 strerror(e->err));
 }
 
-/* The subvolumes failed and left out, as JSON members. */
+/* The subvolumes failed, left out and extra, as JSON members. */
 static void print_subvols_problems_json(const struct subvols_stats *s)
 {
 	const struct subvols_problem *pb;
@@ -327,6 +333,22 @@ static void print_subvols_problems_json(const struct subvols_stats *s)
 		json_print_string(pb->dst);
 		printf(", \"inside\": ");
 		json_print_string(pb->inside);
+		printf("}");
+		sep = ", ";
+	}
+	printf("], \"subvolumes_extra\": [");
+	for (i = 0, sep = ""; i < s->nr_extras; i++) {
+		printf("%s{\"path\": ", sep);
+		json_print_string(s->extras[i].dst);
+		printf(", \"deleted\": %s, \"kept\": ",
+		       s->extras[i].kept ? "false" : "true");
+		if (s->extras[i].kept)
+			json_print_string(s->extras[i].kept);
+		else
+			printf("null");
+		if (s->extras[i].err)
+			printf(", \"errno\": \"%s\"",
+			       errno_name(s->extras[i].err));
 		printf("}");
 		sep = ", ";
 	}
@@ -501,6 +523,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "final", no_argument, NULL, OPT_FINAL },
+		{ "delete-extra", no_argument, NULL, OPT_DELETE_EXTRA },
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "no-root-nocow", no_argument, NULL, OPT_NO_ROOT_NOCOW },
 		{ "queue-depth", required_argument, NULL, 'd' },
@@ -551,6 +574,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_FINAL:
 			c->final = true;
 			break;
+		case OPT_DELETE_EXTRA:
+			c->delete_extra = true;
+			break;
 		case OPT_NO_ROOT_NOCOW:
 			c->no_root_nocow = true;
 			break;
@@ -588,6 +614,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		return usage_error(cmd, "--subvolumes needs -r and one SRC");
 	if (c->final && !c->subvolumes)
 		return usage_error(cmd, "--final goes with --subvolumes");
+	if (c->delete_extra && !c->final)
+		return usage_error(cmd, "--delete-extra goes with --final");
 	if (c->no_root_nocow && !c->subvolumes)
 		return usage_error(cmd,
 				   "--no-root-nocow goes with --subvolumes");
@@ -860,6 +888,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.depth = global_opts.queue_depth,
 		.no_target_dir = c->no_target_dir,
 		.final = c->final,
+		.delete_extra = c->delete_extra,
 		.checkpoint_bytes = c->checkpoint_bytes,
 		.no_root_nocow = c->no_root_nocow,
 		.stop = &stop_signal,
@@ -895,7 +924,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	return ret;
 }
 
-/* The subvolumes failed and left out, one line each. */
+/* The subvolumes failed, left out and extra, one line each. */
 static void print_subvols_problems_text(const struct subvols_stats *s)
 {
 	const struct subvols_problem *pb;
@@ -911,6 +940,18 @@ static void print_subvols_problems_text(const struct subvols_stats *s)
 			printf("left out: '%s': in the copy of '%s', which failed\n",
 			       pb->dst, pb->inside);
 		}
+	}
+	for (i = 0; i < s->nr_extras; i++) {
+		if (!s->extras[i].kept)
+			printf("extra: '%s': not in SRC, deleted\n",
+			       s->extras[i].dst);
+		else if (s->extras[i].err)
+			printf("extra: '%s': not in SRC, kept: %s: %s\n",
+			       s->extras[i].dst, s->extras[i].kept,
+			       strerror(s->extras[i].err));
+		else
+			printf("extra: '%s': not in SRC, kept: %s\n",
+			       s->extras[i].dst, s->extras[i].kept);
 	}
 }
 
@@ -1087,7 +1128,7 @@ summary:
 		print_summary_json(&c);
 	else if (global_opts.verbose >= 0 && c.subvolumes &&
 		 (c.subvols.copied || c.subvols.skipped ||
-		  c.subvols.nr_problems))
+		  c.subvols.nr_problems || c.subvols.nr_extras))
 		print_subvols_summary_text(&c);
 	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);

@@ -673,6 +673,8 @@ static int copy_all(struct subvols *s)
 		/* the failed ones' snapshots, but for a copy in flight kept */
 		if (ret || s->stats->failed)
 			subvols_snapshots_drop(s, top_fd);
+		if (!ret && s->opts->final)
+			ret = subvols_extras(s, top_fd);
 		/* the last run's end: only once everything is copied */
 		if (!ret && s->opts->final && !s->stats->failed)
 			ret = subvols_bases_drop(s);
@@ -702,9 +704,13 @@ void subvols_stats_release(struct subvols_stats *stats)
 
 	for (i = 0; i < stats->nr_problems; i++)
 		free(stats->problems[i].dst);
+	for (i = 0; i < stats->nr_extras; i++)
+		free(stats->extras[i].dst);
 	free(stats->problems);
+	free(stats->extras);
 	stats->problems = NULL;
-	stats->nr_problems = 0;
+	stats->extras = NULL;
+	stats->nr_problems = stats->nr_extras = 0;
 }
 
 int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,

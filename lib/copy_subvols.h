@@ -26,6 +26,20 @@ struct subvols_problem {
 	const char *inside;   /* left out: the dst of the failed one */
 };
 
+/*
+ * A subvolume of the copy in DEST at a path where SRC has none (--final),
+ * and whether it was deleted (--delete-extra).
+ */
+struct subvols_extra {
+	char *dst;
+	/*
+	 * Why it stays (NULL: deleted): not proved a copy encio made of a
+	 * subvolume SRC no longer has, or the error deleting it (@err).
+	 */
+	const char *kept;
+	int err;
+};
+
 struct subvols_stats {
 	uint64_t total;	      /* subvolumes below SRC, SRC's own included */
 	uint64_t copied;      /* copied by this run */
@@ -45,6 +59,10 @@ struct subvols_stats {
 	/* the failed and left out, in the copy order */
 	struct subvols_problem *problems;
 	size_t nr_problems;
+	/* --final: what the copy holds that SRC does not (any more) */
+	struct subvols_extra *extras;
+	size_t nr_extras;
+	uint64_t extras_deleted;
 	/* stopped: the copy in flight kept for a rerun to go on with */
 	bool kept;
 	/* the subvolume being copied: its path in DEST, data written so far */
@@ -69,6 +87,11 @@ struct subvols_options {
 	 * the next run's differences (.NAME.encio-base) are deleted at its end
 	 */
 	bool final;
+	/*
+	 * With @final, the read-only subvolumes of the copy that encio made
+	 * of subvolumes SRC no longer has are deleted (--delete-extra)
+	 */
+	bool delete_extra;
 	/* a difference's checkpoints, every so much stream (0: 1 GiB) or 10 s */
 	uint64_t checkpoint_bytes;
 	bool no_root_nocow; /* receive_options' */

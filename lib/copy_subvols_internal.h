@@ -117,6 +117,9 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 int subvols_finish_containers(struct subvols *s, int top_fd);
 int subvols_keep_default(struct subvols *s, int top_fd);
 
+/* What DEST holds that SRC does not: copy_subvols_extra.c */
+int subvols_extras(struct subvols *s, int top_fd);
+
 /* The copy in flight: copy_subvols_partial.c */
 int subvols_partial_mark(const struct subvol_entry *en, int fd);
 int subvols_partial_unmark(int fd);
