@@ -897,11 +897,14 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.arg = c,
 	};
 	struct encio_error e;
+	bool went_on;
 	int ret;
 
 	install_signals();
 	ret = subvols_copy(&c->ctx, &topts, &sopts, src, dst, &c->subvols,
 			   &c->tree, &e);
+	/* the error that says some failed, the move gone on past them */
+	went_on = ret == -EIO && e.err == EIO && c->subvols.failed;
 	clear_progress(c);
 	c->failed = c->tree.failed;
 	c->ctx.stats.files = c->tree.files;
@@ -910,16 +913,19 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		      c->subvols.kept ?
 			      ", the one in flight as far as it was made" :
 			      "");
-	else if (ret && c->subvols.failed)
-		/* each failed subvolume was named as it failed */
-		error("%llu subvolume%s failed, %llu left out in %s; the others are copied (a rerun goes on with the rest)",
+	else if (ret && !c->failed && !went_on)
+		/* else the entries that failed said it, each */
+		print_copy_error(&e);
+	/* each failed subvolume was named as it failed */
+	if (c->subvols.failed)
+		error("%llu subvolume%s failed, %llu left out in %s%s",
 		      (unsigned long long)c->subvols.failed,
 		      c->subvols.failed == 1 ? "" : "s",
 		      (unsigned long long)c->subvols.left_out,
-		      c->subvols.failed == 1 ? "its copy" : "their copies");
-	else if (ret && !c->failed)
-		/* else the entries that failed said it, each */
-		print_copy_error(&e);
+		      c->subvols.failed == 1 ? "its copy" : "their copies",
+		      went_on ?
+			      "; the others are copied (a rerun goes on with the rest)" :
+			      "");
 	print_kept(c);
 	return ret;
 }

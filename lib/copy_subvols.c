@@ -509,6 +509,7 @@ static int problem_add(struct subvols *s, const struct subvol_entry *en,
 	struct subvols_problem *v, *pb;
 	char dst[PATH_MAX];
 
+	/* a path too long for DEST: named by its source */
 	if (subvols_dest_path(s, en->rel, dst, sizeof(dst)))
 		snprintf(dst, sizeof(dst), "%s", en->src);
 	v = realloc(st->problems, (st->nr_problems + 1) * sizeof(*v));
@@ -671,7 +672,7 @@ static int copy_all(struct subvols *s)
 			      subvols_finish_writables(s, top_fd) ?:
 			      subvols_keep_default(s, top_fd);
 		/* the failed ones' snapshots, but for a copy in flight kept */
-		if (ret || s->stats->failed)
+		if (s->stats->failed)
 			subvols_snapshots_drop(s, top_fd);
 		if (!ret && s->opts->final)
 			ret = subvols_extras(s, top_fd);
