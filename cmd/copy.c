@@ -897,6 +897,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.arg = c,
 	};
 	struct encio_error e;
+	char left_out[64];
 	bool went_on;
 	int ret;
 
@@ -916,13 +917,16 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	else if (ret && !c->failed && !went_on)
 		/* else the entries that failed said it, each */
 		print_copy_error(&e);
+	snprintf(left_out, sizeof(left_out), "%llu left out in %s",
+		 (unsigned long long)c->subvols.left_out,
+		 c->subvols.failed == 1 ? "its copy" : "their copies");
 	/* each failed subvolume was named as it failed */
 	if (c->subvols.failed)
-		error("%llu subvolume%s failed, %llu left out in %s%s",
+		error("%llu subvolume%s failed%s%s%s",
 		      (unsigned long long)c->subvols.failed,
 		      c->subvols.failed == 1 ? "" : "s",
-		      (unsigned long long)c->subvols.left_out,
-		      c->subvols.failed == 1 ? "its copy" : "their copies",
+		      c->subvols.left_out ? ", " : "",
+		      c->subvols.left_out ? left_out : "",
 		      went_on ?
 			      "; the others are copied (a rerun goes on with the rest)" :
 			      "");
