@@ -293,7 +293,10 @@ static void print_summary_text(const struct copy_cmd *c)
 static void format_encio_error(char *buf, size_t len,
 			       const struct encio_error *e)
 {
-	if (e->has_offset)
+	if (e->err == COPY_ESRCCHANGED)
+		snprintf(buf, len, "cannot %s '%s': file changed as we read it",
+			 e->op, e->path);
+	else if (e->has_offset)
 		snprintf(buf, len, "cannot %s '%s' at offset %llu: %s", e->op,
 			 e->path, (unsigned long long)e->offset,
 			 strerror(e->err));
