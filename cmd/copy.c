@@ -49,7 +49,12 @@ static const char *const copy_usage[] = {
 	"                     generations (see encio-copy(8))",
 	"--final              with --subvolumes: the last run of a move; the",
 	"                     snapshots kept in SRC as the next run's bases",
-	"                     (.NAME.encio-base) are deleted at its end",
+	"                     (.NAME.encio-base) are deleted at its end if",
+	"                     every subvolume was copied; the subvolumes of the",
+	"                     copy at paths where SRC has none are listed",
+	"--delete-extra       with --final: of those, the read-only ones encio",
+	"                     made of subvolumes SRC no longer has (snapshots",
+	"                     deleted in SRC) are deleted; others only listed",
 	"--no-root-nocow      with --subvolumes: nocow (C) left off each",
 	"                     subvolume's root directory, for 'btrfs receive' of",
 	"                     later differences (see encio-copy(8))",
@@ -89,6 +94,7 @@ struct copy_cmd {
 	bool verify_only;
 	bool subvolumes;
 	bool final;		   /* --final */
+	bool delete_extra;	   /* --delete-extra */
 	uint64_t checkpoint_bytes; /* --checkpoint */
 	bool no_root_nocow;	   /* --no-root-nocow */
 	unsigned int jobs;
@@ -114,6 +120,7 @@ enum {
 	OPT_FINAL,
 	OPT_CHECKPOINT,
 	OPT_NO_ROOT_NOCOW,
+	OPT_DELETE_EXTRA,
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -283,6 +290,75 @@ static void print_summary_text(const struct copy_cmd *c)
 	}
 }
 
+/* @e as print_encio_error() says it, without "ERROR: ". */
+static void format_encio_error(char *buf, size_t len,
+			       const struct encio_error *e)
+{
+	if (e->err == COPY_ESRCCHANGED)
+		snprintf(buf, len, "cannot %s '%s': file changed as we read it",
+			 e->op, e->path);
+	else if (e->has_offset)
+		snprintf(buf, len, "cannot %s '%s' at offset %llu: %s", e->op,
+			 e->path, (unsigned long long)e->offset,
+			 strerror(e->err));
+	else
+		snprintf(buf, len, "cannot %s '%s': %s", e->op, e->path,
+			 strerror(e->err));
+}
+
+/* The subvolumes failed, left out and extra, as JSON members. */
+static void print_subvols_problems_json(const struct subvols_stats *s)
+{
+	const struct subvols_problem *pb;
+	char msg[PATH_MAX + 256];
+	const char *sep = "";
+	size_t i;
+
+	printf(", \"subvolumes_failed\": [");
+	for (i = 0; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (!pb->e.err)
+			continue;
+		format_encio_error(msg, sizeof(msg), &pb->e);
+		printf("%s{\"path\": ", sep);
+		json_print_string(pb->dst);
+		printf(", \"errno\": \"%s\", \"error\": ",
+		       errno_name(pb->e.err));
+		json_print_string(msg);
+		printf("}");
+		sep = ", ";
+	}
+	printf("], \"subvolumes_left_out\": [");
+	for (i = 0, sep = ""; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (pb->e.err)
+			continue;
+		printf("%s{\"path\": ", sep);
+		json_print_string(pb->dst);
+		printf(", \"inside\": ");
+		json_print_string(pb->inside);
+		printf("}");
+		sep = ", ";
+	}
+	printf("], \"subvolumes_extra\": [");
+	for (i = 0, sep = ""; i < s->nr_extras; i++) {
+		printf("%s{\"path\": ", sep);
+		json_print_string(s->extras[i].dst);
+		printf(", \"deleted\": %s, \"kept\": ",
+		       s->extras[i].kept ? "false" : "true");
+		if (s->extras[i].kept)
+			json_print_string(s->extras[i].kept);
+		else
+			printf("null");
+		if (s->extras[i].err)
+			printf(", \"errno\": \"%s\"",
+			       errno_name(s->extras[i].err));
+		printf("}");
+		sep = ", ";
+	}
+	printf("]");
+}
+
 static void print_summary_json(const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
@@ -351,6 +427,8 @@ static void print_summary_json(const struct copy_cmd *c)
 		       (unsigned long long)c->subvols.clones,
 		       (unsigned long long)c->subvols.stream_bytes,
 		       (unsigned long long)c->subvols.bases);
+	if (c->subvolumes)
+		print_subvols_problems_json(&c->subvols);
 	if (c->opts.verify) {
 		printf(", \"verify\": {");
 		print_verify_json_fields(&c->ctx.verify.stats);
@@ -449,6 +527,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "final", no_argument, NULL, OPT_FINAL },
+		{ "delete-extra", no_argument, NULL, OPT_DELETE_EXTRA },
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "no-root-nocow", no_argument, NULL, OPT_NO_ROOT_NOCOW },
 		{ "queue-depth", required_argument, NULL, 'd' },
@@ -499,6 +578,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_FINAL:
 			c->final = true;
 			break;
+		case OPT_DELETE_EXTRA:
+			c->delete_extra = true;
+			break;
 		case OPT_NO_ROOT_NOCOW:
 			c->no_root_nocow = true;
 			break;
@@ -536,6 +618,8 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		return usage_error(cmd, "--subvolumes needs -r and one SRC");
 	if (c->final && !c->subvolumes)
 		return usage_error(cmd, "--final goes with --subvolumes");
+	if (c->delete_extra && !c->final)
+		return usage_error(cmd, "--delete-extra goes with --final");
 	if (c->no_root_nocow && !c->subvolumes)
 		return usage_error(cmd,
 				   "--no-root-nocow goes with --subvolumes");
@@ -757,7 +841,8 @@ static void subvol_progress(void *arg, const struct subvols_stats *s)
 		return;
 	c->last_progress = tnow;
 	fprintf(stderr, "\r\033[Ksubvolume %llu of %llu, %s written, %s/s",
-		(unsigned long long)(s->copied + s->skipped + 1),
+		(unsigned long long)(s->copied + s->skipped + s->failed +
+				     s->left_out + 1),
 		(unsigned long long)s->total,
 		pretty_size(done, s->bytes_written + s->current_bytes),
 		pretty_size(rate,
@@ -807,6 +892,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.depth = global_opts.queue_depth,
 		.no_target_dir = c->no_target_dir,
 		.final = c->final,
+		.delete_extra = c->delete_extra,
 		.checkpoint_bytes = c->checkpoint_bytes,
 		.no_root_nocow = c->no_root_nocow,
 		.stop = &stop_signal,
@@ -815,11 +901,15 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		.arg = c,
 	};
 	struct encio_error e;
+	char left_out[64];
+	bool went_on;
 	int ret;
 
 	install_signals();
 	ret = subvols_copy(&c->ctx, &topts, &sopts, src, dst, &c->subvols,
 			   &c->tree, &e);
+	/* the error that says some failed, the move gone on past them */
+	went_on = ret == -EIO && e.err == EIO && c->subvols.failed;
 	clear_progress(c);
 	c->failed = c->tree.failed;
 	c->ctx.stats.files = c->tree.files;
@@ -828,11 +918,55 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		      c->subvols.kept ?
 			      ", the one in flight as far as it was made" :
 			      "");
-	else if (ret && !c->failed)
+	else if (ret && !c->failed && !went_on)
 		/* else the entries that failed said it, each */
 		print_copy_error(&e);
+	snprintf(left_out, sizeof(left_out), "%llu left out in %s",
+		 (unsigned long long)c->subvols.left_out,
+		 c->subvols.failed == 1 ? "its copy" : "their copies");
+	/* each failed subvolume was named as it failed */
+	if (c->subvols.failed)
+		error("%llu subvolume%s failed%s%s%s",
+		      (unsigned long long)c->subvols.failed,
+		      c->subvols.failed == 1 ? "" : "s",
+		      c->subvols.left_out ? ", " : "",
+		      c->subvols.left_out ? left_out : "",
+		      went_on ?
+			      "; the others are copied (a rerun goes on with the rest)" :
+			      "");
 	print_kept(c);
 	return ret;
+}
+
+/* The subvolumes failed, left out and extra, one line each. */
+static void print_subvols_problems_text(const struct subvols_stats *s)
+{
+	const struct subvols_problem *pb;
+	char msg[PATH_MAX + 256];
+	size_t i;
+
+	for (i = 0; i < s->nr_problems; i++) {
+		pb = &s->problems[i];
+		if (pb->e.err) {
+			format_encio_error(msg, sizeof(msg), &pb->e);
+			printf("failed: '%s': %s\n", pb->dst, msg);
+		} else {
+			printf("left out: '%s': in the copy of '%s', which failed\n",
+			       pb->dst, pb->inside);
+		}
+	}
+	for (i = 0; i < s->nr_extras; i++) {
+		if (!s->extras[i].kept)
+			printf("extra: '%s': not in SRC, deleted\n",
+			       s->extras[i].dst);
+		else if (s->extras[i].err)
+			printf("extra: '%s': not in SRC, kept: %s: %s\n",
+			       s->extras[i].dst, s->extras[i].kept,
+			       strerror(s->extras[i].err));
+		else
+			printf("extra: '%s': not in SRC, kept: %s\n",
+			       s->extras[i].dst, s->extras[i].kept);
+	}
 }
 
 static void print_subvols_summary_text(const struct copy_cmd *c)
@@ -858,6 +992,7 @@ static void print_subvols_summary_text(const struct copy_cmd *c)
 	if (s->bases)
 		printf("bases: %llu snapshots kept in SRC (.NAME.encio-base), the parents of the next run's differences; the last run's --final deletes them\n",
 		       (unsigned long long)s->bases);
+	print_subvols_problems_text(s);
 }
 
 static void verify_report(void *arg, const struct encio_error *e)
@@ -1006,7 +1141,8 @@ summary:
 	if (c.json)
 		print_summary_json(&c);
 	else if (global_opts.verbose >= 0 && c.subvolumes &&
-		 (c.subvols.copied || c.subvols.skipped))
+		 (c.subvols.copied || c.subvols.skipped ||
+		  c.subvols.nr_problems || c.subvols.nr_extras))
 		print_subvols_summary_text(&c);
 	else if (global_opts.verbose >= 0 && copied_anything(&c)) {
 		print_summary_text(&c);
@@ -1014,6 +1150,7 @@ summary:
 			print_tree_summary_text(&c);
 	}
 
+	subvols_stats_release(&c.subvols);
 	copy_ctx_release(&c.ctx);
 stopped:
 	if (ret == -EINTR && stop_signal) {

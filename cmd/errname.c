@@ -20,7 +20,7 @@ static const char *const errno_names[] = {
 	E(EPIPE),     E(ERANGE),     E(EDEADLK), E(ENAMETOOLONG), E(ENOLCK),
 	E(ENOSYS),    E(ENOTEMPTY),  E(ELOOP),	 E(ENODATA),	  E(EOVERFLOW),
 	E(EBADFD),    E(EOPNOTSUPP), E(ENOBUFS), E(ETIMEDOUT),	  E(EALREADY),
-	E(ECANCELED), E(EDQUOT),     E(EUCLEAN),
+	E(ECANCELED), E(EDQUOT),     E(EUCLEAN), E(ESTALE),
 };
 
 #undef E

@@ -482,6 +482,104 @@ out:
 	return ret;
 }
 
+/*
+ * Whether the failure @ret of @en's copy stops the whole copy: the stop
+ * asked for, what any next copy would meet too (DEST full or read-only,
+ * memory short), or SRC's own copy, which the others go in.
+ */
+static bool stops_all(const struct subvols *s, const struct subvol_entry *en,
+		      int ret)
+{
+	switch (-ret) {
+	case EINTR:
+	case ENOSPC:
+	case EDQUOT:
+	case EROFS:
+	case ENOMEM:
+		return true;
+	}
+	return (s->opts->stop && *s->opts->stop) || !en->rel[0] ||
+	       s->e->err == ENOSPC || s->e->err == EDQUOT;
+}
+
+static int problem_add(struct subvols *s, const struct subvol_entry *en,
+		       const struct encio_error *e, const char *inside)
+{
+	struct subvols_stats *st = s->stats;
+	struct subvols_problem *v, *pb;
+	char dst[PATH_MAX];
+
+	/* a path too long for DEST: named by its source */
+	if (subvols_dest_path(s, en->rel, dst, sizeof(dst)))
+		snprintf(dst, sizeof(dst), "%s", en->src);
+	v = realloc(st->problems, (st->nr_problems + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	st->problems = v;
+	pb = &v[st->nr_problems];
+	*pb = (struct subvols_problem){ .inside = inside };
+	if (e)
+		pb->e = *e;
+	pb->dst = strdup(dst);
+	if (!pb->dst)
+		return -ENOMEM;
+	st->nr_problems++;
+	return 0;
+}
+
+/*
+ * The copy in DEST of the failed subvolume @en lies in, NULL if none: its
+ * problem's dst, which the problems' list keeps where it is.
+ */
+static const char *failed_around(const struct subvols *s,
+				 const struct subvol_entry *en)
+{
+	const struct subvols_stats *st = s->stats;
+	char dst[PATH_MAX];
+	size_t i, j;
+
+	for (i = 0; i < s->plan.nr; i++) {
+		const struct subvol_entry *f = &s->plan.v[i];
+
+		if (!f->failed || !subvol_rel_below(en->rel, f->rel) ||
+		    subvols_dest_path(s, f->rel, dst, sizeof(dst)))
+			continue;
+		for (j = 0; j < st->nr_problems; j++)
+			if (!strcmp(st->problems[j].dst, dst))
+				return st->problems[j].dst;
+	}
+	return NULL;
+}
+
+/*
+ * @en's turn: copied, or left out where it lies in a failed one's copy.
+ * A failure that stops nothing else is recorded and reported, and the
+ * next ones go on: 0 then, or the error that stops the copy.
+ */
+static int copy_turn(struct subvols *s, struct subvol_entry *en, int top_fd)
+{
+	const char *in = failed_around(s, en);
+	int ret;
+
+	if (in) {
+		en->left_out = true;
+		s->stats->left_out++;
+		ret = problem_add(s, en, NULL, in);
+		return ret ? encio_error_set(s->e, ret, "copy", en->src, false,
+					     0) :
+			     0;
+	}
+	ret = copy_entry(s, en, top_fd);
+	if (!ret || stops_all(s, en, ret))
+		return ret;
+	en->failed = true;
+	s->stats->failed++;
+	if (s->caller->report)
+		s->caller->report(s->caller->arg, s->e);
+	ret = problem_add(s, en, s->e, NULL);
+	return ret ? encio_error_set(s->e, ret, "copy", en->src, false, 0) : 0;
+}
+
 static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 {
 	uint64_t id = 0;
@@ -562,7 +660,7 @@ static int copy_all(struct subvols *s)
 						      s->dst, false, 0);
 		}
 		if (!ret && en)
-			ret = copy_entry(s, en, top_fd);
+			ret = copy_turn(s, en, top_fd);
 	}
 	/* no pass left in flight on SRC's subvolumes while they are finished */
 	subvol_ahead_end(s->ahead);
@@ -573,8 +671,18 @@ static int copy_all(struct subvols *s)
 		ret = subvols_finish_containers(s, top_fd)	  ?:
 			      subvols_finish_writables(s, top_fd) ?:
 			      subvols_keep_default(s, top_fd);
+		/* the failed ones' snapshots, but for a copy in flight kept */
+		if (s->stats->failed)
+			subvols_snapshots_drop(s, top_fd);
 		if (!ret && s->opts->final)
+			ret = subvols_extras(s, top_fd);
+		/* the last run's end: only once everything is copied */
+		if (!ret && s->opts->final && !s->stats->failed)
 			ret = subvols_bases_drop(s);
+		if (!ret && s->stats->failed)
+			ret = encio_error_set(s->e, EIO,
+					      "copy every subvolume of",
+					      s->plan.src, false, 0);
 	}
 	for (i = 0; i < s->plan.nr; i++)
 		s->stats->bases += s->plan.v[i].base.held;
@@ -589,6 +697,21 @@ static void subvols_release(struct subvols *s)
 	subvol_plan_release(&s->plan);
 	free(s->clones);
 	free(s->clone_ids);
+}
+
+void subvols_stats_release(struct subvols_stats *stats)
+{
+	size_t i;
+
+	for (i = 0; i < stats->nr_problems; i++)
+		free(stats->problems[i].dst);
+	for (i = 0; i < stats->nr_extras; i++)
+		free(stats->extras[i].dst);
+	free(stats->problems);
+	free(stats->extras);
+	stats->problems = NULL;
+	stats->extras = NULL;
+	stats->nr_problems = stats->nr_extras = 0;
 }
 
 int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,

@@ -16,6 +16,30 @@
 #include "error.h"
 #include "tree.h"
 
+/*
+ * A subvolume of SRC this run did not copy, and why: its copy failed, or
+ * it is left out because it lies in the copy of one that failed.
+ */
+struct subvols_problem {
+	char *dst;	      /* its copy's path in DEST */
+	struct encio_error e; /* failed: what failed; e.err 0: left out */
+	const char *inside;   /* left out: the dst of the failed one */
+};
+
+/*
+ * A subvolume of the copy in DEST at a path where SRC has none (--final),
+ * and whether it was deleted (--delete-extra).
+ */
+struct subvols_extra {
+	char *dst;
+	/*
+	 * Why it stays (NULL: deleted): not proved a copy encio made of a
+	 * subvolume SRC no longer has, or the error deleting it (@err).
+	 */
+	const char *kept;
+	int err;
+};
+
 struct subvols_stats {
 	uint64_t total;	      /* subvolumes below SRC, SRC's own included */
 	uint64_t copied;      /* copied by this run */
@@ -30,6 +54,15 @@ struct subvols_stats {
 	uint64_t clones;	   /* ranges cloned from data written before */
 	uint64_t stream_bytes;	   /* commands passed from send to receive */
 	uint64_t bases;		   /* snapshots kept in SRC for the next run */
+	uint64_t failed;	   /* subvolumes whose copy failed */
+	uint64_t left_out;	   /* not copied: in the copy of a failed one */
+	/* the failed and left out, in the copy order */
+	struct subvols_problem *problems;
+	size_t nr_problems;
+	/* --final: what the copy holds that SRC does not (any more) */
+	struct subvols_extra *extras;
+	size_t nr_extras;
+	uint64_t extras_deleted;
 	/* stopped: the copy in flight kept for a rerun to go on with */
 	bool kept;
 	/* the subvolume being copied: its path in DEST, data written so far */
@@ -54,6 +87,11 @@ struct subvols_options {
 	 * the next run's differences (.NAME.encio-base) are deleted at its end
 	 */
 	bool final;
+	/*
+	 * With @final, the read-only subvolumes of the copy that encio made
+	 * of subvolumes SRC no longer has are deleted (--delete-extra)
+	 */
+	bool delete_extra;
 	/* a difference's checkpoints, every so much stream (0: 1 GiB) or 10 s */
 	uint64_t checkpoint_bytes;
 	bool no_root_nocow; /* receive_options' */
@@ -81,11 +119,19 @@ struct subvols_options {
  * in a subvolume below SRC is copied by tree_copy() with @ctx and @topts.
  * Read-only flags, received UUIDs and the default subvolume are kept (see
  * encio-copy(8)). Subvolumes complete in DEST are skipped, so a rerun
- * resumes. Returns 0 or -errno with @e filled (-EINTR: opts->stop).
+ * resumes. A subvolume whose copy fails is recorded in stats->problems,
+ * with those left out because they lie in its copy, and the others are
+ * copied; ENOSPC, EDQUOT, EROFS, ENOMEM, a failure of SRC's own copy and
+ * opts->stop stop it all. Returns 0 or -errno with @e filled (-EINTR:
+ * opts->stop; -EIO when it went on past failed subvolumes, which
+ * stats->problems name). stats' lists are freed by
+ * subvols_stats_release().
  */
 int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 		 const struct subvols_options *opts, const char *src,
 		 const char *dest, struct subvols_stats *stats,
 		 struct tree_stats *tstats, struct encio_error *e);
+
+void subvols_stats_release(struct subvols_stats *stats);
 
 #endif

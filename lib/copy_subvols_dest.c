@@ -32,20 +32,26 @@ static int set_name(struct placement *p, const char *name)
 	return 0;
 }
 
-int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
-			   struct placement *p, int top_fd)
+int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
+		      size_t len)
 {
-	char dir[PATH_MAX], *slash;
 	int n;
 
 	/* below a mount point's "DEST/.", its entries are named DEST/NAME */
 	n = strlen(s->dst);
 	if (n >= 2 && !strcmp(s->dst + n - 2, "/."))
 		n -= 2;
-	n = en->rel[0] ? snprintf(p->dst, sizeof(p->dst), "%.*s/%s", n, s->dst,
-				  en->rel) :
-			 snprintf(p->dst, sizeof(p->dst), "%s", s->dst);
-	if (n < 0 || n >= (int)sizeof(p->dst))
+	n = rel[0] ? snprintf(out, len, "%.*s/%s", n, s->dst, rel) :
+		     snprintf(out, len, "%s", s->dst);
+	return n < 0 || n >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, int top_fd)
+{
+	char dir[PATH_MAX], *slash;
+
+	if (subvols_dest_path(s, en->rel, p->dst, sizeof(p->dst)))
 		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
 				       false, 0);
 	if (en->rel[0]) {
@@ -336,9 +342,22 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+/* Whether a subvolume failed or left out lies in @in's copy. */
+static bool holds_failed(const struct subvols *s, const struct subvol_entry *in)
+{
+	size_t i;
+
+	for (i = 0; i < s->plan.nr; i++)
+		if ((s->plan.v[i].failed || s->plan.v[i].left_out) &&
+		    subvol_rel_below(s->plan.v[i].rel, in->rel))
+			return true;
+	return false;
+}
+
 /*
  * The read-only subvolumes left writable for those below them, now made
- * read-only, the innermost first.
+ * read-only, the innermost first; those a failed one is below stay
+ * writable, as a stopped run leaves them.
  */
 int subvols_finish_containers(struct subvols *s, int top_fd)
 {
@@ -348,7 +367,9 @@ int subvols_finish_containers(struct subvols *s, int top_fd)
 
 	for (i = s->plan.nr_order; i-- > 0;) {
 		en = &s->plan.v[s->plan.order[i]];
-		if (!en->contains || !en->read_only || !en->in_dest)
+		/* a rerun copies what failed in it before it is read-only */
+		if (!en->contains || !en->read_only || !en->in_dest ||
+		    holds_failed(s, en))
 			continue;
 		fd = en->rel[0] ?
 			     open_beneath(top_fd, en->rel,

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <btrfsutil.h>
@@ -76,6 +77,14 @@ struct held_dirs {
 	size_t nr;
 };
 
+/* Whether @rel (below SRC) is below @dir, a subvolume's rel ("": SRC). */
+static inline bool subvol_rel_below(const char *rel, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n ? !strncmp(rel, dir, n) && rel[n] == '/' : rel[0] != '\0';
+}
+
 /* SRC: copy_subvols_src.c */
 int subvols_changed_since(int fd, uint64_t transid,
 			  const struct timespec *since,
@@ -94,6 +103,9 @@ void subvols_snapshots_drop(struct subvols *s, int top_fd);
 bool subvols_on_btrfs(int fd);
 int subvols_dest_name(struct subvols *s, const char *dest);
 int subvols_dest_check(struct subvols *s);
+/* The path in DEST of the copy of @rel (below SRC): 0 or -ENAMETOOLONG. */
+int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
+		      size_t len);
 int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 			   struct placement *p, int top_fd);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
@@ -104,6 +116,9 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
 int subvols_finish_containers(struct subvols *s, int top_fd);
 int subvols_keep_default(struct subvols *s, int top_fd);
+
+/* What DEST holds that SRC does not: copy_subvols_extra.c */
+int subvols_extras(struct subvols *s, int top_fd);
 
 /* The copy in flight: copy_subvols_partial.c */
 int subvols_partial_mark(const struct subvol_entry *en, int fd);

@@ -48,6 +48,13 @@ enum received_trust {
 int received_mark_check(int fd, const struct btrfs_util_subvolume_info *info,
 			bool writable);
 
+/*
+ * Whether subvolume @fd, of @info, carries a mark of its own and is
+ * unchanged since it was marked: proof that encio received it, where
+ * received_mark_check() also trusts a subvolume of root's with no mark.
+ */
+bool received_mark_own(int fd, const struct btrfs_util_subvolume_info *info);
+
 /* What a received_trust other than RECEIVED_TRUSTED means, for messages. */
 const char *received_trust_str(int trust);
 

@@ -61,6 +61,8 @@ struct subvol_entry {
 	struct subvol_snapshot base;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
+	bool failed;   /* its copy failed in this run */
+	bool left_out; /* not copied: it lies in a failed one's copy */
 	/* stopped in flight, its copy kept for a rerun to go on with */
 	bool partial_kept;
 	/* its copy is marked received as a stream from it expects */
