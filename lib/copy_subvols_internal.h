@@ -6,8 +6,9 @@
  * SRC since a copy), its DEST side (copy_subvols_dest.c: what DEST holds
  * at each name, and putting copies in place), which takes from the SRC
  * side and never the reverse, the copy in flight a run left, which both
- * look at (copy_subvols_partial.c), and the transfers between them
- * (copy_subvols.c).
+ * look at (copy_subvols_partial.c, also where each copy goes), and the
+ * transfers between them (copy_subvols.c). Each file calls only those
+ * named before it: partial, src, dest, extra, copy_subvols.c.
  */
 #ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
 #define ENCIO_COPY_SUBVOLS_INTERNAL_H
@@ -103,11 +104,6 @@ void subvols_snapshots_drop(struct subvols *s, int top_fd);
 bool subvols_on_btrfs(int fd);
 int subvols_dest_name(struct subvols *s, const char *dest);
 int subvols_dest_check(struct subvols *s);
-/* The path in DEST of the copy of @rel (below SRC): 0 or -ENAMETOOLONG. */
-int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
-		      size_t len);
-int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
-			   struct placement *p, int top_fd);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		       struct placement *p);
 int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
@@ -120,7 +116,12 @@ int subvols_keep_default(struct subvols *s, int top_fd);
 /* What DEST holds that SRC does not: copy_subvols_extra.c */
 int subvols_extras(struct subvols *s, int top_fd);
 
-/* The copy in flight: copy_subvols_partial.c */
+/* The copy in flight and where copies go: copy_subvols_partial.c */
+/* The path in DEST of the copy of @rel (below SRC): 0 or -ENAMETOOLONG. */
+int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
+		      size_t len);
+int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, int top_fd);
 int subvols_partial_mark(const struct subvol_entry *en, int fd);
 int subvols_partial_unmark(int fd);
 int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,

@@ -6,11 +6,14 @@
  * received as a difference keeps the checkpoints of receive -s. Either is
  * gone on with only where it is of the source the rerun copies, as that
  * is now; a writable subvolume's snapshot a stopped run left is kept for
- * it (subvols_partial_of_left()).
+ * it (subvols_partial_of_left()). Where each copy goes in DEST, and the
+ * name of its partial there, are found here too (subvols_placement_open()):
+ * the DEST side and the SRC side both ask.
  */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +24,72 @@
 
 #include "copy_subvols_internal.h"
 #include "kernel.h"
+
+static int set_name(struct placement *p, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len >= sizeof(p->name))
+		return -ENAMETOOLONG;
+	memcpy(p->name, name, len + 1);
+	return 0;
+}
+
+int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
+		      size_t len)
+{
+	int n;
+
+	/* below a mount point's "DEST/.", its entries are named DEST/NAME */
+	n = strlen(s->dst);
+	if (n >= 2 && !strcmp(s->dst + n - 2, "/."))
+		n -= 2;
+	n = rel[0] ? snprintf(out, len, "%.*s/%s", n, s->dst, rel) :
+		     snprintf(out, len, "%s", s->dst);
+	return n < 0 || n >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, int top_fd)
+{
+	char dir[PATH_MAX], *slash;
+
+	if (subvols_dest_path(s, en->rel, p->dst, sizeof(p->dst)))
+		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
+				       false, 0);
+	if (en->rel[0]) {
+		snprintf(dir, sizeof(dir), "%s", en->rel);
+		slash = strrchr(dir, '/');
+		if (set_name(p, slash ? slash + 1 : dir))
+			return encio_error_set(s->e, ENAMETOOLONG, "copy",
+					       en->src, false, 0);
+		if (slash)
+			*slash = 0;
+		else
+			dir[0] = 0;
+		p->dir_fd = open_beneath(top_fd, dir,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", p->dst);
+		if (set_name(p, basename(dir)))
+			return encio_error_set(s->e, ENAMETOOLONG, "copy",
+					       en->src, false, 0);
+		snprintf(dir, sizeof(dir), "%s", p->dst);
+		p->dir_fd =
+			open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p->dir_fd < 0)
+			p->dir_fd = -errno;
+	}
+	if (p->dir_fd < 0)
+		return encio_error_set(s->e, p->dir_fd, "open the directory of",
+				       p->dst, false, 0);
+	if (subvol_temp_name(p->partial, p->name, PARTIAL_SUFFIX)) {
+		close(p->dir_fd);
+		return encio_error_set(s->e, ENAMETOOLONG, "copy", en->src,
+				       false, 0);
+	}
+	return 0;
+}
 
 /*
  * A partial copied whole carries its source (UUID, then ctransid, little
