@@ -30,6 +30,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "inode_flags.h"
 #include "kernel.h"
 #include "received_mark.h"
 #include "send.h"
@@ -261,17 +262,23 @@ static int mark_received(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+static int subvol_create_op(int dir_fd, void *arg)
+{
+	return btrfs_util_create_subvolume_fd(dir_fd, arg, 0, NULL, NULL) ?
+		       -(errno ?: EIO) :
+		       0;
+}
+
 /* The new subvolume a whole copy is made in, marked with its source. */
 static int partial_create(struct subvols *s, const struct subvol_entry *en,
 			  struct placement *p)
 {
 	int fd, ret;
 
-	if (btrfs_util_create_subvolume_fd(p->dir_fd, p->partial, 0, NULL,
-					   NULL))
-		return encio_error_set(s->e, errno ?: EIO,
-				       "create the subvolume", p->dst, false,
-				       0);
+	ret = inode_flags_lifted_for(p->dir_fd, subvol_create_op, p->partial);
+	if (ret)
+		return encio_error_set(s->e, -ret, "create the subvolume",
+				       p->dst, false, 0);
 	fd = openat(p->dir_fd, p->partial,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	ret = fd < 0 ? -errno : subvols_partial_mark(en, fd);

@@ -19,6 +19,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "inode_flags.h"
 #include "received_mark.h"
 #include "kernel.h"
 
@@ -146,6 +147,47 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 
 /* A copy left in flight by an earlier run: deleted, to be made again. */
 /*
+ * The directories a copy's entries move between, and the one it lands
+ * in, may be append-only or immutable as their sources are: lifted for
+ * the move alone (inode_flags_lifted_for()).
+ */
+static int times_op(int dir_fd, void *arg)
+{
+	return futimens(dir_fd, arg) ? -errno : 0;
+}
+
+struct move_arg {
+	int from;
+	const char *name;
+};
+
+static int move_op(int from, void *arg)
+{
+	const struct move_arg *m = arg;
+
+	return renameat2(from, m->name, m->from, m->name, RENAME_NOREPLACE) ?
+		       -errno :
+		       0;
+}
+
+static int delete_op(int dir_fd, void *arg)
+{
+	return btrfs_util_delete_subvolume_fd(
+		       dir_fd, arg, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE) ?
+		       -(errno ?: EIO) :
+		       0;
+}
+
+/* @m->name moved from @m->from into @to, under the same name. */
+static int move_into_op(int to, void *arg)
+{
+	const struct move_arg *m = arg;
+	struct move_arg back = { to, m->name };
+
+	return inode_flags_lifted_for(m->from, move_op, &back);
+}
+
+/*
  * Subvolume @rel of the copy a rerun replaces moved into its replacement
  * at the same path, where that has the directory and not the name; the
  * directory's times kept.
@@ -166,12 +208,17 @@ static int carry_nested(int old_fd, int new_fd, const char *rel)
 		close(from);
 		return to == -ENOENT || to == -ENOTDIR ? 0 : to;
 	}
-	if (fstat(to, &st))
+	if (fstat(to, &st)) {
 		ret = -errno;
-	else if (renameat2(from, name, to, name, RENAME_NOREPLACE))
-		ret = errno == EEXIST ? 0 : -errno;
-	else if (futimens(to, (struct timespec[2]){ st.st_atim, st.st_mtim }))
-		ret = -errno;
+	} else {
+		struct move_arg m = { from, name };
+		struct timespec times[2] = { st.st_atim, st.st_mtim };
+
+		ret = inode_flags_lifted_for(to, move_into_op, &m);
+		ret = ret == -EEXIST ? 0 :
+		      ret	     ? ret :
+			    inode_flags_lifted_for(to, times_op, times);
+	}
 	close(to);
 	close(from);
 	return ret;
@@ -232,10 +279,10 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			s->e, ret,
 			"move the subvolumes nested in it into the new copy of",
 			p->dst, false, 0);
-	if (btrfs_util_delete_subvolume_fd(
-		    p->dir_fd, p->name, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE))
+	ret = inode_flags_lifted_for(p->dir_fd, delete_op, p->name);
+	if (ret)
 		return encio_error_set(
-			s->e, errno ?: EIO,
+			s->e, -ret,
 			"replace the copy (its source changed since) of",
 			p->dst, false, 0);
 	return 0;
@@ -251,7 +298,7 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 {
 	struct stat st;
 	bool restore = false;
-	int dir_fd;
+	int dir_fd, ret;
 
 	if (en->rel[0]) {
 		dir_fd = subvol_entry_dir_open(&s->plan, en);
@@ -259,18 +306,20 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		if (dir_fd >= 0)
 			close(dir_fd);
 	}
-	if (p->placeholder && unlinkat(p->dir_fd, p->name, AT_REMOVEDIR))
-		return encio_error_set(s->e, errno, "remove the directory",
+	ret = p->placeholder ? subvols_rmdir(p->dir_fd, p->name) : 0;
+	if (ret)
+		return encio_error_set(s->e, -ret, "remove the directory",
 				       p->dst, false, 0);
-	if (renameat2(p->dir_fd, p->partial, p->dir_fd, p->name,
-		      RENAME_NOREPLACE))
-		return encio_error_set(s->e, errno, "rename the copy to",
-				       p->dst, false, 0);
+	ret = subvols_rename(p->dir_fd, p->partial, p->name);
+	if (ret)
+		return encio_error_set(s->e, -ret, "rename the copy to", p->dst,
+				       false, 0);
 	if (restore) {
-		const struct timespec times[2] = { st.st_atim, st.st_mtim };
+		struct timespec times[2] = { st.st_atim, st.st_mtim };
 
-		if (futimens(p->dir_fd, times))
-			return encio_error_set(s->e, errno, "set the times of",
+		ret = inode_flags_lifted_for(p->dir_fd, times_op, times);
+		if (ret)
+			return encio_error_set(s->e, -ret, "set the times of",
 					       p->dst, false, 0);
 	}
 	return 0;

@@ -252,10 +252,8 @@ static const char *check_delete(int top_fd, const struct dest_subvol *d,
 		why = "not proved encio's: no mark of encio's on it, or changed since it was received";
 	else if (keep)
 		why = keep;
-	else if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, info.id)) {
-		*err = errno ?: EIO;
+	else if ((*err = -subvols_delete_id(dir_fd, info.id)))
 		why = "cannot be deleted";
-	}
 	close(fd);
 	close(dir_fd);
 	return why;

@@ -23,6 +23,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "inode_flags.h"
 #include "kernel.h"
 
 static int set_name(struct placement *p, const char *name)
@@ -89,6 +90,56 @@ int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
 				       false, 0);
 	}
 	return 0;
+}
+
+/*
+ * Changes of a directory's entries, in SRC (snapshots and bases made,
+ * renamed, deleted beside writable subvolumes) and in DEST (copies put in
+ * place): where the directory is append-only or immutable, as SRC's
+ * directories may be and their copies then are, lifted for the change
+ * alone (inode_flags_lifted_for()). 0 or -errno.
+ */
+static int delete_id_op(int dir_fd, void *arg)
+{
+	return btrfs_util_delete_subvolume_by_id_fd(dir_fd, *(uint64_t *)arg) ?
+		       -(errno ?: EIO) :
+		       0;
+}
+
+int subvols_delete_id(int dir_fd, uint64_t id)
+{
+	return inode_flags_lifted_for(dir_fd, delete_id_op, &id);
+}
+
+struct rename_arg {
+	const char *from;
+	const char *to;
+};
+
+static int rename_op(int dir_fd, void *arg)
+{
+	const struct rename_arg *r = arg;
+
+	return renameat2(dir_fd, r->from, dir_fd, r->to, RENAME_NOREPLACE) ?
+		       -errno :
+		       0;
+}
+
+int subvols_rename(int dir_fd, const char *from, const char *to)
+{
+	struct rename_arg r = { from, to };
+
+	return inode_flags_lifted_for(dir_fd, rename_op, &r);
+}
+
+static int rmdir_op(int dir_fd, void *arg)
+{
+	return unlinkat(dir_fd, arg, AT_REMOVEDIR) ? -errno : 0;
+}
+
+int subvols_rmdir(int dir_fd, const char *name)
+{
+	return inode_flags_lifted_for(dir_fd, rmdir_op, (void *)name);
 }
 
 /*
@@ -178,8 +229,8 @@ static int partial_delete(const struct subvol_entry *en, struct placement *p)
 	else if (fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 &&
 		 !finished_copy_of(en, &info))
 		ret = -EEXIST;
-	else if (btrfs_util_delete_subvolume_by_id_fd(p->dir_fd, info.id))
-		ret = errno ? -errno : -EIO;
+	else
+		ret = subvols_delete_id(p->dir_fd, info.id);
 	close(fd);
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include <btrfsutil.h>
 
 #include "copy_subvols_internal.h"
+#include "inode_flags.h"
 #include "received_mark.h"
 #include "kernel.h"
 
@@ -290,9 +291,9 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en,
 	dir_fd = snapshot_dir_open(s, en, times);
 	if (dir_fd < 0)
 		return dir_fd;
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, snap->id))
-		ret = encio_error_set(s->e, errno ?: EIO, what, snap->path,
-				      false, 0);
+	ret = subvols_delete_id(dir_fd, snap->id);
+	if (ret)
+		ret = encio_error_set(s->e, -ret, what, snap->path, false, 0);
 	else
 		snap->held = false;
 	snapshot_dir_close(dir_fd, times);
@@ -323,15 +324,12 @@ static int snapshot_keep(struct subvols *s, struct subvol_entry *en)
 	dir_fd = snapshot_dir_open(s, en, times);
 	if (dir_fd < 0)
 		return dir_fd;
-	if (en->base.held &&
-	    btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->base.id))
-		ret = encio_error_set(s->e, errno ?: EIO,
-				      "delete the earlier base", en->base.path,
-				      false, 0);
-	else if (renameat2(dir_fd, en->snap.name, dir_fd, en->base.name,
-			   RENAME_NOREPLACE))
+	if (en->base.held && (ret = subvols_delete_id(dir_fd, en->base.id)))
+		ret = encio_error_set(s->e, -ret, "delete the earlier base",
+				      en->base.path, false, 0);
+	else if ((ret = subvols_rename(dir_fd, en->snap.name, en->base.name)))
 		ret = encio_error_set(
-			s->e, errno, "keep the snapshot as the next run's base",
+			s->e, -ret, "keep the snapshot as the next run's base",
 			en->base.path, false, 0);
 	en->base.held = false;
 	if (!ret) {
@@ -443,12 +441,40 @@ static int snapshot_left(struct subvols *s, struct subvol_entry *en, int dir_fd,
 	if (subvols_partial_of_left(s, en, top_fd))
 		return 0;
 	en->snap.held = false;
-	if (btrfs_util_delete_subvolume_by_id_fd(dir_fd, en->snap.id))
+	ret = subvols_delete_id(dir_fd, en->snap.id);
+	if (ret)
 		return encio_error_set(
-			s->e, errno ?: EIO,
+			s->e, -ret,
 			"delete the snapshot left by a run that stopped",
 			en->snap.path, false, 0);
 	return 0;
+}
+
+struct snapshot_arg {
+	int src_fd;
+	const char *name;
+};
+
+static int snapshot_create_op(int dir_fd, void *arg)
+{
+	const struct snapshot_arg *a = arg;
+
+	return btrfs_util_create_snapshot_fd2(
+		       a->src_fd, dir_fd, a->name,
+		       BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL) ?
+		       -(errno ?: EIO) :
+		       0;
+}
+
+/*
+ * The read-only snapshot of @src_fd as @name in @dir_fd, the directory of
+ * the writable subvolume: its append-only or immutable lifted for that.
+ */
+static int snapshot_create(int src_fd, int dir_fd, const char *name)
+{
+	struct snapshot_arg a = { src_fd, name };
+
+	return inode_flags_lifted_for(dir_fd, snapshot_create_op, &a);
 }
 
 /*
@@ -483,10 +509,9 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	/* kept by snapshot_left() for the copy in flight from it */
 	if (!ret && !en->snap.held) {
 		en->snap_before = s->synced_at;
-		if (btrfs_util_create_snapshot_fd2(
-			    src_fd, dir_fd, en->snap.name,
-			    BTRFS_UTIL_CREATE_SNAPSHOT_READ_ONLY, NULL, NULL))
-			ret = encio_error_set(s->e, errno ?: EIO, "snapshot",
+		ret = snapshot_create(src_fd, dir_fd, en->snap.name);
+		if (ret)
+			ret = encio_error_set(s->e, -ret, "snapshot",
 					      en->snap.path, false, 0);
 		else
 			ret = snapshot_hold(s, en, dir_fd, src_fd, true,

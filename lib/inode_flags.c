@@ -29,9 +29,11 @@ static bool refusal(int err)
 	       err == EPERM;
 }
 
+/* @refused NULL: the caller does not count them. */
 static void refuse(struct inode_flags_refused *refused, unsigned int flags)
 {
-	__atomic_fetch_or(&refused->flags, flags, __ATOMIC_RELAXED);
+	if (refused)
+		__atomic_fetch_or(&refused->flags, flags, __ATOMIC_RELAXED);
 }
 
 /* The kept flags FS_IOC_FSSETXATTR sets too, and their xflags. */
@@ -229,8 +231,50 @@ int inode_prop_copy(int src_fd, int dst_fd, struct inode_flags_refused *refused)
 		return 1;
 	if (!refusal(errno))
 		return -errno;
-	__atomic_store_n(&refused->compression_prop, true, __ATOMIC_RELAXED);
+	if (refused)
+		__atomic_store_n(&refused->compression_prop, true,
+				 __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* Append-only and immutable of @fd lifted: those it had, or -errno. */
+static int flags_lift(int fd)
+{
+	unsigned int had;
+	int rfd, ret;
+
+	rfd = inode_reopen(fd);
+	if (rfd < 0)
+		return rfd;
+	had = inode_flags_get(rfd) & INODE_FLAGS_LATE;
+	ret = had ? inode_flags_set(rfd, 0, had, NULL) : 0;
+	close(rfd);
+	return ret < 0 ? ret : (int)had;
+}
+
+static void flags_restore(int fd, unsigned int lifted)
+{
+	int rfd = inode_reopen(fd);
+
+	if (rfd < 0)
+		return;
+	inode_flags_set(rfd, lifted, lifted, NULL);
+	close(rfd);
+}
+
+int inode_flags_lifted_for(int dir_fd, int (*op)(int dir_fd, void *arg),
+			   void *arg)
+{
+	int ret = op(dir_fd, arg), lifted;
+
+	if (ret != -EPERM)
+		return ret;
+	lifted = flags_lift(dir_fd);
+	if (lifted <= 0)
+		return ret;
+	ret = op(dir_fd, arg);
+	flags_restore(dir_fd, (unsigned int)lifted);
+	return ret;
 }
 
 const char *inode_flags_letters(unsigned int flags, char *buf)

@@ -42,6 +42,16 @@ unsigned int inode_flags_get(int fd);
 int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		    struct inode_flags_refused *refused);
 
+/*
+ * @op(@dir_fd, @arg), a change of the entries of the directory @dir_fd
+ * (O_PATH too: a subvolume or an entry made, renamed or removed): where
+ * append-only or immutable refuse it (-EPERM), run again with them lifted
+ * from the directory, and put back right after. Returns what @op returns:
+ * 0 or -errno.
+ */
+int inode_flags_lifted_for(int dir_fd, int (*op)(int dir_fd, void *arg),
+			   void *arg);
+
 /* An O_PATH fd opened again for reading (flags and xattrs need it). */
 int inode_reopen(int fd);
 /* A regular file's fd opened again for reading and writing. */

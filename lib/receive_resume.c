@@ -658,27 +658,43 @@ void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 	ctx->rs.active = true;
 }
 
-/* Once marked received, before read-only: the subvolume gets its name. */
+struct place_arg {
+	int from_dir;
+	const char *from;
+	const char *to;
+};
+
+static int place_op(int dest_fd, void *arg)
+{
+	const struct place_arg *a = arg;
+
+	return renameat2(a->from_dir, a->from, dest_fd, a->to,
+			 RENAME_NOREPLACE) ?
+		       -errno :
+		       0;
+}
+
 /*
  * The subvolume @from of NAME's directory (@fd: its root) renamed to NAME
  * in DEST; the append-only or immutable its root has, which refuse that,
- * lifted for it.
+ * lifted for it, and DEST's (a copy of SRC's directory in a move) where
+ * they refuse it.
  */
 static int place_subvol(struct receive_ctx *ctx, int fd, const char *from)
 {
 	unsigned int late = fd < 0 ? 0 : inode_flags_get(fd) & INODE_FLAGS_LATE;
-	int ret = 0;
+	struct place_arg a = { ctx->part.name_fd, from, ctx->rs.final };
+	int ret;
 
 	if (late && inode_flags_set(fd, 0, late, NULL) < 0)
 		return -EPERM;
-	if (renameat2(ctx->part.name_fd, from, ctx->dest_fd, ctx->rs.final,
-		      RENAME_NOREPLACE))
-		ret = -errno;
+	ret = inode_flags_lifted_for(ctx->dest_fd, place_op, &a);
 	if (late && inode_flags_set(fd, late, late, NULL) < 0 && !ret)
 		ret = -EPERM;
 	return ret;
 }
 
+/* Once marked received, before read-only: the subvolume gets its name. */
 int resume_subvol_finish(struct receive_ctx *ctx)
 {
 	struct resume_state *rs = &ctx->rs;

@@ -135,6 +135,21 @@ static int find_any(int fd, const char *name, void *arg)
 	return 1;
 }
 
+/*
+ * A private directory made or removed in DEST, whose directory may be
+ * append-only or immutable (a copy of SRC's, in a move): lifted for that
+ * alone.
+ */
+static int mkdir_op(int dir_fd, void *arg)
+{
+	return mkdirat(dir_fd, arg, 0700) ? -errno : 0;
+}
+
+static int rmdir_op(int dir_fd, void *arg)
+{
+	return unlinkat(dir_fd, arg, AT_REMOVEDIR) ? -errno : 0;
+}
+
 /* A new private directory in @dest_fd, into pd->state_fd. */
 static int state_dir_make(int dest_fd, struct partial_dir *pd)
 {
@@ -143,7 +158,7 @@ static int state_dir_make(int dest_fd, struct partial_dir *pd)
 	unsigned char rnd[6];
 	struct stat dest, st;
 	size_t i;
-	int fd, tries;
+	int fd, tries, ret;
 
 	if (fstat(dest_fd, &dest))
 		return -errno;
@@ -155,11 +170,11 @@ static int state_dir_make(int dest_fd, struct partial_dir *pd)
 			pd->state_name[strlen(STATE_PREFIX) + i] =
 				digits[rnd[i] % (sizeof(digits) - 1)];
 		pd->state_name[strlen(STATE_PREFIX) + sizeof(rnd)] = '\0';
-		if (mkdirat(dest_fd, pd->state_name, 0700)) {
-			if (errno == EEXIST)
-				continue;
-			return -errno;
-		}
+		ret = inode_flags_lifted_for(dest_fd, mkdir_op, pd->state_name);
+		if (ret == -EEXIST)
+			continue;
+		if (ret)
+			return ret;
 		fd = openat(dest_fd, pd->state_name,
 			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
 				    O_CLOEXEC);
@@ -354,7 +369,7 @@ void pd_close(int dest_fd, struct partial_dir *pd, bool remove)
 	if (remove && pd->state_fd >= 0 && !fstat(pd->state_fd, &st) &&
 	    !fstatat(dest_fd, pd->state_name, &at, AT_SYMLINK_NOFOLLOW) &&
 	    st.st_ino == at.st_ino && st.st_dev == at.st_dev)
-		unlinkat(dest_fd, pd->state_name, AT_REMOVEDIR);
+		inode_flags_lifted_for(dest_fd, rmdir_op, pd->state_name);
 	close_fd(&pd->state_fd);
 }
 

@@ -147,9 +147,16 @@ static int drop_stand_in(struct receive_ctx *ctx, const char *rel)
 	    !S_ISDIR(st.st_mode) ||
 	    st.st_ino != BTRFS_EMPTY_SUBVOL_DIR_OBJECTID)
 		goto out;
-	if (fstat(fd, &dst) || unlinkat(fd, name, AT_REMOVEDIR))
+	if (fstat(fd, &dst)) {
 		ret = -errno;
-	else if (futimens(fd, (struct timespec[2]){ dst.st_atim, dst.st_mtim }))
+		goto out;
+	}
+	ret = unlinkat(fd, name, AT_REMOVEDIR) ? -errno : 0;
+	/* the directory append-only or immutable: lifted to the end */
+	if (ret == -EPERM && flags_lift(ctx, rel, NULL) > 0)
+		ret = unlinkat(fd, name, AT_REMOVEDIR) ? -errno : 0;
+	if (!ret &&
+	    futimens(fd, (struct timespec[2]){ dst.st_atim, dst.st_mtim }))
 		ret = -errno;
 out:
 	close(fd);
