@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "../lib/clock.h"
 #include "../lib/copy.h"
 #include "../lib/copy_subvols.h"
 #include "../lib/fsutil.h"
@@ -128,14 +129,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void print_probe(const struct copy_ctx *ctx)
@@ -454,7 +447,7 @@ static void show_progress(struct copy_cmd *c, uint64_t done, uint64_t total,
 {
 	char done_s[PRETTY_SIZE_LEN], total_s[PRETTY_SIZE_LEN],
 		rate[PRETTY_SIZE_LEN], eta[32];
-	double tnow = now(), secs = tnow - c->start, bps;
+	double tnow = clock_now(), secs = tnow - c->start, bps;
 
 	if (tnow - c->last_progress < 0.25)
 		return;
@@ -835,7 +828,7 @@ static void subvol_progress(void *arg, const struct subvols_stats *s)
 {
 	struct copy_cmd *c = arg;
 	char done[PRETTY_SIZE_LEN], rate[PRETTY_SIZE_LEN];
-	double tnow = now(), secs = tnow - c->start;
+	double tnow = clock_now(), secs = tnow - c->start;
 
 	if (!c->progress || tnow - c->last_progress < 0.25)
 		return;
@@ -1026,7 +1019,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 	v.stop = &stop_signal;
 	install_signals();
 	ret = verify_trees(&v, &opts, srcs, nr_src, dst, &e);
-	c->seconds = now() - c->start;
+	c->seconds = clock_now() - c->start;
 	c->failed = v.stats.failed;
 	if (ret == -EINTR)
 		error("interrupted");
@@ -1074,7 +1067,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	nr_src = argc - optind - 1;
 	dst = dest_dir_name(argv[argc - 1]);
 	if (c.verify_only) {
-		c.start = now();
+		c.start = clock_now();
 		ret = verify_only(&c, argv + optind, nr_src, dst);
 		goto stopped;
 	}
@@ -1095,7 +1088,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		error("cannot set up the I/O engine: %s", strerror(-ret));
 		return 1;
 	}
-	start = now();
+	start = clock_now();
 	c.start = start;
 	if (c.subvolumes) {
 		ret = copy_subvolumes(&c, argv[optind], dst);
@@ -1137,7 +1130,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 summary:
 	warn_flags_refused(&c.ctx.flags_refused);
-	c.seconds = now() - start;
+	c.seconds = clock_now() - start;
 	if (c.json)
 		print_summary_json(&c);
 	else if (global_opts.verbose >= 0 && c.subvolumes &&
