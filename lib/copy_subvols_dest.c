@@ -156,35 +156,12 @@ static int times_op(int dir_fd, void *arg)
 	return futimens(dir_fd, arg) ? -errno : 0;
 }
 
-struct move_arg {
-	int from;
-	const char *name;
-};
-
-static int move_op(int from, void *arg)
-{
-	const struct move_arg *m = arg;
-
-	return renameat2(from, m->name, m->from, m->name, RENAME_NOREPLACE) ?
-		       -errno :
-		       0;
-}
-
 static int delete_op(int dir_fd, void *arg)
 {
 	return btrfs_util_delete_subvolume_fd(
 		       dir_fd, arg, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE) ?
 		       -(errno ?: EIO) :
 		       0;
-}
-
-/* @m->name moved from @m->from into @to, under the same name. */
-static int move_into_op(int to, void *arg)
-{
-	const struct move_arg *m = arg;
-	struct move_arg back = { to, m->name };
-
-	return inode_flags_lifted_for(m->from, move_op, &back);
 }
 
 /*
@@ -211,10 +188,9 @@ static int carry_nested(int old_fd, int new_fd, const char *rel)
 	if (fstat(to, &st)) {
 		ret = -errno;
 	} else {
-		struct move_arg m = { from, name };
 		struct timespec times[2] = { st.st_atim, st.st_mtim };
 
-		ret = inode_flags_lifted_for(to, move_into_op, &m);
+		ret = inode_flags_lifted_rename(from, name, to, name);
 		ret = ret == -EEXIST ? 0 :
 		      ret	     ? ret :
 			    inode_flags_lifted_for(to, times_op, times);
@@ -310,7 +286,8 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 	if (ret)
 		return encio_error_set(s->e, -ret, "remove the directory",
 				       p->dst, false, 0);
-	ret = subvols_rename(p->dir_fd, p->partial, p->name);
+	ret = inode_flags_lifted_rename(p->dir_fd, p->partial, p->dir_fd,
+					p->name);
 	if (ret)
 		return encio_error_set(s->e, -ret, "rename the copy to", p->dst,
 				       false, 0);

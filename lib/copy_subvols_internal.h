@@ -118,12 +118,11 @@ int subvols_extras(struct subvols *s, int top_fd);
 
 /* The copy in flight and where copies go: copy_subvols_partial.c */
 /*
- * A subvolume deleted by its id, an entry renamed (RENAME_NOREPLACE) or a
- * directory removed in @dir_fd: append-only or immutable lifted from it
- * for that alone where they refuse it. 0 or -errno.
+ * A subvolume deleted by its id or a directory removed in @dir_fd:
+ * append-only or immutable lifted from it for that alone where they
+ * refuse it (renames: inode_flags_lifted_rename()). 0 or -errno.
  */
 int subvols_delete_id(int dir_fd, uint64_t id);
-int subvols_rename(int dir_fd, const char *from, const char *to);
 int subvols_rmdir(int dir_fd, const char *name);
 /* The path in DEST of the copy of @rel (below SRC): 0 or -ENAMETOOLONG. */
 int subvols_dest_path(const struct subvols *s, const char *rel, char *out,

@@ -111,27 +111,6 @@ int subvols_delete_id(int dir_fd, uint64_t id)
 	return inode_flags_lifted_for(dir_fd, delete_id_op, &id);
 }
 
-struct rename_arg {
-	const char *from;
-	const char *to;
-};
-
-static int rename_op(int dir_fd, void *arg)
-{
-	const struct rename_arg *r = arg;
-
-	return renameat2(dir_fd, r->from, dir_fd, r->to, RENAME_NOREPLACE) ?
-		       -errno :
-		       0;
-}
-
-int subvols_rename(int dir_fd, const char *from, const char *to)
-{
-	struct rename_arg r = { from, to };
-
-	return inode_flags_lifted_for(dir_fd, rename_op, &r);
-}
-
 static int rmdir_op(int dir_fd, void *arg)
 {
 	return unlinkat(dir_fd, arg, AT_REMOVEDIR) ? -errno : 0;

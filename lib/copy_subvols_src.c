@@ -327,7 +327,8 @@ static int snapshot_keep(struct subvols *s, struct subvol_entry *en)
 	if (en->base.held && (ret = subvols_delete_id(dir_fd, en->base.id)))
 		ret = encio_error_set(s->e, -ret, "delete the earlier base",
 				      en->base.path, false, 0);
-	else if ((ret = subvols_rename(dir_fd, en->snap.name, en->base.name)))
+	else if ((ret = inode_flags_lifted_rename(dir_fd, en->snap.name, dir_fd,
+						  en->base.name)))
 		ret = encio_error_set(
 			s->e, -ret, "keep the snapshot as the next run's base",
 			en->base.path, false, 0);

@@ -277,6 +277,40 @@ int inode_flags_lifted_for(int dir_fd, int (*op)(int dir_fd, void *arg),
 	return ret;
 }
 
+struct rename_arg {
+	int from_dir;
+	const char *from;
+	int to_dir;
+	const char *to;
+};
+
+static int rename_op(int from_dir, void *arg)
+{
+	const struct rename_arg *r = arg;
+
+	return renameat2(from_dir, r->from, r->to_dir, r->to,
+			 RENAME_NOREPLACE) ?
+		       -errno :
+		       0;
+}
+
+/* The rename, the source's directory lifted where it refuses it. */
+static int rename_into_op(int to_dir, void *arg)
+{
+	const struct rename_arg *r = arg;
+
+	(void)to_dir;
+	return inode_flags_lifted_for(r->from_dir, rename_op, (void *)r);
+}
+
+int inode_flags_lifted_rename(int from_dir, const char *from, int to_dir,
+			      const char *to)
+{
+	struct rename_arg r = { from_dir, from, to_dir, to };
+
+	return inode_flags_lifted_for(to_dir, rename_into_op, &r);
+}
+
 const char *inode_flags_letters(unsigned int flags, char *buf)
 {
 	static const struct {

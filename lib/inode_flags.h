@@ -51,6 +51,13 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
  */
 int inode_flags_lifted_for(int dir_fd, int (*op)(int dir_fd, void *arg),
 			   void *arg);
+/*
+ * renameat2(@from_dir, @from, @to_dir, @to, RENAME_NOREPLACE), with
+ * either directory's append-only or immutable lifted where they refuse it,
+ * as inode_flags_lifted_for(). 0 or -errno.
+ */
+int inode_flags_lifted_rename(int from_dir, const char *from, int to_dir,
+			      const char *to);
 
 /* An O_PATH fd opened again for reading (flags and xattrs need it). */
 int inode_reopen(int fd);

@@ -658,22 +658,6 @@ void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 	ctx->rs.active = true;
 }
 
-struct place_arg {
-	int from_dir;
-	const char *from;
-	const char *to;
-};
-
-static int place_op(int dest_fd, void *arg)
-{
-	const struct place_arg *a = arg;
-
-	return renameat2(a->from_dir, a->from, dest_fd, a->to,
-			 RENAME_NOREPLACE) ?
-		       -errno :
-		       0;
-}
-
 /*
  * The subvolume @from of NAME's directory (@fd: its root) renamed to NAME
  * in DEST; the append-only or immutable its root has, which refuse that,
@@ -683,12 +667,12 @@ static int place_op(int dest_fd, void *arg)
 static int place_subvol(struct receive_ctx *ctx, int fd, const char *from)
 {
 	unsigned int late = fd < 0 ? 0 : inode_flags_get(fd) & INODE_FLAGS_LATE;
-	struct place_arg a = { ctx->part.name_fd, from, ctx->rs.final };
 	int ret;
 
 	if (late && inode_flags_set(fd, 0, late, NULL) < 0)
 		return -EPERM;
-	ret = inode_flags_lifted_for(ctx->dest_fd, place_op, &a);
+	ret = inode_flags_lifted_rename(ctx->part.name_fd, from, ctx->dest_fd,
+					ctx->rs.final);
 	if (late && inode_flags_set(fd, late, late, NULL) < 0 && !ret)
 		ret = -EPERM;
 	return ret;
