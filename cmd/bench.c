@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/bench.h"
-#include "../lib/clock.h"
-#include "../lib/extents.h"
+#include "io/bench.h"
+#include "base/clock.h"
+#include "fs/extents.h"
 #include "commands.h"
 
 static const char *const bench_usage[] = {

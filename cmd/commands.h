@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../lib/engine.h"
-#include "../lib/error.h"
-#include "../lib/inode_flags.h"
+#include "io/engine.h"
+#include "base/error.h"
+#include "fs/inode_flags.h"
 
 /* Options given before the command name, shared by every command. */
 struct global_options {

@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "../lib/clock.h"
-#include "../lib/copy.h"
-#include "../lib/copy_subvols.h"
-#include "../lib/fsutil.h"
-#include "../lib/tree.h"
-#include "../lib/verify.h"
+#include "base/clock.h"
+#include "copy/copy.h"
+#include "subvols/copy_subvols.h"
+#include "base/fsutil.h"
+#include "tree/tree.h"
+#include "copy/verify.h"
 
 static const char *const copy_usage[] = {
 	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST",

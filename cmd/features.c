@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/features.h"
+#include "io/features.h"
 #include "commands.h"
 
 static const char *const features_usage[] = {

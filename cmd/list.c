@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lib/extents.h"
-#include "../lib/kernel.h"
+#include "fs/extents.h"
+#include "base/kernel.h"
 #include "commands.h"
 
 static const char *const list_usage[] = {

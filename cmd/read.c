@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/compression.h"
-#include "../lib/engine.h"
-#include "../lib/extents.h"
+#include "codec/compression.h"
+#include "io/engine.h"
+#include "fs/extents.h"
 #include "commands.h"
 
 static const char *const read_usage[] = {

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "../lib/clock.h"
-#include "../lib/dump.h"
-#include "../lib/receive.h"
+#include "base/clock.h"
+#include "stream/dump.h"
+#include "receive/receive.h"
 
 static const char *const receive_usage[] = {
 	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST/NAME",

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "../lib/clock.h"
-#include "../lib/fsutil.h"
-#include "../lib/send.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "send/send.h"
 
 static const char *const send_usage[] = {
 	"encio send [-p PARENT] [-c CLONE_SRC]... [-t TOKEN] [-f FILE] [-n] [-e] [--no-data] [--proto N] [--compressed-data] [--snapshot] [--progress] [--format=text|json] [-q|-v] PATH...",

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "../lib/copy.h"
+#include "copy/copy.h"
 
 void usage_print(const struct cmd_struct *cmd, bool full, int to_stderr)
 {

@@ -14,9 +14,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "../lib/compression.h"
-#include "../lib/engine.h"
-#include "../lib/extents.h"
+#include "codec/compression.h"
+#include "io/engine.h"
+#include "fs/extents.h"
 #include "commands.h"
 
 /* More than any valid extent, so the kernel can refuse oversized data. */

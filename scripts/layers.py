@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """Calls between lib/'s files, from the objects' symbols (nm), checked
 against the layers in lib/LAYERS: no call cycle between files, no call
-from a group to one above it, none between two groups of one level.
+from a folder to one above it, none between two folders of one level.
 
     layers.py BUILD_LIB_DIR [LAYERS]   exit 1 on any cycle or violation
 """
-import fnmatch
 import os
 import subprocess
 import sys
@@ -26,23 +25,23 @@ def symbols(obj):
 
 
 def read_layers(path):
-    """[(level, group, [patterns])], the first line the highest level."""
-    groups = []
+    """{folder: level}, the first line the highest level."""
+    groups = {}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
-            head, pats = line.split(":", 1)
-            level, group = head.split()
-            groups.append((int(level), group, pats.split()))
+            level, folder = line.split()
+            groups[folder] = int(level)
     return groups
 
 
 def group_of(name, groups):
-    for level, group, pats in groups:
-        if any(fnmatch.fnmatch(name, p) for p in pats):
-            return level, group
+    """(level, folder) of the object "folder/file", None if unlisted."""
+    folder = name.split("/", 1)[0]
+    if folder in groups:
+        return groups[folder], folder
     return None
 
 
@@ -85,7 +84,9 @@ def main():
     layers = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "lib", "LAYERS")
     groups = read_layers(layers)
-    objs = sorted(f for f in os.listdir(libdir) if f.endswith(".o"))
+    objs = sorted(os.path.relpath(os.path.join(d, f), libdir)
+                  for d, _, files in os.walk(libdir)
+                  for f in files if f.endswith(".o"))
     defs, undefs, owner = {}, {}, {}
     for o in objs:
         name = o[:-2]
@@ -100,7 +101,7 @@ def main():
     bad = 0
     for name in sorted(defs):
         if group_of(name, groups) is None:
-            print("%s.c: in no group of %s" % (name, layers))
+            print("%s.c: in no folder of %s" % (name, layers))
             bad += 1
     for comp in cycles(edges, defs):
         bad += 1

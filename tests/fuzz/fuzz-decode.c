@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/kernel.h"
+#include "codec/codec.h"
+#include "base/kernel.h"
 
 #ifndef FUZZ_COMPRESSION
 #error "build with -DFUZZ_COMPRESSION=<id>"

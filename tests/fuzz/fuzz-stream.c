@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../lib/stream.h"
+#include "stream/stream.h"
 
 static int count_cmd(void *arg)
 {

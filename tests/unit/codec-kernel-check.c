@@ -24,8 +24,8 @@
 
 #include <zlib.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/kernel.h"
+#include "codec/codec.h"
+#include "base/kernel.h"
 
 struct check {
 	struct codec *codec;

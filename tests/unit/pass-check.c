@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/send.h"
+#include "send/send.h"
 
 static int fail(const char *what, const struct encio_error *e)
 {

@@ -40,8 +40,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/stream.h"
+#include "codec/codec.h"
+#include "stream/stream.h"
 
 #define MAX_ARGS 8
 

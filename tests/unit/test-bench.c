@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/bench.h"
-#include "../../lib/compression.h"
+#include "io/bench.h"
+#include "codec/compression.h"
 
 static void test_median(void **state)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of lib/codec.c: round trips, kernel-written extents
+ * Unit tests of lib/codec/codec.c: round trips, kernel-written extents
  * (tests/data/codec), malformed and hostile input. Buffers handed to the
  * codec are allocated at their exact size, so that the sanitizers see any
  * access past them.
@@ -20,8 +20,8 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/kernel.h"
+#include "codec/codec.h"
+#include "base/kernel.h"
 #include "codec-fixtures.h"
 
 #define ZLIB BTRFS_ENCODED_IO_COMPRESSION_ZLIB

@@ -13,10 +13,10 @@
 
 #include <cmocka.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/compress.h"
-#include "../../lib/cpool.h"
-#include "../../lib/kernel.h"
+#include "codec/codec.h"
+#include "codec/compress.h"
+#include "codec/cpool.h"
+#include "base/kernel.h"
 
 #define K 1024ULL
 

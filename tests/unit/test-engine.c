@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/compat.h"
-#include "../../lib/engine.h"
+#include "io/compat.h"
+#include "io/engine.h"
 
 static void test_bufpool_slots(void **state)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of lib/extents.c that need no root and no btrfs: names, item
+ * Unit tests of lib/fs/extents.c that need no root and no btrfs: names, item
  * parsing, gap filling, compsize-style totals, and maps of files on tmpfs
  * (SEEK_DATA/SEEK_HOLE) and on the file system of /tmp (FIEMAP or SEEK).
  */
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/extents.h"
-#include "../../lib/kernel.h"
+#include "fs/extents.h"
+#include "base/kernel.h"
 
 #define KiB 1024ULL
 #define MiB (1024 * KiB)

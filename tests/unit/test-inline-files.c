@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of lib/inline_files.c that need no root and no btrfs: the
+ * Unit tests of lib/fs/inline_files.c that need no root and no btrfs: the
  * parsing of one BTRFS_IOC_TREE_SEARCH_V2 result (search headers, each
  * followed by its item) built by hand, which files qualify (one link, a
  * regular file, no xattrs, a single inline extent at 0 that covers it, a
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/inline_files.h"
-#include "../../lib/kernel.h"
+#include "fs/inline_files.h"
+#include "base/kernel.h"
 
 #define INLINE_HDR offsetof(struct btrfs_file_extent_item, disk_bytenr)
 #define SEARCH_BUF (64 * 1024)

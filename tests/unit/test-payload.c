@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of lib/payload.c: kernel-written extents (tests/data/codec)
+ * Unit tests of lib/codec/payload.c: kernel-written extents (tests/data/codec)
  * pass; truncated, garbage, oversized-window, oversized-content-size,
  * bad zlib header and bad lzo lengths fail. Payloads are copied to buffers
  * of their exact size, so that the sanitizers see any read past them.
@@ -19,9 +19,9 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
-#include "../../lib/codec.h"
-#include "../../lib/kernel.h"
-#include "../../lib/payload.h"
+#include "codec/codec.h"
+#include "base/kernel.h"
+#include "codec/payload.h"
 #include "codec-fixtures.h"
 
 #define ZLIB BTRFS_ENCODED_IO_COMPRESSION_ZLIB

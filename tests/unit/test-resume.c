@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/resume.h"
-#include "../../lib/stream.h"
+#include "stream/resume.h"
+#include "stream/stream.h"
 
 static void point_fill(struct resume_point *p)
 {

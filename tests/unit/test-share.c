@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of lib/share.c, the index of shared source extents: what a
+ * Unit tests of lib/fs/share.c, the index of shared source extents: what a
  * file range of an extent written before becomes (clones, writes), on an
  * index whose source filesystem is set up by hand (no btrfs needed).
  */
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "../../lib/kernel.h"
-#include "../../lib/share.h"
+#include "base/kernel.h"
+#include "fs/share.h"
 
 #define KiB 1024ULL
 

@@ -17,9 +17,9 @@
 
 #include <cmocka.h>
 
-#include "../../lib/crc32c.h"
-#include "../../lib/dump.h"
-#include "../../lib/stream.h"
+#include "base/crc32c.h"
+#include "stream/dump.h"
+#include "stream/stream.h"
 
 struct seen {
 	int subvol, mkfile, write, encoded_write, end, set_xattr;

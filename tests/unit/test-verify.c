@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "../../lib/verify.h"
+#include "copy/verify.h"
 
 #define SIZE (1024 * 1024 + 4097)
 

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Resumable streams: where a receive that stopped short can go on.
+ *
+ * A resume point names one subvolume's stream (its UUID and ctransid as
+ * its SUBVOL or SNAPSHOT command gave them, the parent's for a
+ * snapshot, the stream version), a position in it (the bytes of its
+ * commands from that first one on, up to a command boundary) and a
+ * fingerprint of the commands before the position. encio receive -s
+ * keeps one with the partial subvolume; encio receive --resume-token
+ * prints it as a token; encio send -t regenerates the stream, checks the
+ * fingerprint of what it would send before the position, and sends the
+ * rest after an ENCIO_RESUME command that names the point again.
+ */
+#ifndef ENCIO_RESUME_H
+#define ENCIO_RESUME_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/kernel.h"
+
+#define RESUME_TOKEN_VERSION 1
+/* "1-" and the hex of the point and its crc32c */
+#define RESUME_TOKEN_MAX (2 + 2 * (96 + NAME_MAX + 4) + 1)
+
+struct resume_point {
+	char name[NAME_MAX + 1]; /* the subvolume's name in the stream */
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	uint64_t ctransid;
+	uint8_t parent_uuid[BTRFS_UUID_SIZE]; /* zero for a full stream */
+	uint64_t parent_ctransid;
+	uint32_t version; /* of the stream */
+	uint64_t position;
+	uint64_t fingerprint;
+	uint64_t commands; /* before the position */
+};
+
+/* The fingerprint of the commands so far, after one more command. */
+uint64_t resume_fingerprint_add(uint64_t fp, uint16_t type, uint32_t len,
+				uint32_t crc);
+
+/* @p as a token of at most RESUME_TOKEN_MAX bytes, NUL included. */
+void resume_token_encode(const struct resume_point *p, char *token);
+/* 0, or -EINVAL for a token that is not one (its checksum included). */
+int resume_token_decode(const char *token, struct resume_point *p);
+
+/* The point's fields, little-endian, for a record: returns the length. */
+size_t resume_point_pack(const struct resume_point *p, uint8_t *buf);
+/* 0, or -EINVAL; *@used the bytes read. */
+int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
+			size_t *used);
+#define RESUME_POINT_PACKED_MAX (96 + NAME_MAX)
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * copy -r --subvolumes within lib/: the state of a move, shared by its
+ * SRC side (copy_subvols_src.c: the snapshots of writable subvolumes,
+ * their bases and the marks of their finished copies, and what changed in
+ * SRC since a copy), its DEST side (copy_subvols_dest.c: what DEST holds
+ * at each name, and putting copies in place), which takes from the SRC
+ * side and never the reverse, the copy in flight a run left, which both
+ * look at (copy_subvols_partial.c, also where each copy goes), and the
+ * transfers between them (copy_subvols.c). Each file calls only those
+ * named before it: partial, src, dest, extra, copy_subvols.c.
+ */
+#ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
+#define ENCIO_COPY_SUBVOLS_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <btrfsutil.h>
+
+#include "subvols/copy_subvols.h"
+#include "receive/receive.h"
+#include "subvols/subvol_ahead.h"
+#include "plan/subvol_plan.h"
+
+struct subvols {
+	struct copy_ctx *ctx;
+	const struct tree_options *caller; /* its callbacks, relayed */
+	struct tree_options topts;	   /* for tree_copy(), arg: this */
+	uint64_t logical_before; /* ctx's logical_bytes before a tree copy */
+	const struct subvols_options *opts;
+	struct subvols_stats *stats;
+	struct encio_error *e;
+	struct timespec synced_at; /* SRC synced before its snapshots */
+	/* the directory descriptor a copy is made through, named in errors */
+	char fd_dir[32];
+	struct subvol_plan plan;
+	char dst[PATH_MAX];  /* SRC's copy */
+	const char **clones; /* read-only subvolumes in DEST, by SRC path */
+	uint64_t *clone_ids; /* and by the ids they were listed with */
+	/* the subvolume read at hand, by its descriptor: /proc/self/fd/N */
+	char src_proc[32];
+	const char *src_name; /* its path, for messages while it is copied */
+	struct receive_ctx *rcv;
+	struct subvol_ahead *ahead; /* NULL: each pass made at its turn */
+	uint64_t bytes_before; /* bytes_written before the subvolume at hand */
+};
+
+struct placement {
+	int dir_fd; /* the directory the copy goes in */
+	char name[NAME_MAX + 1];
+	char partial[NAME_MAX + 1];
+	char dst[PATH_MAX];
+	bool placeholder; /* an empty directory holds the name */
+	/* a writable copy at the name: its id and the moment it holds */
+	uint64_t copy_id;
+	uint64_t copy_stransid;
+	/*
+	 * What an earlier run left of the copy in flight, to go on with: the
+	 * partial copied whole so far, or the point a received one reached.
+	 */
+	bool resume_whole;
+	bool resume_stream;
+	struct resume_point point;
+};
+
+/*
+ * The directories of a subvolume that held encio's snapshots of the
+ * writable subvolumes in them: making and deleting those moved their
+ * ctime, and their mtime was put back, so an entry made or removed there
+ * since shows in their mtime.
+ */
+struct held_dirs {
+	uint64_t ino[16];
+	size_t nr;
+};
+
+/* Whether @rel (below SRC) is below @dir, a subvolume's rel ("": SRC). */
+static inline bool subvol_rel_below(const char *rel, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n ? !strncmp(rel, dir, n) && rel[n] == '/' : rel[0] != '\0';
+}
+
+/* SRC: copy_subvols_src.c */
+int subvols_changed_since(int fd, uint64_t transid,
+			  const struct timespec *since,
+			  const struct held_dirs *h);
+int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
+			uint64_t transid, const struct timespec *stime);
+int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
+		       bool snap);
+int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en);
+int subvols_bases_drop(struct subvols *s);
+int subvols_finish_writables(struct subvols *s, int top_fd);
+int subvols_snapshots_make(struct subvols *s);
+void subvols_snapshots_drop(struct subvols *s, int top_fd);
+
+/* DEST: copy_subvols_dest.c */
+bool subvols_on_btrfs(int fd);
+int subvols_dest_name(struct subvols *s, const char *dest);
+int subvols_dest_check(struct subvols *s);
+int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
+		       struct placement *p);
+int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
+			 struct placement *p);
+int subvols_place(struct subvols *s, const struct subvol_entry *en,
+		  struct placement *p);
+int subvols_finish_containers(struct subvols *s, int top_fd);
+int subvols_keep_default(struct subvols *s, int top_fd);
+
+/* What DEST holds that SRC does not: copy_subvols_extra.c */
+int subvols_extras(struct subvols *s, int top_fd);
+
+/* The copy in flight and where copies go: copy_subvols_partial.c */
+/*
+ * A subvolume deleted by its id or a directory removed in @dir_fd:
+ * append-only or immutable lifted from it for that alone where they
+ * refuse it (renames: inode_flags_lifted_rename()). 0 or -errno.
+ */
+int subvols_delete_id(int dir_fd, uint64_t id);
+int subvols_rmdir(int dir_fd, const char *name);
+/* The path in DEST of the copy of @rel (below SRC): 0 or -ENAMETOOLONG. */
+int subvols_dest_path(const struct subvols *s, const char *rel, char *out,
+		      size_t len);
+int subvols_placement_open(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, int top_fd);
+int subvols_partial_mark(const struct subvol_entry *en, int fd);
+int subvols_partial_unmark(int fd);
+int subvols_partial_settle(struct subvols *s, const struct subvol_entry *en,
+			   struct placement *p, bool whole);
+bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
+			  struct placement *p, bool whole);
+bool subvols_partial_of_left(struct subvols *s, const struct subvol_entry *en,
+			     int top_fd);
+
+#endif
