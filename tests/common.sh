@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-# Shared helpers for scenario tests: source this from tests/scenario/*/test.sh.
+# Shared helpers for scenario tests: source this from tests/scenario/AREA/NNN-name/test.sh.
 #
 # Every test makes its own loopback images under a temporary directory on
 # tmpfs, and the EXIT trap unmounts, detaches and removes them whatever
