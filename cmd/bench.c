@@ -228,7 +228,7 @@ static void drop_caches(struct bench_cmd *b)
 	if (fd < 0)
 		return;
 	if (write(fd, "3\n", 2) != 2)
-		warning("cannot drop caches: %m");
+		print_warning("cannot drop caches: %m");
 	close(fd);
 }
 
@@ -268,7 +268,7 @@ static void raise_hugepages(struct bench_cmd *b)
 	if (!b->hugepages)
 		return;
 	if (geteuid() != 0) {
-		warning("--hugepages needs root: ignored");
+		print_warning("--hugepages needs root: ignored");
 		return;
 	}
 	b->old_hugepages = read_long(path);
@@ -278,23 +278,23 @@ static void raise_hugepages(struct bench_cmd *b)
 		return;
 	}
 	if (write_long(path, b->hugepages))
-		warning("cannot set %s: %m", path);
+		print_warning("cannot set %s: %m", path);
 }
 
 static void restore_hugepages(struct bench_cmd *b)
 {
 	if (b->old_hugepages >= 0 &&
 	    write_long("/proc/sys/vm/nr_hugepages", b->old_hugepages))
-		warning("cannot restore vm.nr_hugepages to %ld",
-			b->old_hugepages);
+		print_warning("cannot restore vm.nr_hugepages to %ld",
+			      b->old_hugepages);
 }
 
 static void row_error(struct bench_cmd *b, const struct bench_row *r,
 		      const struct bench_pass *p)
 {
-	error("%s: %s of '%s' at offset %" PRIu64 ": %s (%s)", r->name,
-	      p->err_op, b->path, p->err_offset, errno_name(p->err),
-	      strerror(p->err));
+	print_error("%s: %s of '%s' at offset %" PRIu64 ": %s (%s)", r->name,
+		    p->err_op, b->path, p->err_offset, errno_name(p->err),
+		    strerror(p->err));
 	b->failed = 1;
 }
 
@@ -325,8 +325,9 @@ static void verify_reads(struct bench_cmd *b)
 		for (i = bad = 0; i < b->target.nr; i++)
 			bad += r->sums[i] != b->rows[0].sums[i];
 		if (bad || p.extents != b->ref.extents) {
-			error("%s read different bytes than %s: %zu of %zu extents differ",
-			      r->name, b->rows[0].name, bad, b->target.nr);
+			print_error(
+				"%s read different bytes than %s: %zu of %zu extents differ",
+				r->name, b->rows[0].name, bad, b->target.nr);
 			b->verified = false;
 			b->failed = 1;
 		}
@@ -339,7 +340,7 @@ static int open_scratch(struct bench_cmd *b, const char *what)
 	int fd = openat(b->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
 	if (fd < 0)
-		error("%s beside '%s': %m", what, b->path);
+		print_error("%s beside '%s': %m", what, b->path);
 	return fd;
 }
 
@@ -371,8 +372,8 @@ static bool verify_copy(struct bench_cmd *b, struct bench_row *r, int dst)
 	     memcmp(sums, b->rows[0].sums, b->target.nr * sizeof(*sums)) == 0;
 	free(sums);
 	if (!ok) {
-		error("%s: the scratch copy differs from '%s'", r->name,
-		      b->path);
+		print_error("%s: the scratch copy differs from '%s'", r->name,
+			    b->path);
 		b->failed = 1;
 	}
 	return ok;
@@ -761,40 +762,40 @@ static int bench_open(struct bench_cmd *b)
 
 	b->fd = open_regular(b->path, O_RDONLY, 0, NULL);
 	if (b->fd < 0) {
-		error("cannot open '%s': %s", b->path,
-		      open_regular_error(b->fd));
+		print_error("cannot open '%s': %s", b->path,
+			    open_regular_error(b->fd));
 		return -1;
 	}
 	snprintf(tmp, sizeof(tmp), "%s", b->path);
 	b->dirfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (b->dirfd < 0) {
-		error("cannot open the directory of '%s': %m", b->path);
+		print_error("cannot open the directory of '%s': %m", b->path);
 		return -1;
 	}
 	ret = bench_target_build(b->fd, &b->target);
 	if (ret) {
-		error("cannot map extents of '%s': %s", b->path,
-		      strerror(-ret));
+		print_error("cannot map extents of '%s': %s", b->path,
+			    strerror(-ret));
 		return -1;
 	}
 	if (!b->target.nr) {
-		error("'%s' has no compressed extents to read", b->path);
+		print_error("'%s' has no compressed extents to read", b->path);
 		return -1;
 	}
 	if (b->write && bench_scratch_possible(b))
 		return -1;
 	ret = engine_init(&engine, &config);
 	if (ret) {
-		error("cannot set up the I/O engine: %s", strerror(-ret));
+		print_error("cannot set up the I/O engine: %s", strerror(-ret));
 		return -1;
 	}
 	engine_probe_read(&engine, b->fd, ENCIO_IO_AUTO, &b->probe);
 	engine_probe_write(&engine, b->dirfd, ENCIO_IO_AUTO, &b->probe);
 	engine_release(&engine);
 	if (b->probe.read_mode == ENCIO_IO_NONE) {
-		error("encoded reads of '%s' impossible: %s (%s)", b->path,
-		      errno_name(b->probe.read_none_err),
-		      strerror(b->probe.read_none_err));
+		print_error("encoded reads of '%s' impossible: %s (%s)",
+			    b->path, errno_name(b->probe.read_none_err),
+			    strerror(b->probe.read_none_err));
 		return -1;
 	}
 	return 0;

@@ -35,8 +35,8 @@ void usage_print(const struct cmd_struct *cmd, bool full, int to_stderr);
 int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-void error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void print_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One warning a run for what DEST would not take, not one a file. */
 void warn_flags_refused(const struct inode_flags_refused *r);
 void verbose(int level, const char *fmt, ...)

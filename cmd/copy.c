@@ -169,13 +169,16 @@ static void print_probe(const struct copy_ctx *ctx)
 static void warn_probe(const struct encio_probe *p)
 {
 	if (p->read_mode == ENCIO_IO_NONE)
-		warning("encoded reads impossible (%s): copying plain data",
+		print_warning(
+			"encoded reads impossible (%s): copying plain data",
 			strerror(p->read_none_err));
 	else if (p->write_mode == ENCIO_IO_NONE && p->write_none_err == ENOTTY)
-		warning("the destination is not btrfs: decoding compressed extents in user space");
+		print_warning(
+			"the destination is not btrfs: decoding compressed extents in user space");
 	else if (p->write_mode == ENCIO_IO_NONE && p->write_none_err != EROFS &&
 		 p->write_none_err != EACCES)
-		warning("encoded writes impossible on the destination (%s): decoding in user space",
+		print_warning(
+			"encoded writes impossible on the destination (%s): decoding in user space",
 			strerror(p->write_none_err));
 }
 
@@ -656,7 +659,7 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 	int i, ret = 0;
 
 	if (!l) {
-		error("cannot check the sources: %s", strerror(ENOMEM));
+		print_error("cannot check the sources: %s", strerror(ENOMEM));
 		return 1;
 	}
 	for (i = 0; i < nr_src; i++) {
@@ -673,9 +676,9 @@ static int check_landing_names(int nr_src, char **srcs, const char *dst)
 	for (i = 1; i < nr_src && !ret; i++) {
 		if (strcmp(l[i - 1].name, l[i].name))
 			continue;
-		error("will not copy both '%s' and '%s' to '%.*s/%s'",
-		      l[i - 1].src, l[i].src, (int)path_trimmed_len(dst), dst,
-		      l[i].name);
+		print_error("will not copy both '%s' and '%s' to '%.*s/%s'",
+			    l[i - 1].src, l[i].src, (int)path_trimmed_len(dst),
+			    dst, l[i].name);
 		ret = 1;
 	}
 	free(l);
@@ -689,27 +692,29 @@ static int check_sources(int nr_src, char **srcs, const char *dst,
 	int i;
 
 	if (c->no_target_dir && !c->recursive && nr_src > 1) {
-		error("cannot copy %d files to '%s': with -T it is one file",
-		      nr_src, dst);
+		print_error(
+			"cannot copy %d files to '%s': with -T it is one file",
+			nr_src, dst);
 		return 1;
 	}
 	if (c->no_target_dir && !c->recursive && stat(dst, &st) == 0 &&
 	    S_ISDIR(st.st_mode)) {
-		error("cannot overwrite directory '%s' with non-directory '%s'",
-		      dst, srcs[0]);
+		print_error(
+			"cannot overwrite directory '%s' with non-directory '%s'",
+			dst, srcs[0]);
 		return 1;
 	}
 	if (nr_src > 1 && (stat(dst, &st) || !S_ISDIR(st.st_mode))) {
-		error("cannot copy %d files to '%s': not a directory", nr_src,
-		      dst);
+		print_error("cannot copy %d files to '%s': not a directory",
+			    nr_src, dst);
 		return 1;
 	}
 	if (nr_src > 1 && check_landing_names(nr_src, srcs, dst))
 		return 1;
 	for (i = 0; i < nr_src && !c->recursive; i++) {
 		if (stat(srcs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			error("'%s' is a directory (not copied; use -r)",
-			      srcs[i]);
+			print_error("'%s' is a directory (not copied; use -r)",
+				    srcs[i]);
 			return 1;
 		}
 	}
@@ -722,10 +727,10 @@ static void print_copy_error(const struct encio_error *e)
 	if (e->err != VERIFY_DIFFERS)
 		print_encio_error(e);
 	else if (e->has_offset)
-		error("verify '%s': %s at offset %llu", e->path, e->op,
-		      (unsigned long long)e->offset);
+		print_error("verify '%s': %s at offset %llu", e->path, e->op,
+			    (unsigned long long)e->offset);
 	else
-		error("verify '%s': %s", e->path, e->op);
+		print_error("verify '%s': %s", e->path, e->op);
 }
 
 static void tree_report(void *arg, const struct encio_error *e)
@@ -765,7 +770,7 @@ static void print_kept(struct copy_cmd *c)
 	size_t i;
 
 	for (i = 0; i < c->nr_kept; i++) {
-		error("%s", c->kept[i]);
+		print_error("%s", c->kept[i]);
 		free(c->kept[i]);
 	}
 	free(c->kept);
@@ -816,7 +821,8 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	c->ctx.stats.files = c->tree.files;
 	if (ret) {
 		if (ret == -EINTR)
-			error("interrupted: files in flight removed, files complete kept (a rerun resumes)");
+			print_error(
+				"interrupted: files in flight removed, files complete kept (a rerun resumes)");
 		else
 			print_copy_error(&e);
 	}
@@ -907,10 +913,11 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	c->failed = c->tree.failed;
 	c->ctx.stats.files = c->tree.files;
 	if (ret == -EINTR && stop_signal)
-		error("interrupted: the subvolumes complete kept%s (a rerun resumes)",
-		      c->subvols.kept ?
-			      ", the one in flight as far as it was made" :
-			      "");
+		print_error(
+			"interrupted: the subvolumes complete kept%s (a rerun resumes)",
+			c->subvols.kept ?
+				", the one in flight as far as it was made" :
+				"");
 	else if (ret && !c->failed && !went_on)
 		/* else the entries that failed said it, each */
 		print_copy_error(&e);
@@ -919,14 +926,15 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 		 c->subvols.failed == 1 ? "its copy" : "their copies");
 	/* each failed subvolume was named as it failed */
 	if (c->subvols.failed)
-		error("%llu subvolume%s failed%s%s%s",
-		      (unsigned long long)c->subvols.failed,
-		      c->subvols.failed == 1 ? "" : "s",
-		      c->subvols.left_out ? ", " : "",
-		      c->subvols.left_out ? left_out : "",
-		      went_on ?
-			      "; the others are copied (a rerun goes on with the rest)" :
-			      "");
+		print_error(
+			"%llu subvolume%s failed%s%s%s",
+			(unsigned long long)c->subvols.failed,
+			c->subvols.failed == 1 ? "" : "s",
+			c->subvols.left_out ? ", " : "",
+			c->subvols.left_out ? left_out : "",
+			went_on ?
+				"; the others are copied (a rerun goes on with the rest)" :
+				"");
 	print_kept(c);
 	return ret;
 }
@@ -1013,7 +1021,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 
 	ret = verify_ctx_init(&v);
 	if (ret) {
-		error("cannot verify: %s", strerror(-ret));
+		print_error("cannot verify: %s", strerror(-ret));
 		return ret;
 	}
 	v.stop = &stop_signal;
@@ -1022,7 +1030,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 	c->seconds = clock_now() - c->start;
 	c->failed = v.stats.failed;
 	if (ret == -EINTR)
-		error("interrupted");
+		print_error("interrupted");
 	else if (ret)
 		print_copy_error(&e);
 	if (c->json) {
@@ -1085,7 +1093,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	ret = copy_ctx_init(&c.ctx, &c.opts);
 	if (ret) {
-		error("cannot set up the I/O engine: %s", strerror(-ret));
+		print_error("cannot set up the I/O engine: %s", strerror(-ret));
 		return 1;
 	}
 	start = clock_now();
@@ -1102,7 +1110,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = copy_share_begin_path(&c.ctx, dst,
 				    (const char *const *)argv + optind, nr_src);
 	if (ret) {
-		error("cannot index shared extents: %s", strerror(-ret));
+		print_error("cannot index shared extents: %s", strerror(-ret));
 		return 1;
 	}
 	for (i = 0; i < nr_src && !stop_signal; i++) {
@@ -1125,7 +1133,8 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = 0;
 	clear_progress(&c);
 	if (stop_signal) {
-		error("interrupted: the file in flight removed, files complete kept");
+		print_error(
+			"interrupted: the file in flight removed, files complete kept");
 		ret = -EINTR;
 	}
 summary:

@@ -55,13 +55,15 @@ static int cmd_dump(const struct cmd_struct *cmd, int argc, char **argv)
 		return usage_error(cmd, "unexpected argument '%s'",
 				   argv[optind]);
 	if (!file && isatty(STDIN_FILENO)) {
-		error("not reading a stream from a terminal: use -f or a pipe");
+		print_error(
+			"not reading a stream from a terminal: use -f or a pipe");
 		return 1;
 	}
 	if (file) {
 		fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			error("cannot open '%s': %s", file, strerror(errno));
+			print_error("cannot open '%s': %s", file,
+				    strerror(errno));
 			return 1;
 		}
 	}

@@ -193,7 +193,7 @@ static int cmd_features(const struct cmd_struct *cmd, int argc, char **argv)
 		path = argv[optind];
 	ret = features_probe(path, &f);
 	if (ret) {
-		error("cannot probe '%s': %s", path, strerror(-ret));
+		print_error("cannot probe '%s': %s", path, strerror(-ret));
 		return 1;
 	}
 	if (json)

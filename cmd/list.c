@@ -187,7 +187,8 @@ static void warn_source(struct list_ctx *ctx, const char *path,
 	if (map->source == EXTENT_SOURCE_TREE_SEARCH || ctx->warned_source)
 		return;
 	ctx->warned_source = true;
-	warning("'%s': extent map from %s, not the btrfs tree search (it needs btrfs and CAP_SYS_ADMIN): compression and on-disk sizes of btrfs extents are not known",
+	print_warning(
+		"'%s': extent map from %s, not the btrfs tree search (it needs btrfs and CAP_SYS_ADMIN): compression and on-disk sizes of btrfs extents are not known",
 		path, extent_source_name(map->source));
 }
 
@@ -198,7 +199,8 @@ static void list_fd(struct list_ctx *ctx, int fd, const char *path)
 
 	ret = extent_map_build(fd, &map);
 	if (ret) {
-		error("cannot map extents of '%s': %s", path, strerror(-ret));
+		print_error("cannot map extents of '%s': %s", path,
+			    strerror(-ret));
 		ctx->failed = true;
 		return;
 	}
@@ -210,7 +212,8 @@ static void list_fd(struct list_ctx *ctx, int fd, const char *path)
 	ctx->listed_one = true;
 	ret = extent_totals_add(&ctx->totals, &map);
 	if (ret) {
-		error("cannot count extents of '%s': %s", path, strerror(-ret));
+		print_error("cannot count extents of '%s': %s", path,
+			    strerror(-ret));
 		ctx->failed = true;
 	}
 	extent_map_release(&map);
@@ -257,7 +260,7 @@ static void walk_entry(struct list_ctx *ctx, int dirfd, const char *name,
 	close(fd);
 	return;
 fail:
-	error("cannot open '%s': %m", path);
+	print_error("cannot open '%s': %m", path);
 	ctx->failed = true;
 }
 
@@ -274,14 +277,15 @@ static void walk_dir(struct list_ctx *ctx, int dirfd, const char *path)
 
 	n = scandirat(dirfd, ".", &names, skip_dots, alphasort);
 	if (n < 0) {
-		error("cannot read directory '%s': %m", path);
+		print_error("cannot read directory '%s': %m", path);
 		ctx->failed = true;
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		child = path_join(path, names[i]->d_name);
 		if (!child) {
-			error("cannot list '%s': %s", path, strerror(ENOMEM));
+			print_error("cannot list '%s': %s", path,
+				    strerror(ENOMEM));
 			ctx->failed = true;
 		} else {
 			walk_entry(ctx, dirfd, names[i]->d_name, child);
@@ -301,12 +305,12 @@ static void list_path(struct list_ctx *ctx, const char *path)
 	if (stat(path, &st) < 0)
 		goto fail;
 	if (S_ISDIR(st.st_mode) && !ctx->recursive) {
-		error("'%s' is a directory (use -r)", path);
+		print_error("'%s' is a directory (use -r)", path);
 		ctx->failed = true;
 		return;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-		error("'%s' is not a regular file", path);
+		print_error("'%s' is not a regular file", path);
 		ctx->failed = true;
 		return;
 	}
@@ -324,7 +328,7 @@ static void list_path(struct list_ctx *ctx, const char *path)
 	close(fd);
 	return;
 fail:
-	error("cannot open '%s': %m", path);
+	print_error("cannot open '%s': %m", path);
 	ctx->failed = true;
 }
 
@@ -373,7 +377,7 @@ static int cmd_list(const struct cmd_struct *cmd, int argc, char **argv)
 		text_totals(&ctx.totals);
 	extent_totals_release(&ctx.totals);
 	if (fflush(stdout) || ferror(stdout)) {
-		error("cannot write the listing: %m");
+		print_error("cannot write the listing: %m");
 		return 1;
 	}
 	return ctx.failed ? 1 : 0;

@@ -73,8 +73,9 @@ void print_encoded_params(FILE *out, bool json, uint64_t offset,
 void print_kernel_error(const char *op, const char *path, uint64_t offset,
 			enum encio_io_mode mode, int err)
 {
-	error("%s '%s' at offset %" PRIu64 " (%s): %s (%s)", op, path, offset,
-	      encio_io_mode_name(mode), errno_name(err), strerror(err));
+	print_error("%s '%s' at offset %" PRIu64 " (%s): %s (%s)", op, path,
+		    offset, encio_io_mode_name(mode), errno_name(err),
+		    strerror(err));
 }
 
 struct read_opts {
@@ -151,7 +152,7 @@ static int emit(const struct read_opts *o, const void *buf, size_t len)
 		fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 			  0644);
 		if (fd < 0) {
-			error("cannot create '%s': %m", o->out);
+			print_error("cannot create '%s': %m", o->out);
 			return 1;
 		}
 	}
@@ -159,8 +160,8 @@ static int emit(const struct read_opts *o, const void *buf, size_t len)
 	if (o->out && close(fd) && !ret)
 		ret = -errno;
 	if (ret) {
-		error("cannot write '%s': %s", o->out ? o->out : "stdout",
-		      strerror(-ret));
+		print_error("cannot write '%s': %s", o->out ? o->out : "stdout",
+			    strerror(-ret));
 		return 1;
 	}
 	return 0;
@@ -217,18 +218,20 @@ static int cmd_read(const struct cmd_struct *cmd, int argc, char **argv)
 	if (ret)
 		return ret;
 	if (!o.out && isatty(STDOUT_FILENO)) {
-		error("not writing encoded bytes to a terminal: use -O or a pipe");
+		print_error(
+			"not writing encoded bytes to a terminal: use -O or a pipe");
 		return 1;
 	}
 	fd = open_regular(o.path, O_RDONLY, 0, NULL);
 	if (fd < 0) {
-		error("cannot open '%s': %s", o.path, open_regular_error(fd));
+		print_error("cannot open '%s': %s", o.path,
+			    open_regular_error(fd));
 		return 1;
 	}
 	config.slot_size = o.bufsize;
 	ret = engine_init(&engine, &config);
 	if (ret) {
-		error("cannot set up the I/O engine: %s", strerror(-ret));
+		print_error("cannot set up the I/O engine: %s", strerror(-ret));
 		close(fd);
 		return 1;
 	}

@@ -214,8 +214,8 @@ static int print_summary(struct receive_ctx *ctx, bool json, int ret,
 						    global_opts.verbose >= 0))
 		print_summary_text(ctx, seconds);
 	if (fflush(f) == EOF || ferror(f)) {
-		error("cannot write the summary to %s: %s",
-		      json ? "stdout" : "stderr", strerror(errno));
+		print_error("cannot write the summary to %s: %s",
+			    json ? "stdout" : "stderr", strerror(errno));
 		return 1;
 	}
 	return ret;
@@ -266,7 +266,7 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 			name);
 	else if (global_opts.verbose >= 0 &&
 		 (printf("At snapshot %s\n", name) < 0 || fflush(stdout)))
-		error("cannot write to stdout: %s", strerror(errno));
+		print_error("cannot write to stdout: %s", strerror(errno));
 	if (global_opts.verbose < 1)
 		return;
 	print_uuid(u, uuid);
@@ -306,10 +306,10 @@ static void show_error(const struct encio_error *e, const char *summary,
 		return;
 	}
 	if (e->has_offset)
-		error("%s (cannot %s '%s' at offset %llu)", summary, e->op,
-		      e->path, (unsigned long long)e->offset);
+		print_error("%s (cannot %s '%s' at offset %llu)", summary,
+			    e->op, e->path, (unsigned long long)e->offset);
 	else
-		error("%s (cannot %s '%s')", summary, e->op, e->path);
+		print_error("%s (cannot %s '%s')", summary, e->op, e->path);
 }
 
 /* As btrfs receive -C says it (before it, here: the receive does it). */
@@ -518,14 +518,15 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (args.resume_token)
 		return print_resume_token(args.resume_token);
 	if (!args.file && isatty(STDIN_FILENO)) {
-		error("not reading a stream from a terminal: use -f or a pipe");
+		print_error(
+			"not reading a stream from a terminal: use -f or a pipe");
 		return 1;
 	}
 	if (args.file) {
 		fd = open(args.file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			error("cannot open '%s': %s", args.file,
-			      strerror(errno));
+			print_error("cannot open '%s': %s", args.file,
+				    strerror(errno));
 			return 1;
 		}
 	}
@@ -555,7 +556,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	progress_end(&progress.shown);
 	p = receive_get_probe(ctx);
 	if (p && p->write_mode == ENCIO_IO_NONE && !opts->force_decompress)
-		warning("encoded writes impossible on the destination (%s): decoded in user space",
+		print_warning(
+			"encoded writes impossible on the destination (%s): decoded in user space",
 			strerror(p->write_none_err));
 	warn_flags_refused(&receive_get_stats(ctx)->flags_refused);
 	if (p)

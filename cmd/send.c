@@ -178,17 +178,20 @@ static int check_sources(const char *const *paths, size_t nr, bool kernel)
 			return 1;
 		}
 		if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
-			error("subvolume %s is not read-only: send a read-only snapshot of it, or use --snapshot",
-			      paths[i]);
+			print_error(
+				"subvolume %s is not read-only: send a read-only snapshot of it, or use --snapshot",
+				paths[i]);
 			return 1;
 		}
 		if (kind == SEND_SOURCE_LIVE && kernel) {
-			error("subvolume %s is not read-only: -p, -c, --no-data and --proto 1 send read-only subvolumes",
-			      paths[i]);
+			print_error(
+				"subvolume %s is not read-only: -p, -c, --no-data and --proto 1 send read-only subvolumes",
+				paths[i]);
 			return 1;
 		}
 		if (kind == SEND_SOURCE_LIVE)
-			warning("%s is not a read-only subvolume: sent live, not as of one point in time",
+			print_warning(
+				"%s is not a read-only subvolume: sent live, not as of one point in time",
 				paths[i]);
 	}
 	return 0;
@@ -332,8 +335,8 @@ static int print_summary(const struct send_args *args,
 					   global_opts.verbose >= 0)
 		print_summary_text(s, seconds);
 	if (fflush(f) == EOF || ferror(f)) {
-		error("cannot write the summary to %s: %s",
-		      f == stdout ? "stdout" : "stderr", strerror(errno));
+		print_error("cannot write the summary to %s: %s",
+			    f == stdout ? "stdout" : "stderr", strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -350,7 +353,7 @@ static int check_read_only(const char *path, const char *what)
 		return 1;
 	}
 	if (kind != SEND_SOURCE_FROZEN) {
-		error("%s subvolume %s is not read-only", what, path);
+		print_error("%s subvolume %s is not read-only", what, path);
 		return 1;
 	}
 	return 0;
@@ -362,7 +365,7 @@ static int add_clone(struct send_options *opts, const char *path)
 				      (opts->nr_clones + 1) * sizeof(*clones));
 
 	if (!clones) {
-		error("out of memory");
+		print_error("out of memory");
 		return 1;
 	}
 	clones[opts->nr_clones++] = path;
@@ -382,12 +385,13 @@ static int parse_proto(const struct cmd_struct *cmd, const char *arg,
 	if (errno || end == arg || *end || arg[0] == '-')
 		return usage_error(cmd, "invalid protocol version '%s'", arg);
 	if (v > UINT32_MAX) {
-		error("protocol version number too big %llu", v);
+		print_error("protocol version number too big %llu", v);
 		return 1;
 	}
 	if (v > supported) {
-		error("requested version %llu but kernel supports only %u", v,
-		      supported);
+		print_error(
+			"requested version %llu but kernel supports only %u", v,
+			supported);
 		return 1;
 	}
 	opts->proto = v ? (uint32_t)v : supported;
@@ -424,7 +428,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case 'p':
 			if (opts->parent) {
-				error("you cannot have more than one parent (-p)");
+				print_error(
+					"you cannot have more than one parent (-p)");
 				return 1;
 			}
 			if (check_read_only(optarg, "parent"))
@@ -445,8 +450,9 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case 't':
 			if (resume_token_decode(optarg, &args->resume)) {
-				error("not a resume token (or a corrupt one): '%s'",
-				      optarg);
+				print_error(
+					"not a resume token (or a corrupt one): '%s'",
+					optarg);
 				return 1;
 			}
 			opts->resume = &args->resume;
@@ -475,13 +481,14 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		}
 	}
 	if (compressed && proto_given && opts->proto == 1) {
-		error("--compressed-data requires protocol version >= 2 (requested 1)");
+		print_error(
+			"--compressed-data requires protocol version >= 2 (requested 1)");
 		return 1;
 	}
 	if (argc - optind < 1 && !opts->resume)
 		return usage_error(cmd, "need a path");
 	if (args->dry_run && args->file) {
-		error("-n writes no stream: leave out -f %s", args->file);
+		print_error("-n writes no stream: leave out -f %s", args->file);
 		return 1;
 	}
 	if (global_opts.verbose < 0 || args->dry_run)
@@ -500,8 +507,9 @@ static int find_resumed(struct send_args *args, struct send_options *opts)
 
 	if (subvol_find_by_uuid(p->uuid, p->ctransid, args->found[0],
 				sizeof(args->found[0]))) {
-		error("resume: no mounted subvolume is the snapshot the token names (subvolume %s, ctransid %llu): it was deleted or changed since, or give its PATH",
-		      p->name, (unsigned long long)p->ctransid);
+		print_error(
+			"resume: no mounted subvolume is the snapshot the token names (subvolume %s, ctransid %llu): it was deleted or changed since, or give its PATH",
+			p->name, (unsigned long long)p->ctransid);
 		return 1;
 	}
 	if (opts->parent || opts->nr_clones ||
@@ -509,7 +517,8 @@ static int find_resumed(struct send_args *args, struct send_options *opts)
 		return 0;
 	if (subvol_find_by_uuid(p->parent_uuid, p->parent_ctransid,
 				args->found[1], sizeof(args->found[1]))) {
-		error("resume: no mounted subvolume is the parent the token names: give it with -p");
+		print_error(
+			"resume: no mounted subvolume is the parent the token names: give it with -p");
 		return 1;
 	}
 	opts->parent = args->found[1];
@@ -546,7 +555,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		nr = 1;
 	}
 	if (!file && !args.dry_run && isatty(STDOUT_FILENO)) {
-		error("not writing a stream to a terminal: use -f or a pipe");
+		print_error(
+			"not writing a stream to a terminal: use -f or a pipe");
 		goto out;
 	}
 	kernel = opts.parent || opts.nr_clones || opts.no_data ||

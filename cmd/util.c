@@ -61,7 +61,7 @@ static void message(const char *prefix, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
-void error(const char *fmt, ...)
+void print_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -70,7 +70,7 @@ void error(const char *fmt, ...)
 	va_end(ap);
 }
 
-void warning(const char *fmt, ...)
+void print_warning(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -86,10 +86,12 @@ void warn_flags_refused(const struct inode_flags_refused *r)
 	char letters[16];
 
 	if (r->flags)
-		warning("the destination refused inode flags '%s': not kept",
+		print_warning(
+			"the destination refused inode flags '%s': not kept",
 			inode_flags_letters(r->flags, letters));
 	if (r->compression_prop)
-		warning("the destination refused the btrfs.compression property: not kept");
+		print_warning(
+			"the destination refused the btrfs.compression property: not kept");
 }
 
 void verbose(int level, const char *fmt, ...)
@@ -133,13 +135,14 @@ int parse_format(const char *arg)
 void print_encio_error(const struct encio_error *e)
 {
 	if (e->err == COPY_ESRCCHANGED)
-		error("cannot %s '%s': file changed as we read it", e->op,
-		      e->path);
+		print_error("cannot %s '%s': file changed as we read it", e->op,
+			    e->path);
 	else if (e->has_offset)
-		error("cannot %s '%s' at offset %llu: %s", e->op, e->path,
-		      (unsigned long long)e->offset, strerror(e->err));
+		print_error("cannot %s '%s' at offset %llu: %s", e->op, e->path,
+			    (unsigned long long)e->offset, strerror(e->err));
 	else
-		error("cannot %s '%s': %s", e->op, e->path, strerror(e->err));
+		print_error("cannot %s '%s': %s", e->op, e->path,
+			    strerror(e->err));
 }
 
 int parse_size(const char *arg, uint64_t *out)

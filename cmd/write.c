@@ -210,25 +210,26 @@ static int cmd_write(const struct cmd_struct *cmd, int argc, char **argv)
 		return ret;
 	data = malloc(WRITE_MAX_DATA + 1);
 	if (!data) {
-		error("cannot read the data: %s", strerror(ENOMEM));
+		print_error("cannot read the data: %s", strerror(ENOMEM));
 		return 1;
 	}
 	len = read_stdin(data);
 	if (len < 0 || len > WRITE_MAX_DATA) {
-		error("cannot read the data from standard input: %s",
-		      len < 0 ? strerror(-len) : "more than 1 MiB");
+		print_error("cannot read the data from standard input: %s",
+			    len < 0 ? strerror(-len) : "more than 1 MiB");
 		free(data);
 		return 1;
 	}
 	fd = open_regular(o.path, O_WRONLY | O_CREAT, 0644, NULL);
 	if (fd < 0) {
-		error("cannot open '%s': %s", o.path, open_regular_error(fd));
+		print_error("cannot open '%s': %s", o.path,
+			    open_regular_error(fd));
 		free(data);
 		return 1;
 	}
 	ret = 1;
 	if (fstatfs(fd, &sfs)) {
-		error("cannot statfs '%s': %m", o.path);
+		print_error("cannot statfs '%s': %m", o.path);
 		goto out;
 	}
 	if (encoded_compression_parse(o.alg, sfs.f_bsize, &compression)) {
@@ -242,7 +243,7 @@ static int cmd_write(const struct cmd_struct *cmd, int argc, char **argv)
 					4096;
 	ret = engine_init(&engine, &config);
 	if (ret) {
-		error("cannot set up the I/O engine: %s", strerror(-ret));
+		print_error("cannot set up the I/O engine: %s", strerror(-ret));
 		ret = 1;
 		goto out;
 	}
