@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * JSON strings for the commands' --format=json output.
+ * The commands' --format=json output (json.h): strings escaped, commas and
+ * line breaks placed by the emitter, not by each command's printf.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "commands.h"
+#include "json.h"
 
 /* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
 static size_t utf8_len(const unsigned char *s)
@@ -30,7 +33,7 @@ static size_t utf8_len(const unsigned char *s)
 	return len;
 }
 
-void json_fprint_string(FILE *out, const char *str)
+static void json_write_string(FILE *out, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t len;
@@ -53,7 +56,130 @@ void json_fprint_string(FILE *out, const char *str)
 	fputc('"', out);
 }
 
+void json_init(struct json_writer *w, FILE *out, unsigned int flat_depth)
+{
+	w->out = out;
+	w->flat_depth = flat_depth;
+	w->depth = 0;
+	w->has_member[0] = false;
+}
+
+/* The members at the current depth go on one line. */
+static bool json_flat(const struct json_writer *w)
+{
+	return w->depth > w->flat_depth;
+}
+
+/* The comma, line break and indent before a value, and its key. */
+static void json_member(struct json_writer *w, const char *key)
+{
+	if (w->depth) {
+		if (w->has_member[w->depth])
+			fputc(',', w->out);
+		if (json_flat(w))
+			fputs(w->has_member[w->depth] ? " " : "", w->out);
+		else
+			fprintf(w->out, "\n%*s", 2 * w->depth, "");
+		w->has_member[w->depth] = true;
+	}
+	if (key) {
+		json_write_string(w->out, key);
+		fputs(": ", w->out);
+	}
+}
+
+static void json_open(struct json_writer *w, const char *key, char c)
+{
+	json_member(w, key);
+	fputc(c, w->out);
+	if (w->depth + 1 < JSON_DEPTH_MAX)
+		w->depth++;
+	w->has_member[w->depth] = false;
+}
+
+static void json_close(struct json_writer *w, char c)
+{
+	bool line_break = w->has_member[w->depth] && !json_flat(w);
+
+	if (w->depth)
+		w->depth--;
+	if (line_break)
+		fprintf(w->out, "\n%*s", 2 * w->depth, "");
+	fputc(c, w->out);
+	if (!w->depth)
+		fputc('\n', w->out);
+}
+
+void json_object_begin(struct json_writer *w, const char *key)
+{
+	json_open(w, key, '{');
+}
+
+void json_object_end(struct json_writer *w)
+{
+	json_close(w, '}');
+}
+
+void json_array_begin(struct json_writer *w, const char *key)
+{
+	json_open(w, key, '[');
+}
+
+void json_array_end(struct json_writer *w)
+{
+	json_close(w, ']');
+}
+
+void json_string(struct json_writer *w, const char *key, const char *value)
+{
+	json_member(w, key);
+	if (value)
+		json_write_string(w->out, value);
+	else
+		fputs("null", w->out);
+}
+
+void json_u64(struct json_writer *w, const char *key, uint64_t value)
+{
+	json_member(w, key);
+	fprintf(w->out, "%llu", (unsigned long long)value);
+}
+
+void json_i64(struct json_writer *w, const char *key, int64_t value)
+{
+	json_member(w, key);
+	fprintf(w->out, "%lld", (long long)value);
+}
+
+void json_bool(struct json_writer *w, const char *key, bool value)
+{
+	json_member(w, key);
+	fputs(value ? "true" : "false", w->out);
+}
+
+/* JSON has no NaN nor infinity: null stands for a number not known. */
+void json_double(struct json_writer *w, const char *key, double value,
+		 int decimals)
+{
+	json_member(w, key);
+	if (isfinite(value))
+		fprintf(w->out, "%.*f", decimals, value);
+	else
+		fputs("null", w->out);
+}
+
+void json_null(struct json_writer *w, const char *key)
+{
+	json_member(w, key);
+	fputs("null", w->out);
+}
+
+void json_fprint_string(FILE *out, const char *str)
+{
+	json_write_string(out, str);
+}
+
 void json_print_string(const char *str)
 {
-	json_fprint_string(stdout, str);
+	json_write_string(stdout, str);
 }
