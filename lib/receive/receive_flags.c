@@ -40,6 +40,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/pack.h"
 #include "receive/receive_internal.h"
 
 /* The flags set at the end of the subvolume. */
@@ -411,7 +412,7 @@ out:
 	return ret;
 }
 
-const char *flags_inherited_xattr(const char *name)
+static const char *flags_inherited_xattr(const char *name)
 {
 	size_t i;
 
@@ -604,4 +605,162 @@ int flags_finish(struct receive_ctx *ctx)
 		return ret;
 	flags_forget(ctx);
 	return 0;
+}
+
+/*
+ * The END's state in a resume record (receive_resume.c): the flags and
+ * xattrs kept and the root's times, the inodes by number and generation
+ * (a handle is made again for the subvolume the resume opens).
+ */
+/* The inode a kept handle names, as (number, generation). */
+static int handle_ino(const union late_handle *h, uint64_t *ino, uint32_t *gen)
+{
+	struct btrfs_fid_without_parent fid;
+
+	if (h->fh.handle_type != BTRFS_FID_TYPE_WITHOUT_PARENT ||
+	    h->fh.handle_bytes < sizeof(fid))
+		return -EINVAL;
+	memcpy(&fid, h->fh.f_handle, sizeof(fid));
+	*ino = fid.objectid;
+	*gen = fid.gen;
+	return 0;
+}
+
+static void handle_make(union late_handle *h, uint64_t ino, uint32_t gen,
+			uint64_t root)
+{
+	struct btrfs_fid_without_parent fid = { .objectid = ino,
+						.root_objectid = root,
+						.gen = gen };
+
+	h->fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
+	h->fh.handle_bytes = sizeof(fid);
+	memcpy(h->fh.f_handle, &fid, sizeof(fid));
+}
+
+/* What the subvolume's END needs that the tree does not hold. */
+int flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b)
+{
+	uint64_t ino;
+	uint32_t gen;
+	size_t i;
+
+	pack_u64(b, ctx->root_times_kept);
+	for (i = 0; i < 2; i++) {
+		pack_u64(b, (uint64_t)ctx->root_times[i].tv_sec);
+		pack_u64(b, (uint64_t)ctx->root_times[i].tv_nsec);
+	}
+	pack_u64(b, ctx->nr_late);
+	for (i = 0; i < ctx->nr_late; i++) {
+		if (handle_ino(&ctx->late[i].handle, &ino, &gen))
+			return -EINVAL;
+		pack_u64(b, ino);
+		pack_u64(b, gen);
+		pack_u64(b, ctx->late[i].flags);
+		pack_u64(b, ctx->late[i].mask);
+	}
+	pack_u64(b, ctx->nr_late_x);
+	for (i = 0; i < ctx->nr_late_x; i++) {
+		const struct late_xattr *x = &ctx->late_x[i];
+		size_t name_len = strlen(x->name);
+
+		if (handle_ino(&x->handle, &ino, &gen))
+			return -EINVAL;
+		pack_u64(b, ino);
+		pack_u64(b, gen);
+		pack_u64(b, name_len);
+		pack_put(b, x->name, name_len);
+		pack_u64(b, x->value ? x->len : UINT64_MAX);
+		if (x->value)
+			pack_put(b, x->value, x->len);
+	}
+	return b->failed ? -ENOMEM : 0;
+}
+
+static int late_flags_unpack(struct receive_ctx *ctx, struct pack_reader *r,
+			     uint64_t root)
+{
+	uint64_t n = unpack_u64(r), i, ino, gen;
+
+	if (r->bad || n > r->len / 32)
+		return -EINVAL;
+	ctx->late = calloc(n ? n : 1, sizeof(*ctx->late));
+	if (!ctx->late)
+		return -ENOMEM;
+	ctx->cap_late = n ? n : 1;
+	for (i = 0; i < n; i++) {
+		struct late_flags *l = &ctx->late[i];
+
+		ino = unpack_u64(r);
+		gen = unpack_u64(r);
+		l->flags = (unsigned int)unpack_u64(r);
+		l->mask = (unsigned int)unpack_u64(r);
+		handle_make(&l->handle, ino, (uint32_t)gen, root);
+		/* a FILEATTR of the inode after the resume drops it */
+		ctx->nr_lifted += is_lifted(l);
+	}
+	ctx->nr_late = n;
+	return r->bad ? -EINVAL : 0;
+}
+
+static int late_xattrs_unpack(struct receive_ctx *ctx, struct pack_reader *r,
+			      uint64_t root)
+{
+	uint64_t n = unpack_u64(r), i, ino, gen, len;
+	const uint8_t *data;
+	char name[XATTR_NAME_MAX + 1];
+
+	if (r->bad || n > r->len / 32)
+		return -EINVAL;
+	ctx->late_x = calloc(n ? n : 1, sizeof(*ctx->late_x));
+	if (!ctx->late_x)
+		return -ENOMEM;
+	ctx->cap_late_x = n ? n : 1;
+	for (i = 0; i < n; i++) {
+		struct late_xattr *x = &ctx->late_x[i];
+
+		ino = unpack_u64(r);
+		gen = unpack_u64(r);
+		len = unpack_u64(r);
+		data = unpack_bytes(r, len);
+		if (!data || len > XATTR_NAME_MAX)
+			return -EINVAL;
+		memcpy(name, data, len);
+		name[len] = '\0';
+		x->name = flags_inherited_xattr(name);
+		len = unpack_u64(r);
+		if (!x->name || r->bad)
+			return -EINVAL;
+		handle_make(&x->handle, ino, (uint32_t)gen, root);
+		ctx->nr_late_x = i + 1;
+		if (len == UINT64_MAX)
+			continue;
+		data = unpack_bytes(r, len);
+		if (!data || !(x->value = malloc(len ? len : 1)))
+			return data ? -ENOMEM : -EINVAL;
+		memcpy(x->value, data, len);
+		x->len = len;
+	}
+	return 0;
+}
+
+/* The END's state back into @ctx, handles made for the subvolume @root. */
+int flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
+		       uint64_t root)
+{
+	struct pack_reader r = { .p = p, .len = len };
+	size_t i;
+	int ret;
+
+	flags_forget(ctx);
+	ctx->root_times_kept = unpack_u64(&r) != 0;
+	for (i = 0; i < 2; i++) {
+		ctx->root_times[i].tv_sec = (time_t)unpack_u64(&r);
+		ctx->root_times[i].tv_nsec = (long)unpack_u64(&r);
+	}
+	ret = late_flags_unpack(ctx, &r, root) ?:
+		      late_xattrs_unpack(ctx, &r, root);
+	if (!ret && (r.bad || r.len))
+		ret = -EINVAL;
+	return ret;
 }

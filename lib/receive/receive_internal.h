@@ -328,8 +328,11 @@ int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
 int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2);
 int flags_finish(struct receive_ctx *ctx);
 void flags_forget(struct receive_ctx *ctx);
-/* The name as kept by a late_xattr, if a directory passes it on; or NULL. */
-const char *flags_inherited_xattr(const char *name);
+struct pack_buf;
+/* What the subvolume's END needs, in and out of a resume record. */
+int flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b);
+int flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
+		       uint64_t root);
 
 /*
  * receive_resume.c: receive -s, the partial kept for encio send -t; and

@@ -59,7 +59,7 @@
 #include "base/clock.h"
 #include "base/crc32c.h"
 #include "base/fsutil.h"
-#include "base/le_bytes.h"
+#include "base/pack.h"
 #include "receive/receive_internal.h"
 
 #define RECORD_MAGIC "encio-resume-record-2"
@@ -78,254 +78,30 @@ struct record {
 	bool parked;
 	uint8_t base_uuid[BTRFS_UUID_SIZE];
 	uint64_t base_ctransid;
-	uint8_t *state; /* what the END needs, packed (see state_pack()) */
+	uint8_t *state; /* what the END needs, packed (see flags_state_pack()) */
 	size_t state_len;
 };
-
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void buf_put(struct buf *b, const void *data, size_t len)
-{
-	uint8_t *grown;
-	size_t cap;
-
-	if (b->failed)
-		return;
-	if (b->len + len > b->cap) {
-		cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + len)
-			cap *= 2;
-		grown = realloc(b->p, cap);
-		if (!grown) {
-			b->failed = true;
-			return;
-		}
-		b->p = grown;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, len);
-	b->len += len;
-}
-
-static void buf_u64(struct buf *b, uint64_t v)
-{
-	v = htole64(v);
-	buf_put(b, &v, sizeof(v));
-}
-
-/* The inode a kept handle names, as (number, generation). */
-static int handle_ino(const union late_handle *h, uint64_t *ino, uint32_t *gen)
-{
-	struct btrfs_fid_without_parent fid;
-
-	if (h->fh.handle_type != BTRFS_FID_TYPE_WITHOUT_PARENT ||
-	    h->fh.handle_bytes < sizeof(fid))
-		return -EINVAL;
-	memcpy(&fid, h->fh.f_handle, sizeof(fid));
-	*ino = fid.objectid;
-	*gen = fid.gen;
-	return 0;
-}
-
-static void handle_make(union late_handle *h, uint64_t ino, uint32_t gen,
-			uint64_t root)
-{
-	struct btrfs_fid_without_parent fid = { .objectid = ino,
-						.root_objectid = root,
-						.gen = gen };
-
-	h->fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
-	h->fh.handle_bytes = sizeof(fid);
-	memcpy(h->fh.f_handle, &fid, sizeof(fid));
-}
-
-/* What the subvolume's END needs that the tree does not hold. */
-static int state_pack(struct receive_ctx *ctx, struct buf *b)
-{
-	uint64_t ino;
-	uint32_t gen;
-	size_t i;
-
-	buf_u64(b, ctx->root_times_kept);
-	for (i = 0; i < 2; i++) {
-		buf_u64(b, (uint64_t)ctx->root_times[i].tv_sec);
-		buf_u64(b, (uint64_t)ctx->root_times[i].tv_nsec);
-	}
-	buf_u64(b, ctx->nr_late);
-	for (i = 0; i < ctx->nr_late; i++) {
-		if (handle_ino(&ctx->late[i].handle, &ino, &gen))
-			return -EINVAL;
-		buf_u64(b, ino);
-		buf_u64(b, gen);
-		buf_u64(b, ctx->late[i].flags);
-		buf_u64(b, ctx->late[i].mask);
-	}
-	buf_u64(b, ctx->nr_late_x);
-	for (i = 0; i < ctx->nr_late_x; i++) {
-		const struct late_xattr *x = &ctx->late_x[i];
-		size_t name_len = strlen(x->name);
-
-		if (handle_ino(&x->handle, &ino, &gen))
-			return -EINVAL;
-		buf_u64(b, ino);
-		buf_u64(b, gen);
-		buf_u64(b, name_len);
-		buf_put(b, x->name, name_len);
-		buf_u64(b, x->value ? x->len : UINT64_MAX);
-		if (x->value)
-			buf_put(b, x->value, x->len);
-	}
-	return b->failed ? -ENOMEM : 0;
-}
-
-struct reader {
-	const uint8_t *p;
-	size_t len;
-	bool bad;
-};
-
-static uint64_t rd_u64(struct reader *r)
-{
-	uint64_t v;
-
-	if (r->len < sizeof(v)) {
-		r->bad = true;
-		return 0;
-	}
-	v = le_get64(r->p);
-	r->p += sizeof(v);
-	r->len -= sizeof(v);
-	return v;
-}
-
-static const uint8_t *rd_bytes(struct reader *r, uint64_t len)
-{
-	const uint8_t *p = r->p;
-
-	if (r->bad || r->len < len) {
-		r->bad = true;
-		return NULL;
-	}
-	r->p += len;
-	r->len -= len;
-	return p;
-}
-
-static int late_flags_unpack(struct receive_ctx *ctx, struct reader *r,
-			     uint64_t root)
-{
-	uint64_t n = rd_u64(r), i, ino, gen;
-
-	if (r->bad || n > r->len / 32)
-		return -EINVAL;
-	ctx->late = calloc(n ? n : 1, sizeof(*ctx->late));
-	if (!ctx->late)
-		return -ENOMEM;
-	ctx->cap_late = n ? n : 1;
-	for (i = 0; i < n; i++) {
-		struct late_flags *l = &ctx->late[i];
-
-		ino = rd_u64(r);
-		gen = rd_u64(r);
-		l->flags = (unsigned int)rd_u64(r);
-		l->mask = (unsigned int)rd_u64(r);
-		handle_make(&l->handle, ino, (uint32_t)gen, root);
-		/*
-		 * Lifted ones are told apart as receive_flags.c does: a
-		 * FILEATTR of the inode after the resume drops them.
-		 */
-		ctx->nr_lifted += l->mask == INODE_FLAGS_LATE;
-	}
-	ctx->nr_late = n;
-	return r->bad ? -EINVAL : 0;
-}
-
-static int late_xattrs_unpack(struct receive_ctx *ctx, struct reader *r,
-			      uint64_t root)
-{
-	uint64_t n = rd_u64(r), i, ino, gen, len;
-	const uint8_t *data;
-	char name[XATTR_NAME_MAX + 1];
-
-	if (r->bad || n > r->len / 32)
-		return -EINVAL;
-	ctx->late_x = calloc(n ? n : 1, sizeof(*ctx->late_x));
-	if (!ctx->late_x)
-		return -ENOMEM;
-	ctx->cap_late_x = n ? n : 1;
-	for (i = 0; i < n; i++) {
-		struct late_xattr *x = &ctx->late_x[i];
-
-		ino = rd_u64(r);
-		gen = rd_u64(r);
-		len = rd_u64(r);
-		data = rd_bytes(r, len);
-		if (!data || len > XATTR_NAME_MAX)
-			return -EINVAL;
-		memcpy(name, data, len);
-		name[len] = '\0';
-		x->name = flags_inherited_xattr(name);
-		len = rd_u64(r);
-		if (!x->name || r->bad)
-			return -EINVAL;
-		handle_make(&x->handle, ino, (uint32_t)gen, root);
-		ctx->nr_late_x = i + 1;
-		if (len == UINT64_MAX)
-			continue;
-		data = rd_bytes(r, len);
-		if (!data || !(x->value = malloc(len ? len : 1)))
-			return data ? -ENOMEM : -EINVAL;
-		memcpy(x->value, data, len);
-		x->len = len;
-	}
-	return 0;
-}
-
-/* The END's state back into @ctx, handles made for the subvolume @root. */
-static int state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
-			uint64_t root)
-{
-	struct reader r = { .p = p, .len = len };
-	size_t i;
-	int ret;
-
-	flags_forget(ctx);
-	ctx->root_times_kept = rd_u64(&r) != 0;
-	for (i = 0; i < 2; i++) {
-		ctx->root_times[i].tv_sec = (time_t)rd_u64(&r);
-		ctx->root_times[i].tv_nsec = (long)rd_u64(&r);
-	}
-	ret = late_flags_unpack(ctx, &r, root) ?:
-		      late_xattrs_unpack(ctx, &r, root);
-	if (!ret && (r.bad || r.len))
-		ret = -EINVAL;
-	return ret;
-}
 
 static int record_write(struct receive_ctx *ctx, const struct record *rec)
 {
 	uint8_t point[RESUME_POINT_PACKED_MAX];
 	int dir = ctx->part.name_fd;
-	struct buf b = { 0 };
+	struct pack_buf b = { 0 };
 	uint32_t crc;
 	int fd, ret = 0;
 
-	buf_put(&b, RECORD_MAGIC, sizeof(RECORD_MAGIC));
-	buf_put(&b, point, resume_point_pack(&rec->point, point));
-	buf_u64(&b, rec->seq);
-	buf_u64(&b, rec->parked);
-	buf_put(&b, rec->base_uuid, BTRFS_UUID_SIZE);
-	buf_u64(&b, rec->base_ctransid);
+	pack_put(&b, RECORD_MAGIC, sizeof(RECORD_MAGIC));
+	pack_put(&b, point, resume_point_pack(&rec->point, point));
+	pack_u64(&b, rec->seq);
+	pack_u64(&b, rec->parked);
+	pack_put(&b, rec->base_uuid, BTRFS_UUID_SIZE);
+	pack_u64(&b, rec->base_ctransid);
 	if (rec->state)
-		buf_put(&b, rec->state, rec->state_len);
+		pack_put(&b, rec->state, rec->state_len);
 	else
-		ret = state_pack(ctx, &b);
+		ret = flags_state_pack(ctx, &b);
 	crc = htole32(crc32c(0, b.p, b.len));
-	buf_put(&b, &crc, sizeof(crc));
+	pack_put(&b, &crc, sizeof(crc));
 	if (!ret && b.failed)
 		ret = -ENOMEM;
 	if (ret) {
@@ -359,7 +135,7 @@ static int record_read(int dir, const char *final, struct record *rec)
 {
 	const uint8_t *uuid;
 	uint8_t *data = NULL;
-	struct reader r;
+	struct pack_reader r;
 	struct stat st;
 	uint32_t crc;
 	size_t used;
@@ -391,13 +167,13 @@ static int record_read(int dir, const char *final, struct record *rec)
 	if (!ret && resume_point_unpack(r.p, r.len, &rec->point, &used))
 		ret = -EINVAL;
 	if (!ret) {
-		rd_bytes(&r, used);
-		rec->seq = rd_u64(&r);
-		rec->parked = rd_u64(&r) != 0;
-		uuid = rd_bytes(&r, BTRFS_UUID_SIZE);
+		unpack_bytes(&r, used);
+		rec->seq = unpack_u64(&r);
+		rec->parked = unpack_u64(&r) != 0;
+		uuid = unpack_bytes(&r, BTRFS_UUID_SIZE);
 		if (uuid)
 			memcpy(rec->base_uuid, uuid, BTRFS_UUID_SIZE);
-		rec->base_ctransid = rd_u64(&r);
+		rec->base_ctransid = unpack_u64(&r);
 		if (r.bad || strcmp(rec->point.name, final))
 			ret = -EINVAL;
 	}
@@ -882,7 +658,7 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 		return ret;
 	if (btrfs_util_subvolume_id_fd(ctx->subvol_fd, &root))
 		return fail(ctx, errno ?: EIO, "look up the subvolume resumed");
-	ret = state_unpack(ctx, rec->state, rec->state_len, root);
+	ret = flags_state_unpack(ctx, rec->state, rec->state_len, root);
 	if (ret)
 		return fail(ctx, ret, "the partial's record is not whole");
 	ctx->rs.point = rec->point;
