@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Calls between lib/'s files, from the objects' symbols (nm), checked
 against the layers in lib/LAYERS: no call cycle between files, no call
-from a folder to one above it, none between two folders of one level.
+from a folder to one above it, none between two folders of one level;
+and within a folder with a private header (*_internal.h), none against
+the order its opening comment writes: a table of the folder's files, each
+calling only those above it.
 
     layers.py BUILD_LIB_DIR [LAYERS]   exit 1 on any cycle or violation
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -43,6 +47,55 @@ def group_of(name, groups):
     if folder in groups:
         return groups[folder], folder
     return None
+
+
+def written_order(srcdir, folder):
+    """The folder's files in its private header's table, bottom first;
+    None without a private header, [] for one without a table."""
+    d = os.path.join(srcdir, folder)
+    heads = [f for f in os.listdir(d) if f.endswith("_internal.h")] if os.path.isdir(d) else []
+    if not heads:
+        return None
+    order, in_table = [], False
+    with open(os.path.join(d, heads[0])) as f:
+        for line in f:
+            if "calls only" in line and "above it" in line + next(f, ""):
+                in_table = True
+                continue
+            if in_table:
+                m = re.match(r"^ \*\s+(\w+)\.c\s", line)
+                if m:
+                    order.append(m.group(1))
+                elif line.strip() == "*/":
+                    break
+    return order
+
+
+def order_problems(srcdir, groups, defs, edges):
+    bad = 0
+    for folder in sorted(groups):
+        order = written_order(srcdir, folder)
+        if order is None:
+            continue
+        files = sorted(n.split("/", 1)[1] for n in defs if n.startswith(folder + "/"))
+        if not order:
+            print("%s/: its private header writes no call order" % folder)
+            bad += 1
+            continue
+        for f in files:
+            if f not in order:
+                print("%s/%s.c: not in the private header's call order" % (folder, f))
+                bad += 1
+        for a in files:
+            for b in sorted(edges.get(folder + "/" + a, {})):
+                if not b.startswith(folder + "/"):
+                    continue
+                bb = b.split("/", 1)[1]
+                if a in order and bb in order and order.index(bb) > order.index(a):
+                    print("against the written order: %s/%s.c -> %s.c: %s" % (
+                        folder, a, bb, " ".join(sorted(edges[folder + "/" + a][b])[:4])))
+                    bad += 1
+    return bad
 
 
 def cycles(edges, nodes):
@@ -120,6 +173,7 @@ def main():
                 bad += 1
                 print("against the layers: %s.c (%s) -> %s.c (%s): %s" % (
                     a, ga[1], b, gb[1], " ".join(sorted(edges[a][b])[:4])))
+    bad += order_problems(os.path.dirname(os.path.abspath(layers)), groups, defs, edges)
     print("%d files, %d calls between them, %d problems" % (
         len(defs), sum(len(v) for v in edges.values()), bad))
     return 1 if bad else 0

@@ -2,10 +2,24 @@
 /*
  * encio send, inside: the context shared by the tree walk (send.c), its
  * data (send_data.c, send_share.c) and the kernel's streams relayed
- * (send_kernel.c, send_pass.c).
+ * (send_kernel.c, send_pass.c). Not an API: lib/send/send.h is. Each file
+ * calls only those above it:
+ *
+ *   send_cmd.c       errors, a stop asked for, a command's end, progress
+ *   send_output.c    -f FILE: the stream's file, named once whole
+ *   send_roots.c     the parent and clone sources, chosen
+ *   send_snapshot.c  --snapshot: the read-only snapshot sent from
+ *   send_pass.c      the kernel's pass on a thread, kept ahead
+ *   send_kernel.c    the kernel's streams relayed
+ *   send_meta.c      an inode's metadata as commands
+ *   send_piece.c     the pieces data ranges are read in, their commands
+ *   send_walk.c      the names of a full send, in inode order
+ *   send_share.c     which pieces are sent as CLONE (decides)
+ *   send_data.c      a file's data: reads and writes what share decided
+ *   send.c           the run: the walk, subvolume by subvolume
  */
-#ifndef ENCIO_SEND_PRIV_H
-#define ENCIO_SEND_PRIV_H
+#ifndef ENCIO_SEND_INTERNAL_H
+#define ENCIO_SEND_INTERNAL_H
 
 #include <limits.h>
 #include <pthread.h>

@@ -8,7 +8,14 @@
  * side and never the reverse, the copy in flight a run left, which both
  * look at (copy_subvols_partial.c, also where each copy goes), and the
  * transfers between them (copy_subvols.c). Each file calls only those
- * named before it: partial, src, dest, extra, copy_subvols.c.
+ * above it:
+ *
+ *   subvol_ahead.c          the kernel's passes made ahead, on a thread
+ *   copy_subvols_partial.c  the copy in flight a run left; where copies go
+ *   copy_subvols_src.c      SRC's side
+ *   copy_subvols_dest.c     DEST's side, taking from SRC's
+ *   copy_subvols_extra.c    --final: what SRC no longer has
+ *   copy_subvols.c          the move, subvolume by subvolume
  */
 #ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
 #define ENCIO_COPY_SUBVOLS_INTERNAL_H

@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Internal to copy -r (tree_copy(), lib/tree*.c): the state the walker,
+ * Internal to copy -r (tree_copy(), lib/tree/): the state the walker,
  * ring and renamer threads share, and the functions the files call across.
- * Not an API: lib/tree/tree.h is.
+ * Not an API: lib/tree/tree.h is. Each file calls only those above it:
+ *
+ *   tree_report.c       errors, a stop, progress, from every thread
+ *   tree_meta.c         an entry's metadata and kept inode flags
+ *   tree_walk.c         the walk of a source tree, entry by entry
+ *   tree_entry.c        entries made and placed in DEST
+ *   tree_file.c         regular files, the walker's side
+ *   tree_walk_thread.c  the walker thread
+ *   tree.c              the run, the ring thread, the renamer
  */
 #ifndef ENCIO_TREE_INTERNAL_H
 #define ENCIO_TREE_INTERNAL_H
