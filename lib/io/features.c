@@ -34,7 +34,8 @@ static bool read_line(const char *path, char *buf, size_t len)
 	return ok;
 }
 
-bool features_cap_sys_admin(void)
+/* The CapEff bit for CAP_SYS_ADMIN from /proc/self/status. */
+static bool features_cap_sys_admin(void)
 {
 	unsigned long long eff = 0;
 	char line[256];

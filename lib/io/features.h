@@ -39,7 +39,5 @@ struct encio_features {
  */
 int features_probe(const char *path, struct encio_features *f);
 
-/* The CapEff bit for CAP_SYS_ADMIN from /proc/self/status. */
-bool features_cap_sys_admin(void);
 
 #endif

@@ -55,7 +55,8 @@ static uint64_t encode_dev(dev_t dev)
 	return (mi & 0xff) | (ma << 8) | ((mi & ~0xffULL) << 12);
 }
 
-int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
+/* Probe encoded reads on @fd's file system once per device. */
+static int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st)
 {
 	struct statfs sfs;
 	int ret;

@@ -163,8 +163,6 @@ int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
 int send_stopped(struct send_ctx *ctx);
 /* Finish the command being built; -errno naming the stream on error. */
 int send_end_cmd(struct send_ctx *ctx);
-/* Probe encoded reads on @fd's file system once per device. */
-int send_probe_file(struct send_ctx *ctx, int fd, const struct stat *st);
 
 /* send_meta.c */
 int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
@@ -199,9 +197,6 @@ int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path);
  */
 int send_prealloc(struct send_ctx *ctx, const char *path,
 		  const struct extent_map *map, bool past_eof);
-/* WRITE commands of ctx->write_max bytes at most. */
-int send_write(struct send_ctx *ctx, const char *path, const char *data,
-	       size_t len, uint64_t offset);
 /*
  * The data ranges of @map (holes and prealloc skipped) as WRITE and
  * ENCODED_WRITE, by deep-queue encoded reads, or by pread (plain).
@@ -223,13 +218,6 @@ void send_walk_release(struct send_walk *w);
  * above it not in place yet), into @buf of PATH_MAX bytes.
  */
 int send_walk_path(const struct send_walk *w, uint32_t node, char *buf);
-/*
- * The orphan name of directory node @node, into @name (NAME_MAX + 1 bytes):
- * btrfs send's form with generation 0, so never longer than the one btrfs
- * send gives it, and none of the root's entries.
- */
-void send_walk_orphan_name(const struct send_walk *w, uint32_t node,
-			   char *name);
 /*
  * Directory node @dir, open (kept by the walk: not closed by the caller,
  * valid until the next directory opened); -errno with ctx->e set.

@@ -18,8 +18,9 @@
 #include "stream/stream.h"
 #include "send/send_internal.h"
 
-int send_write(struct send_ctx *ctx, const char *path, const char *data,
-	       size_t len, uint64_t offset)
+/* WRITE commands of ctx->write_max bytes at most. */
+static int send_write(struct send_ctx *ctx, const char *path, const char *data,
+		      size_t len, uint64_t offset)
 {
 	int ret;
 

@@ -306,6 +306,40 @@ void send_walk_release(struct send_walk *w)
 	memset(w, 0, sizeof(*w));
 }
 
+static bool root_has(const struct send_walk *w, const char *name)
+{
+	size_t lo = 0, hi = w->nr_root_names, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		c = strcmp(name, w->nodes[w->root_names[mid]].name);
+		if (!c)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
+/*
+ * The orphan name of directory node @node, into @name (NAME_MAX + 1 bytes):
+ * btrfs send's form with generation 0, so never longer than the one btrfs
+ * send gives it, and none of the root's entries.
+ */
+static void send_walk_orphan_name(const struct send_walk *w, uint32_t node,
+				  char *name)
+{
+	unsigned int n = 0;
+
+	do
+		snprintf(name, NAME_MAX + 1, "o%llu-0-%u",
+			 (unsigned long long)w->nodes[node].ino, n++);
+	while (root_has(w, name));
+}
+
 /*
  * The path of @node into @buf: in the stream now if @stream (from the
  * orphan name of the lowest directory above it made under one), else in
@@ -347,36 +381,6 @@ static int path_of(const struct send_walk *w, uint32_t node, char *buf,
 int send_walk_path(const struct send_walk *w, uint32_t node, char *buf)
 {
 	return path_of(w, node, buf, true);
-}
-
-static bool root_has(const struct send_walk *w, const char *name);
-
-void send_walk_orphan_name(const struct send_walk *w, uint32_t node, char *name)
-{
-	unsigned int n = 0;
-
-	do
-		snprintf(name, NAME_MAX + 1, "o%llu-0-%u",
-			 (unsigned long long)w->nodes[node].ino, n++);
-	while (root_has(w, name));
-}
-
-static bool root_has(const struct send_walk *w, const char *name)
-{
-	size_t lo = 0, hi = w->nr_root_names, mid;
-	int c;
-
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		c = strcmp(name, w->nodes[w->root_names[mid]].name);
-		if (!c)
-			return true;
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return false;
 }
 
 /* The least recently used slot of the cache, its descriptor closed. */

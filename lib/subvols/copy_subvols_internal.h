@@ -101,7 +101,6 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 			uint64_t transid, const struct timespec *stime);
 int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 		       bool snap);
-int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en);
 int subvols_bases_drop(struct subvols *s);
 int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_snapshots_make(struct subvols *s);

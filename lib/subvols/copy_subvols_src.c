@@ -300,7 +300,7 @@ static int snapshot_delete(struct subvols *s, struct subvol_entry *en,
 	return ret;
 }
 
-int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
+static int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
 {
 	return snapshot_delete(s, en, &en->snap, "delete the snapshot");
 }
