@@ -9,14 +9,25 @@
  * (rtransid: marking it again moves that) and is committed in it, so that
  * the subvolume's ctransid, moved by any later change and by nothing its
  * owner can undo, stays at most that.
+ *
+ * Marking commits the transaction running before it starts, to know the
+ * id of the next one: two receives marking at once on one filesystem
+ * commit each other's, and neither lands in the one it named. So encio's
+ * marks take turns, under a lock only root can open, and a mark that a
+ * commit from elsewhere (a sync, btrfs receive) came between is tried
+ * again after a random pause.
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fsutil.h"
@@ -24,7 +35,9 @@
 #include "fs/received_mark.h"
 
 #define MARK_MAGIC "encio-r1"
-#define MARK_TRIES 4
+#define MARK_TRIES 16
+/* root's alone: /run is writable by root only */
+#define MARK_LOCK "/run/encio-received-mark.lock"
 
 struct received_mark {
 	char magic[8];
@@ -50,7 +63,40 @@ static int next_transid(int fd, uint64_t *transid)
 	return 0;
 }
 
-int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
+/* The marks' turn: an fd to close after, or -1 where there is no lock. */
+static int mark_turn_take(void)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(MARK_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    flock(fd, LOCK_EX)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Up to 10 ms times @tries, so that two markers fall apart. */
+static void mark_pause(int tries)
+{
+	struct timespec ts = { 0 };
+	uint32_t r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)tries * 7919;
+	ts.tv_nsec = (long)(r % 10000000U) * tries;
+	while (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	nanosleep(&ts, NULL);
+}
+
+static int mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
 {
 	struct btrfs_util_subvolume_info info;
 	struct received_mark m;
@@ -64,6 +110,8 @@ int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
 	memcpy(m.uuid, info.uuid, BTRFS_UUID_SIZE);
 	memcpy(m.received_uuid, rs->uuid, BTRFS_UUID_SIZE);
 	for (i = 0; i < MARK_TRIES; i++) {
+		if (i)
+			mark_pause(i);
 		ret = next_transid(fd, &transid);
 		if (ret)
 			return ret;
@@ -83,6 +131,16 @@ int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
 			return 0;
 	}
 	return -EAGAIN;
+}
+
+int received_mark_set(int fd, struct btrfs_ioctl_received_subvol_args *rs)
+{
+	int turn = mark_turn_take();
+	int ret = mark_set(fd, rs);
+
+	if (turn >= 0)
+		close(turn);
+	return ret;
 }
 
 int received_mark_seal(int fd, struct btrfs_ioctl_received_subvol_args *rs)
