@@ -59,7 +59,7 @@ void receive_ctx_free(struct receive_ctx *ctx)
 	if (!ctx)
 		return;
 	close_fd(&ctx->write_fd);
-	subvol_close(ctx);
+	rcv_subvol_close(ctx);
 	close_fd(&ctx->clone_src_fd);
 	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);
@@ -113,7 +113,7 @@ static int enter_dest(struct receive_ctx *ctx, struct encio_error *e)
 {
 	int ret, proc;
 
-	ret = lookup_open_mount_root(ctx);
+	ret = rcv_lookup_open_mount_root(ctx);
 	if (ret)
 		return encio_error_set(e, ret, ctx->why, "the destination",
 				       false, 0);
@@ -170,12 +170,12 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	ret = stream_reader_init(&r, stream_fd, stream_name, e);
 	r.stop = ctx->opts.stop;
 	if (ret) {
-		summary_build(ctx, &r, e);
+		rcv_summary_build(ctx, &r, e);
 		goto out;
 	}
 	for (;;) {
 		resume_at = r.offset;
-		ret = stream_process(&r, &apply_ops, ctx, e);
+		ret = stream_process(&r, &rcv_apply_ops, ctx, e);
 		if (!ret || ctx->ended ||
 		    (after_end && e->offset == resume_at && e->err == EBADMSG &&
 		     r.eof && r.buf_pos == r.buf_len)) {
@@ -189,8 +189,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 			ctx->summary[0] = '\0';
 			break;
 		}
-		summary_describe_error(ctx, e);
-		summary_build(ctx, &r, e);
+		rcv_summary_describe_error(ctx, e);
+		rcv_summary_build(ctx, &r, e);
 		ctx->stats.errors++;
 		errors++;
 		/*
@@ -218,11 +218,12 @@ out:
 	ctx->stats.stream_total = r.sender_total;
 	/* a read failed: every command before it was applied whole */
 	if (ret)
-		resume_stopped(ctx, !(e->has_offset && e->offset < r.offset));
+		rcv_resume_stopped(ctx,
+				   !(e->has_offset && e->offset < r.offset));
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
-	subvol_close(ctx);
-	resume_release(ctx);
+	rcv_subvol_close(ctx);
+	rcv_resume_release(ctx);
 	close_fd(&ctx->clone_src_fd);
 	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);

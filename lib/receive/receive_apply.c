@@ -33,20 +33,20 @@ static void report_progress(struct receive_ctx *ctx)
 
 /*
  * A command refused by an append-only or immutable flag (EPERM) is
- * applied again once flags_lift() lifted them on what it touches.
+ * applied again once rcv_flags_lift() lifted them on what it touches.
  */
 static bool lifted(struct receive_ctx *ctx, int ret, const char *path,
 		   const char *path2)
 {
-	return ret == -EPERM && flags_lift(ctx, path, path2) > 0;
+	return ret == -EPERM && rcv_flags_lift(ctx, path, path2) > 0;
 }
 
 /* The file @path open for its data, its flags lifted if they refuse it. */
 static int write_fd_lifted(struct receive_ctx *ctx, const char *path)
 {
-	int fd = write_fd_get(ctx, path);
+	int fd = rcv_write_fd_get(ctx, path);
 
-	return lifted(ctx, fd, path, NULL) ? write_fd_get(ctx, path) : fd;
+	return lifted(ctx, fd, path, NULL) ? rcv_write_fd_get(ctx, path) : fd;
 }
 
 /* Creating names. */
@@ -65,19 +65,20 @@ static int make_node_at(struct receive_ctx *ctx, const char *path,
 	size_t len;
 	int pfd;
 
-	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
+	pfd = rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
 	/* mkdir of "a/" makes "a", as the kernel's does. */
 	len = strlen(path);
 	if (kind == MK_DIR && len && path[len - 1] == '/')
 		ctx->path_buf[0][len - 1] = '\0';
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	if (strlen(path) >= sizeof(p->path) ||
 	    (target && strlen(target) >= sizeof(p->target)))
-		return path_create_node(ctx, path, kind, type, rdev, target);
+		return rcv_path_create_node(ctx, path, kind, type, rdev,
+					    target);
 	if (!fstatat(pfd, last, &st, AT_SYMLINK_NOFOLLOW))
 		return -EEXIST;
 	if (errno != ENOENT)
@@ -148,30 +149,31 @@ static int apply_rename(struct receive_ctx *ctx, const char *from,
 	char last_from[NAME_MAX + 1], last_to[NAME_MAX + 1];
 	int pfrom, pto, ret;
 
-	ret = path_resolve(ctx, &from, ctx->path_buf[0]) ?:
-		      path_resolve(ctx, &to, ctx->path_buf[1]);
+	ret = rcv_path_resolve(ctx, &from, ctx->path_buf[0]) ?:
+		      rcv_path_resolve(ctx, &to, ctx->path_buf[1]);
 	if (ret)
 		return ret;
 	if (ctx->pending.active && !strcmp(ctx->pending.path, from)) {
-		ret = pending_create_at(ctx, to);
+		ret = rcv_pending_create_at(ctx, to);
 		if (ret != -EEXIST)
 			return ret;
 	}
-	pfrom = path_open_parent(ctx, from, last_from);
+	pfrom = rcv_path_open_parent(ctx, from, last_from);
 	if (pfrom < 0)
 		return pfrom;
-	pto = path_open_parent(ctx, to, last_to);
+	pto = rcv_path_open_parent(ctx, to, last_to);
 	if (pto < 0)
 		return pto;
 	ret = renameat(pfrom, last_from, pto, last_to) ? -errno : 0;
 	ctx->fresh_valid = false;
-	dir_cache_forget(ctx, from);
-	dir_cache_forget(ctx, to);
+	rcv_dir_cache_forget(ctx, from);
+	rcv_dir_cache_forget(ctx, to);
 	if (ctx->write_fd >= 0 && !ret && !strcmp(ctx->write_path, from))
 		snprintf(ctx->write_path, sizeof(ctx->write_path), "%s", to);
-	else if (ctx->write_fd >= 0 && (path_within(ctx->write_path, from) ||
-					path_within(ctx->write_path, to)))
-		ret = write_fd_close(ctx) ?: ret;
+	else if (ctx->write_fd >= 0 &&
+		 (rcv_path_within(ctx->write_path, from) ||
+		  rcv_path_within(ctx->write_path, to)))
+		ret = rcv_write_fd_close(ctx) ?: ret;
 	return ret;
 }
 
@@ -193,15 +195,15 @@ static int apply_link(struct receive_ctx *ctx, const char *path,
 	char last[NAME_MAX + 1], last_target[NAME_MAX + 1];
 	int pfd, ptarget;
 
-	pfd = path_resolve(ctx, &path, ctx->path_buf[0]) ?:
-		      path_resolve(ctx, &target, ctx->path_buf[1]);
+	pfd = rcv_path_resolve(ctx, &path, ctx->path_buf[0]) ?:
+		      rcv_path_resolve(ctx, &target, ctx->path_buf[1]);
 	if (pfd)
 		return pfd;
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	/* The target is a stream path too, so it is beneath the subvolume. */
-	ptarget = path_open_parent(ctx, target, last_target);
+	ptarget = rcv_path_open_parent(ctx, target, last_target);
 	if (ptarget < 0)
 		return ptarget;
 	return linkat(ptarget, last_target, pfd, last, 0) ? -errno : 0;
@@ -224,20 +226,21 @@ static int apply_remove(struct receive_ctx *ctx, const char *path, int flags)
 	char last[NAME_MAX + 1];
 	int pfd, ret;
 
-	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_pending_flush(ctx) ?:
+		      rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	ctx->fresh_valid = false;
-	if (ctx->write_fd >= 0 && path_within(ctx->write_path, path)) {
-		ret = write_fd_close(ctx);
+	if (ctx->write_fd >= 0 && rcv_path_within(ctx->write_path, path)) {
+		ret = rcv_write_fd_close(ctx);
 		if (ret)
 			return fail(ctx, ret, "close the previous file");
 	}
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	ret = unlinkat(pfd, last, flags) ? -errno : 0;
-	dir_cache_forget(ctx, path);
+	rcv_dir_cache_forget(ctx, path);
 	return ret;
 }
 
@@ -274,13 +277,13 @@ static int xattr_path(struct receive_ctx *ctx, const char *path, char *out,
 	char last[NAME_MAX + 1];
 	int ret;
 
-	ret = path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
-	*pfd = path_open_parent(ctx, path, last);
+	*pfd = rcv_path_open_parent(ctx, path, last);
 	if (*pfd < 0)
 		return *pfd;
-	path_of_fd(ctx, out, len, *pfd, last);
+	rcv_path_of_fd(ctx, out, len, *pfd, last);
 	return 0;
 }
 
@@ -290,7 +293,7 @@ static int apply_set_xattr(struct receive_ctx *ctx, const char *path,
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	ret = flags_xattr(ctx, path, name, data, len);
+	ret = rcv_flags_xattr(ctx, path, name, data, len);
 	if (ret)
 		return ret < 0 ? ret : 0;
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
@@ -308,7 +311,7 @@ static int rcv_set_xattr(const char *path, const char *name, const void *data,
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_SET_XATTR, path, name);
-	dir_cache_inherits_forget(ctx);
+	rcv_dir_cache_inherits_forget(ctx);
 	ret = apply_set_xattr(ctx, path, name, data, len);
 	if (lifted(ctx, ret, path, NULL))
 		ret = apply_set_xattr(ctx, path, name, data, len);
@@ -321,7 +324,7 @@ static int apply_remove_xattr(struct receive_ctx *ctx, const char *path,
 	char full[NAME_MAX + 64];
 	int pfd, ret;
 
-	ret = flags_xattr(ctx, path, name, NULL, 0);
+	ret = rcv_flags_xattr(ctx, path, name, NULL, 0);
 	if (ret)
 		return ret < 0 ? ret : 0;
 	ret = xattr_path(ctx, path, full, sizeof(full), &pfd);
@@ -336,7 +339,7 @@ static int rcv_remove_xattr(const char *path, const char *name, void *arg)
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_REMOVE_XATTR, path, name);
-	dir_cache_inherits_forget(ctx);
+	rcv_dir_cache_inherits_forget(ctx);
 	ret = apply_remove_xattr(ctx, path, name);
 	if (lifted(ctx, ret, path, NULL))
 		ret = apply_remove_xattr(ctx, path, name);
@@ -349,19 +352,19 @@ static int apply_chmod(struct receive_ctx *ctx, const char *path, uint64_t mode)
 	int pfd, fd, ret;
 	struct stat st;
 
-	ret = path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
-	if (write_fd_holds(ctx, path))
+	if (rcv_write_fd_holds(ctx, path))
 		return fchmod(ctx->write_fd, mode & 07777) ? -errno : 0;
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	/* after the open, which may cache the directory's mode of before */
-	dir_cache_setgid_forget(ctx, path);
+	rcv_dir_cache_setgid_forget(ctx, path);
 	if (pfd < 0)
 		return pfd;
 	/*
 	 * What fchmodat(AT_SYMLINK_NOFOLLOW) does in glibc, but through
-	 * path_of_fd(), which works under -C, where /proc is out of reach.
+	 * rcv_path_of_fd(), which works under -C, where /proc is out of reach.
 	 */
 	fd = openat(pfd, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -369,7 +372,7 @@ static int apply_chmod(struct receive_ctx *ctx, const char *path, uint64_t mode)
 	ret = fstat(fd, &st) ? -errno : 0;
 	/* A symlink's mode Linux cannot change: nothing to do. */
 	if (!ret && !S_ISLNK(st.st_mode)) {
-		path_of_fd(ctx, proc, sizeof(proc), fd, NULL);
+		rcv_path_of_fd(ctx, proc, sizeof(proc), fd, NULL);
 		ret = chmod(proc, mode & 07777) ? -errno : 0;
 	}
 	close(fd);
@@ -394,17 +397,17 @@ static int apply_chown(struct receive_ctx *ctx, const char *path, uint64_t uid,
 	char last[NAME_MAX + 1];
 	int pfd;
 
-	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
+	pfd = rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
 	if (ctx->fresh_valid && uid == ctx->euid && gid == ctx->egid &&
 	    !strcmp(path, ctx->fresh_path))
 		return 0;
 	ctx->fresh_valid = false;
-	if (write_fd_holds(ctx, path))
+	if (rcv_write_fd_holds(ctx, path))
 		return fchown(ctx->write_fd, uid, gid) ? -errno : 0;
-	pfd = path_open_parent(ctx, path, last);
-	dir_cache_setgid_forget(ctx, path);
+	pfd = rcv_path_open_parent(ctx, path, last);
+	rcv_dir_cache_setgid_forget(ctx, path);
 	if (pfd < 0)
 		return pfd;
 	return fchownat(pfd, last, uid, gid, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
@@ -428,14 +431,14 @@ static int apply_utimes(struct receive_ctx *ctx, const char *path,
 	char last[NAME_MAX + 1];
 	int pfd;
 
-	pfd = path_resolve(ctx, &path, ctx->path_buf[0]);
+	pfd = rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (pfd)
 		return pfd;
 	if (!*path)
 		ctx->root_times_kept = false;
-	if (write_fd_holds(ctx, path))
+	if (rcv_write_fd_holds(ctx, path))
 		return futimens(ctx->write_fd, ts) ? -errno : 0;
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	return utimensat(pfd, last, ts, AT_SYMLINK_NOFOLLOW) ? -errno : 0;
@@ -463,10 +466,10 @@ static int rcv_fileattr(const char *path, uint64_t attr, void *arg)
 	int ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_FILEATTR, path, NULL);
-	dir_cache_inherits_forget(ctx);
-	ret = flags_fileattr(ctx, path, attr);
+	rcv_dir_cache_inherits_forget(ctx);
+	ret = rcv_flags_fileattr(ctx, path, attr);
 	if (lifted(ctx, ret, path, NULL))
-		ret = flags_fileattr(ctx, path, attr);
+		ret = rcv_flags_fileattr(ctx, path, attr);
 	return ret;
 }
 
@@ -562,13 +565,13 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
-	ret = path_resolve(ctx, &clone_path, ctx->path_buf[1]);
+	ret = rcv_path_resolve(ctx, &clone_path, ctx->path_buf[1]);
 	if (ret)
 		return ret;
-	dir = lookup_clone_source(ctx, clone_uuid, clone_ctransid);
+	dir = rcv_lookup_clone_source(ctx, clone_uuid, clone_ctransid);
 	if (dir < 0)
 		return dir;
-	src = path_open_regular_beneath(ctx, dir, clone_path, O_RDONLY);
+	src = rcv_path_open_regular_beneath(ctx, dir, clone_path, O_RDONLY);
 	if (src < 0) {
 		ctx->why = ctx->why ?: "open the clone source";
 		return src;
@@ -843,12 +846,12 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 
 	begin_cmd(ctx, BTRFS_SEND_C_ENABLE_VERITY, path, NULL);
 	/* fs-verity refuses a file that is open for writing. */
-	ret = pending_flush(ctx)	  ?:
-		      write_fd_close(ctx) ?:
-		      path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_pending_flush(ctx)	      ?:
+		      rcv_write_fd_close(ctx) ?:
+		      rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
-	fd = path_open_regular_beneath(ctx, ctx->subvol_fd, path, O_RDONLY);
+	fd = rcv_path_open_regular_beneath(ctx, ctx->subvol_fd, path, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	ret = ioctl(fd, FS_IOC_ENABLE_VERITY, &va) ? -errno : 0;
@@ -862,9 +865,9 @@ static int rcv_enable_verity(const char *path, uint8_t algorithm,
 	return 0;
 }
 
-const struct stream_ops apply_ops = {
+const struct stream_ops rcv_apply_ops = {
 	.resume = rcv_resume,
-	.applied = resume_applied,
+	.applied = rcv_resume_applied,
 	.subvol = rcv_subvol,
 	.snapshot = rcv_snapshot,
 	.mkfile = rcv_mkfile,

@@ -55,7 +55,7 @@ static void refuse(struct receive_ctx *ctx, unsigned int flags)
 static const char *const inherited_xattrs[] = { "btrfs.compression",
 						"system.posix_acl_default" };
 
-void flags_forget(struct receive_ctx *ctx)
+void rcv_flags_forget(struct receive_ctx *ctx)
 {
 	size_t i;
 
@@ -94,7 +94,7 @@ static bool is_lifted(const struct late_flags *l)
 }
 
 /*
- * Keep @flags of @mask of the inode open at @fd for flags_finish(): 1, 0
+ * Keep @flags of @mask of the inode open at @fd for rcv_flags_finish(): 1, 0
  * where it has no handle (no way back to it at the end), or -errno.
  */
 static int late_push(struct receive_ctx *ctx, int fd, unsigned int flags,
@@ -166,7 +166,7 @@ static int lift_inode(struct receive_ctx *ctx, int fd)
 		return -errno;
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return 0;
-	path_of_fd(ctx, proc, sizeof(proc), fd, NULL);
+	rcv_path_of_fd(ctx, proc, sizeof(proc), fd, NULL);
 	rfd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
@@ -198,7 +198,7 @@ static int lift_path(struct receive_ctx *ctx, const char *path, bool inode)
 	const char *name;
 	int dfd, fd, ret, n;
 
-	ret = path_resolve(ctx, &path, buf);
+	ret = rcv_path_resolve(ctx, &path, buf);
 	if (ret)
 		return ret;
 	dfd = open_parent_resolve(ctx->subvol_fd, path, O_PATH | O_DIRECTORY,
@@ -218,7 +218,7 @@ static int lift_path(struct receive_ctx *ctx, const char *path, bool inode)
 	return n < 0 ? n : ret < 0 ? ret : n + ret;
 }
 
-int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2)
+int rcv_flags_lift(struct receive_ctx *ctx, const char *path, const char *path2)
 {
 	struct pending_node *p = &ctx->pending;
 	int n, ret = 0;
@@ -248,9 +248,9 @@ static int open_inode(struct receive_ctx *ctx, const char *path, bool *own)
 	int pfd, opath, fd;
 
 	*own = false;
-	if (write_fd_holds(ctx, path))
+	if (rcv_write_fd_holds(ctx, path))
 		return ctx->write_fd;
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	opath = openat(pfd, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -262,7 +262,7 @@ static int open_inode(struct receive_ctx *ctx, const char *path, bool *own)
 		fd = -EINVAL;
 	} else {
 		/* the inode the O_PATH open found, not a second lookup */
-		path_of_fd(ctx, proc, sizeof(proc), opath, NULL);
+		rcv_path_of_fd(ctx, proc, sizeof(proc), opath, NULL);
 		fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
 		if (fd < 0)
 			fd = -errno;
@@ -360,7 +360,7 @@ static int nocow_turn(struct receive_ctx *ctx, int fd, unsigned int want,
 	return ret;
 }
 
-int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
+int rcv_flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 {
 	unsigned int want = inode_flags_from_btrfs(attr);
 	unsigned int late = want & FLAGS_LATE, mask = FLAGS_LATE;
@@ -368,7 +368,8 @@ int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr)
 	bool own;
 	int fd, ret;
 
-	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_pending_flush(ctx) ?:
+		      rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	fd = open_inode(ctx, path, &own);
@@ -473,8 +474,8 @@ static int late_xattr_add(struct receive_ctx *ctx, const union late_handle *h,
 	return 0;
 }
 
-int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
-		const void *data, size_t len)
+int rcv_flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
+		    const void *data, size_t len)
 {
 	const char *kept = flags_inherited_xattr(name);
 	union late_handle h;
@@ -484,7 +485,8 @@ int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
 
 	if (!kept)
 		return 0;
-	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_pending_flush(ctx) ?:
+		      rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	fd = open_inode(ctx, path, &own);
@@ -584,7 +586,7 @@ static int root_times_finish(struct receive_ctx *ctx)
  * A later FILEATTR of the same inode does not cancel what an earlier one
  * kept: senders send one per inode.
  */
-int flags_finish(struct receive_ctx *ctx)
+int rcv_flags_finish(struct receive_ctx *ctx)
 {
 	struct late_flags *l;
 	size_t i;
@@ -603,7 +605,7 @@ int flags_finish(struct receive_ctx *ctx)
 	}
 	if (ret)
 		return ret;
-	flags_forget(ctx);
+	rcv_flags_forget(ctx);
 	return 0;
 }
 
@@ -639,7 +641,7 @@ static void handle_make(union late_handle *h, uint64_t ino, uint32_t gen,
 }
 
 /* What the subvolume's END needs that the tree does not hold. */
-int flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b)
+int rcv_flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b)
 {
 	uint64_t ino;
 	uint32_t gen;
@@ -745,14 +747,14 @@ static int late_xattrs_unpack(struct receive_ctx *ctx, struct pack_reader *r,
 }
 
 /* The END's state back into @ctx, handles made for the subvolume @root. */
-int flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
-		       uint64_t root)
+int rcv_flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p,
+			   size_t len, uint64_t root)
 {
 	struct pack_reader r = { .p = p, .len = len };
 	size_t i;
 	int ret;
 
-	flags_forget(ctx);
+	rcv_flags_forget(ctx);
 	ctx->root_times_kept = unpack_u64(&r) != 0;
 	for (i = 0; i < 2; i++) {
 		ctx->root_times[i].tv_sec = (time_t)unpack_u64(&r);

@@ -67,7 +67,7 @@ struct pending_node {
 	dev_t rdev;
 	char path[PATH_MAX];
 	char target[PATH_MAX];
-	/* its creation was refused (EPERM): made again if flags_lift() lifts */
+	/* its creation was refused (EPERM): made again if rcv_flags_lift() lifts */
 	bool refused;
 };
 
@@ -159,7 +159,7 @@ struct receive_ctx {
 		char path[PATH_MAX];
 	} dirs[DIR_CACHE_SLOTS];
 	uint64_t dir_clock;
-	struct dir_slot *last_dir; /* the last path_open_parent() gave */
+	struct dir_slot *last_dir; /* the last rcv_path_open_parent() gave */
 
 	struct pending_node pending;
 
@@ -279,90 +279,93 @@ static inline void close_fd(int *fd)
 }
 
 /* receive_path.c */
-bool path_within(const char *path, const char *top);
+bool rcv_path_within(const char *path, const char *top);
 /* beneath the subvolume received, never into another mount */
 #define RESOLVE_IN_SUBVOL (RESOLVE_CONFINED | RESOLVE_NO_XDEV)
-int path_resolve(struct receive_ctx *ctx, const char **path, char *buf);
-int path_open_parent(struct receive_ctx *ctx, const char *path, char *last);
-void path_of_fd(const struct receive_ctx *ctx, char *out, size_t len, int fd,
-		const char *last);
-int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
-			      const char *path, int flags);
-void dir_cache_clear(struct receive_ctx *ctx);
-void dir_cache_forget(struct receive_ctx *ctx, const char *path);
-void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path);
+int rcv_path_resolve(struct receive_ctx *ctx, const char **path, char *buf);
+int rcv_path_open_parent(struct receive_ctx *ctx, const char *path, char *last);
+void rcv_path_of_fd(const struct receive_ctx *ctx, char *out, size_t len,
+		    int fd, const char *last);
+int rcv_path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
+				  const char *path, int flags);
+void rcv_dir_cache_clear(struct receive_ctx *ctx);
+void rcv_dir_cache_forget(struct receive_ctx *ctx, const char *path);
+void rcv_dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path);
 /* Flags or xattrs may change: what cached directories pass on is unknown. */
-void dir_cache_inherits_forget(struct receive_ctx *ctx);
-int write_fd_close(struct receive_ctx *ctx);
-int write_fd_get(struct receive_ctx *ctx, const char *path);
-bool write_fd_holds(const struct receive_ctx *ctx, const char *path);
-int path_create_node(struct receive_ctx *ctx, const char *path,
-		     enum mk_kind kind, mode_t type, dev_t rdev,
-		     const char *target);
-int pending_flush(struct receive_ctx *ctx);
-int pending_create_at(struct receive_ctx *ctx, const char *to);
+void rcv_dir_cache_inherits_forget(struct receive_ctx *ctx);
+int rcv_write_fd_close(struct receive_ctx *ctx);
+int rcv_write_fd_get(struct receive_ctx *ctx, const char *path);
+bool rcv_write_fd_holds(const struct receive_ctx *ctx, const char *path);
+int rcv_path_create_node(struct receive_ctx *ctx, const char *path,
+			 enum mk_kind kind, mode_t type, dev_t rdev,
+			 const char *target);
+int rcv_pending_flush(struct receive_ctx *ctx);
+int rcv_pending_create_at(struct receive_ctx *ctx, const char *to);
 
 /* receive_lookup.c */
-int lookup_open_mount_root(struct receive_ctx *ctx);
-void lookup_uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE]);
-int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
-			       const uint8_t *uuid, uint64_t transid);
-int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
-			uint64_t transid);
+int rcv_lookup_open_mount_root(struct receive_ctx *ctx);
+void rcv_lookup_uuid_format(const uint8_t *u,
+			    char out[BTRFS_UUID_UNPARSED_SIZE]);
+int rcv_lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
+				   const uint8_t *uuid, uint64_t transid);
+int rcv_lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
+			    uint64_t transid);
 
 /* receive_flags.c */
-int flags_fileattr(struct receive_ctx *ctx, const char *path, uint64_t attr);
+int rcv_flags_fileattr(struct receive_ctx *ctx, const char *path,
+		       uint64_t attr);
 /*
  * SET_XATTR or REMOVE_XATTR (@data NULL) of @name on @path: 1 where it is
  * kept for the end (an xattr a directory passes on), 0 where it is the
  * caller's to apply now, or -errno.
  */
-int flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
-		const void *data, size_t len);
+int rcv_flags_xattr(struct receive_ctx *ctx, const char *path, const char *name,
+		    const void *data, size_t len);
 /*
  * After EPERM: the append-only and immutable flags of the inodes at @path
  * and @path2 (or NULL), of their directories and of the directory of a
  * node whose creation they refused, lifted until the subvolume's end. 1
  * where one was, to apply the command again; 0 where none was; or -errno.
  */
-int flags_lift(struct receive_ctx *ctx, const char *path, const char *path2);
-int flags_finish(struct receive_ctx *ctx);
-void flags_forget(struct receive_ctx *ctx);
+int rcv_flags_lift(struct receive_ctx *ctx, const char *path,
+		   const char *path2);
+int rcv_flags_finish(struct receive_ctx *ctx);
+void rcv_flags_forget(struct receive_ctx *ctx);
 struct pack_buf;
 /* What the subvolume's END needs, in and out of a resume record. */
-int flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b);
-int flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p, size_t len,
-		       uint64_t root);
+int rcv_flags_state_pack(const struct receive_ctx *ctx, struct pack_buf *b);
+int rcv_flags_state_unpack(struct receive_ctx *ctx, const uint8_t *p,
+			   size_t len, uint64_t root);
 
 /*
  * receive_resume.c: receive -s, the partial kept for encio send -t; and
  * the private directory every receive makes a subvolume in
  */
 /* The subvolume @name is made as @made in *@dir, the private one. */
-int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
-			int *dir);
-void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
-			    uint64_t ctransid, const uint8_t *parent_uuid,
-			    uint64_t parent_ctransid);
+int rcv_resume_subvol_begin(struct receive_ctx *ctx, const char *name,
+			    char *made, int *dir);
+void rcv_resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
+				uint64_t ctransid, const uint8_t *parent_uuid,
+				uint64_t parent_ctransid);
 /* Once marked received, before read-only: the subvolume gets its name. */
-int resume_subvol_finish(struct receive_ctx *ctx);
+int rcv_resume_subvol_finish(struct receive_ctx *ctx);
 /*
  * A subvolume of a plain receive left unfinished (a failed command, -E):
  * it gets its name all the same, writable and not received, as btrfs
  * receive leaves it (deleted where the name is taken since).
  */
-void resume_subvol_leave(struct receive_ctx *ctx);
-int resume_applied(const struct stream_cmd *cmd, void *arg);
+void rcv_resume_subvol_leave(struct receive_ctx *ctx);
+int rcv_resume_applied(const struct stream_cmd *cmd, void *arg);
 int rcv_resume(const struct resume_point *p, void *arg);
-void resume_stopped(struct receive_ctx *ctx, bool read_failed);
+void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed);
 /* The receive is over: NAME's lock let go, what is no partial removed. */
-void resume_release(struct receive_ctx *ctx);
+void rcv_resume_release(struct receive_ctx *ctx);
 
 /* receive_target.c: the subvolume being received */
-void subvol_close(struct receive_ctx *ctx);
+void rcv_subvol_close(struct receive_ctx *ctx);
 /* The subvolume @name just made in @dir, received from now on. */
-int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
-		    const uint8_t *uuid, uint64_t ctransid);
+int rcv_subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
+			const uint8_t *uuid, uint64_t ctransid);
 
 /* receive_state.c: receive -s, DEST's private directory, NAME's, its lock */
 #define WORK_NAME "work"
@@ -371,16 +374,17 @@ int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 #define CKPT_PREFIX "ckpt."
 #define RECORD_NAME "record"
 #define RECORD_NEW "record.new"
-void pd_init(struct partial_dir *pd);
+void rcv_pd_init(struct partial_dir *pd);
 /* NAME's directory opened (made if @create) in DEST @dest_fd, not locked. */
-int pd_open(int dest_fd, struct partial_dir *pd, bool create);
+int rcv_pd_open(int dest_fd, struct partial_dir *pd, bool create);
 /* NAME's directory opened and locked; *@holder the pid of a receive on it. */
-int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
-		   pid_t *holder);
-int drop_subvol(int dir_fd, const char *name, const uint8_t *uuid, uint64_t id);
-void pd_clear(struct partial_dir *pd);
-void pd_close(int dest_fd, struct partial_dir *pd, bool remove);
-bool pd_has_record(const struct partial_dir *pd);
+int rcv_pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
+		       pid_t *holder);
+int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
+		    uint64_t id);
+void rcv_pd_clear(struct partial_dir *pd);
+void rcv_pd_close(int dest_fd, struct partial_dir *pd, bool remove);
+bool rcv_pd_has_record(const struct partial_dir *pd);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
@@ -391,11 +395,11 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 int rcv_end(void *arg);
 
 /* receive_apply.c */
-extern const struct stream_ops apply_ops;
+extern const struct stream_ops rcv_apply_ops;
 
 /* receive_summary.c */
-void summary_describe_error(struct receive_ctx *ctx, struct encio_error *e);
-void summary_build(struct receive_ctx *ctx, const struct stream_reader *r,
-		   const struct encio_error *e);
+void rcv_summary_describe_error(struct receive_ctx *ctx, struct encio_error *e);
+void rcv_summary_build(struct receive_ctx *ctx, const struct stream_reader *r,
+		       const struct encio_error *e);
 
 #endif

@@ -96,7 +96,7 @@ static int dir_fs_path(int fd, char *out, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-int lookup_open_mount_root(struct receive_ctx *ctx)
+int rcv_lookup_open_mount_root(struct receive_ctx *ctx)
 {
 	int fd, ret;
 
@@ -137,7 +137,8 @@ static bool uuid_is_zero(const uint8_t *uuid)
 	return memcmp(uuid, zero, BTRFS_UUID_SIZE) == 0;
 }
 
-void lookup_uuid_format(const uint8_t *u, char out[BTRFS_UUID_UNPARSED_SIZE])
+void rcv_lookup_uuid_format(const uint8_t *u,
+			    char out[BTRFS_UUID_UNPARSED_SIZE])
 {
 	snprintf(
 		out, BTRFS_UUID_UNPARSED_SIZE,
@@ -173,7 +174,7 @@ static void transid_note(struct receive_ctx *ctx, const char *role,
 
 	if (!ctx->events.note || transid == s->transid)
 		return;
-	lookup_uuid_format(s->uuid, uuid);
+	rcv_lookup_uuid_format(s->uuid, uuid);
 	snprintf(
 		ctx->why_buf, sizeof(ctx->why_buf),
 		"%s subvolume %s at '%.256s' has transid %llu, the stream's is %llu: used",
@@ -298,7 +299,7 @@ static void list_candidates(struct receive_ctx *ctx, char *out, size_t len)
 	while (!btrfs_util_subvolume_iterator_next_info(it, &path, &info)) {
 		if (!uuid_is_zero(info.received_uuid) && shown < 3 &&
 		    used + 64 + strlen(path) < len) {
-			lookup_uuid_format(info.received_uuid, uuid);
+			rcv_lookup_uuid_format(info.received_uuid, uuid);
 			used += snprintf(out + used, len - used,
 					 "%s'%s' (received UUID %s)",
 					 shown ? ", " : "", path, uuid);
@@ -318,7 +319,7 @@ static int uuid_search_failed(struct receive_ctx *ctx, const char *role,
 {
 	char uuid[BTRFS_UUID_UNPARSED_SIZE], found[RECEIVE_WHY_LEN / 2];
 
-	lookup_uuid_format(s->uuid, uuid);
+	rcv_lookup_uuid_format(s->uuid, uuid);
 	ctx->lookup_failed = true;
 	ctx->lookup_unreachable = s->unreachable;
 	memcpy(ctx->lookup_uuid, s->uuid, BTRFS_UUID_SIZE);
@@ -370,7 +371,7 @@ static int duplicate(struct receive_ctx *ctx, const char *role,
 {
 	char uuid[BTRFS_UUID_UNPARSED_SIZE];
 
-	lookup_uuid_format(s->uuid, uuid);
+	rcv_lookup_uuid_format(s->uuid, uuid);
 	snprintf(
 		ctx->why_buf, sizeof(ctx->why_buf),
 		"%s subvolume %s: two subvolumes have it as received UUID, '%.256s' and '%.256s'",
@@ -441,8 +442,8 @@ out:
  * the @role ("parent", "clone source") of a stream command whose transid
  * is @transid (transid_note()).
  */
-int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
-			       const uint8_t *uuid, uint64_t transid)
+int rcv_lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
+				   const uint8_t *uuid, uint64_t transid)
 {
 	struct uuid_search *s;
 	uint64_t ids[UUID_IDS_MAX];
@@ -456,7 +457,7 @@ int lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 		return fd < 0 ? fail(ctx, errno, "open the subvolume known") :
 				fd;
 	}
-	fd = lookup_open_mount_root(ctx);
+	fd = rcv_lookup_open_mount_root(ctx);
 	if (fd)
 		return fd;
 	s = calloc(1, sizeof(*s));
@@ -494,8 +495,8 @@ out:
  * The subvolume a clone reads from: the one being received (by UUID only,
  * as btrfs receive), else found by UUID and transid and kept for the next.
  */
-int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
-			uint64_t transid)
+int rcv_lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
+			    uint64_t transid)
 {
 	int fd;
 
@@ -504,7 +505,7 @@ int lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
 	if (ctx->clone_src_fd >= 0 && transid == ctx->clone_src_transid &&
 	    memcmp(uuid, ctx->clone_src_uuid, BTRFS_UUID_SIZE) == 0)
 		return ctx->clone_src_fd;
-	fd = lookup_open_subvol_by_uuid(ctx, "clone source", uuid, transid);
+	fd = rcv_lookup_open_subvol_by_uuid(ctx, "clone source", uuid, transid);
 	if (fd < 0)
 		return fd;
 	close_fd(&ctx->clone_src_fd);

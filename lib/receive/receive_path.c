@@ -26,14 +26,14 @@
 #include "receive/receive_internal.h"
 
 /* @path is @top or beneath it, as stream paths go. */
-bool path_within(const char *path, const char *top)
+bool rcv_path_within(const char *path, const char *top)
 {
 	size_t n = strlen(top);
 
 	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-void dir_cache_clear(struct receive_ctx *ctx)
+void rcv_dir_cache_clear(struct receive_ctx *ctx)
 {
 	int i;
 
@@ -42,18 +42,18 @@ void dir_cache_clear(struct receive_ctx *ctx)
 }
 
 /* What @path names may have changed: so may what names beneath it. */
-void dir_cache_forget(struct receive_ctx *ctx, const char *path)
+void rcv_dir_cache_forget(struct receive_ctx *ctx, const char *path)
 {
 	int i;
 
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
 		if (ctx->dirs[i].fd >= 0 &&
-		    path_within(ctx->dirs[i].path, path))
+		    rcv_path_within(ctx->dirs[i].path, path))
 			close_fd(&ctx->dirs[i].fd);
 }
 
 /* @path's mode may change: a cached directory's set-gid bit is unknown. */
-void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path)
+void rcv_dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path)
 {
 	int i;
 
@@ -62,7 +62,7 @@ void dir_cache_setgid_forget(struct receive_ctx *ctx, const char *path)
 			ctx->dirs[i].setgid_known = false;
 }
 
-void dir_cache_inherits_forget(struct receive_ctx *ctx)
+void rcv_dir_cache_inherits_forget(struct receive_ctx *ctx)
 {
 	int i;
 
@@ -110,7 +110,7 @@ static int check_path(struct receive_ctx *ctx, const char *path)
  * '/' or '/.' keeps one '/': it names that directory itself. Absolute
  * paths and '..' are refused by check_path() on the original.
  */
-int path_resolve(struct receive_ctx *ctx, const char **path, char *buf)
+int rcv_path_resolve(struct receive_ctx *ctx, const char **path, char *buf)
 {
 	const char *p = *path;
 	size_t n, len = 0;
@@ -149,7 +149,7 @@ int path_resolve(struct receive_ctx *ctx, const char **path, char *buf)
  * last is never the one a miss takes, so the fds of two calls in a row
  * (rename, link) are both valid.
  */
-int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
+int rcv_path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 {
 	struct dir_slot *slot = &ctx->dirs[0];
 	const char *slash, *name;
@@ -157,7 +157,7 @@ int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	size_t len;
 	int fd, ret, i;
 
-	ret = pending_flush(ctx) ?: check_path(ctx, path);
+	ret = rcv_pending_flush(ctx) ?: check_path(ctx, path);
 	if (ret)
 		return ret;
 	slash = strrchr(path, '/');
@@ -199,8 +199,8 @@ int path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
  * The path of the descriptor @fd (and of @last beneath it, when not NULL)
  * in /proc/self/fd, for the calls that take no descriptor.
  */
-void path_of_fd(const struct receive_ctx *ctx, char *out, size_t len, int fd,
-		const char *last)
+void rcv_path_of_fd(const struct receive_ctx *ctx, char *out, size_t len,
+		    int fd, const char *last)
 {
 	snprintf(out, len, "%s%d%s%s", ctx->chrooted ? "" : "/proc/self/fd/",
 		 fd, last ? "/" : "", last ? last : "");
@@ -211,8 +211,8 @@ void path_of_fd(const struct receive_ctx *ctx, char *out, size_t len, int fd,
  * nothing shows what is there, and only a regular file is reopened, so a
  * symlink, device or fifo the stream made is never opened through.
  */
-int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
-			      const char *path, int flags)
+int rcv_path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
+				  const char *path, int flags)
 {
 	char proc[64];
 	struct stat st;
@@ -231,7 +231,7 @@ int path_open_regular_beneath(struct receive_ctx *ctx, int dirfd,
 			  "not a regular file");
 		goto out;
 	}
-	path_of_fd(ctx, proc, sizeof(proc), pfd, NULL);
+	rcv_path_of_fd(ctx, proc, sizeof(proc), pfd, NULL);
 	fd = open(proc, flags | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		fd = -errno;
@@ -240,7 +240,7 @@ out:
 	return fd;
 }
 
-int write_fd_close(struct receive_ctx *ctx)
+int rcv_write_fd_close(struct receive_ctx *ctx)
 {
 	int fd = ctx->write_fd;
 
@@ -250,19 +250,20 @@ int write_fd_close(struct receive_ctx *ctx)
 	return 0;
 }
 
-int write_fd_get(struct receive_ctx *ctx, const char *path)
+int rcv_write_fd_get(struct receive_ctx *ctx, const char *path)
 {
 	int ret, fd;
 
-	ret = pending_flush(ctx) ?: path_resolve(ctx, &path, ctx->path_buf[0]);
+	ret = rcv_pending_flush(ctx) ?:
+		      rcv_path_resolve(ctx, &path, ctx->path_buf[0]);
 	if (ret)
 		return ret;
 	if (ctx->write_fd >= 0 && strcmp(ctx->write_path, path) == 0)
 		return ctx->write_fd;
-	ret = write_fd_close(ctx);
+	ret = rcv_write_fd_close(ctx);
 	if (ret)
 		return fail(ctx, ret, "close the previous file");
-	fd = path_open_regular_beneath(ctx, ctx->subvol_fd, path, O_WRONLY);
+	fd = rcv_path_open_regular_beneath(ctx, ctx->subvol_fd, path, O_WRONLY);
 	if (fd < 0)
 		return fd;
 	ctx->write_fd = fd;
@@ -279,7 +280,7 @@ static void write_fd_keep(struct receive_ctx *ctx, int fd, const char *path)
 }
 
 /* @path is the regular file open for writing: its metadata by fd. */
-bool write_fd_holds(const struct receive_ctx *ctx, const char *path)
+bool rcv_write_fd_holds(const struct receive_ctx *ctx, const char *path)
 {
 	return ctx->write_fd >= 0 && !strcmp(ctx->write_path, path);
 }
@@ -377,15 +378,15 @@ static void strip_inherited(struct receive_ctx *ctx, int pfd, const char *last,
 		close(own);
 }
 
-int path_create_node(struct receive_ctx *ctx, const char *path,
-		     enum mk_kind kind, mode_t type, dev_t rdev,
-		     const char *target)
+int rcv_path_create_node(struct receive_ctx *ctx, const char *path,
+			 enum mk_kind kind, mode_t type, dev_t rdev,
+			 const char *target)
 {
 	char last[NAME_MAX + 1];
 	int pfd, fd, ret = 0;
 
 	ctx->fresh_valid = false;
-	pfd = path_open_parent(ctx, path, last);
+	pfd = rcv_path_open_parent(ctx, path, last);
 	if (pfd < 0)
 		return pfd;
 	switch (kind) {
@@ -422,7 +423,7 @@ int path_create_node(struct receive_ctx *ctx, const char *path,
 }
 
 /* Create the pending node where the stream made it. */
-int pending_flush(struct receive_ctx *ctx)
+int rcv_pending_flush(struct receive_ctx *ctx)
 {
 	struct pending_node *p = &ctx->pending;
 
@@ -431,8 +432,8 @@ int pending_flush(struct receive_ctx *ctx)
 	if (!p->active)
 		return 0;
 	p->active = false;
-	ret = path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
-			       p->target);
+	ret = rcv_path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
+				   p->target);
 	p->refused = ret == -EPERM;
 	return ret;
 }
@@ -448,9 +449,10 @@ static bool made_alike(struct receive_ctx *ctx, const char *from,
 
 	if (lf == lt && !strncmp(from, to, lf))
 		return true;
-	if (path_open_parent(ctx, to, last) < 0 || dir_inherits(ctx->last_dir))
+	if (rcv_path_open_parent(ctx, to, last) < 0 ||
+	    dir_inherits(ctx->last_dir))
 		return false;
-	return path_open_parent(ctx, from, last) >= 0 &&
+	return rcv_path_open_parent(ctx, from, last) >= 0 &&
 	       !dir_inherits(ctx->last_dir);
 }
 
@@ -459,7 +461,7 @@ static bool made_alike(struct receive_ctx *ctx, const char *from,
  * (still pending) where @to exists, which the rename would replace, or
  * where the node would not come out as the stream's (made_alike()).
  */
-int pending_create_at(struct receive_ctx *ctx, const char *to)
+int rcv_pending_create_at(struct receive_ctx *ctx, const char *to)
 {
 	struct pending_node *p = &ctx->pending;
 	int ret;
@@ -469,11 +471,12 @@ int pending_create_at(struct receive_ctx *ctx, const char *to)
 		p->active = true;
 		return -EEXIST;
 	}
-	ret = path_create_node(ctx, to, p->kind, p->type, p->rdev, p->target);
+	ret = rcv_path_create_node(ctx, to, p->kind, p->type, p->rdev,
+				   p->target);
 	if (ret == -EEXIST)
 		p->active = true;
 	else
-		dir_cache_forget(ctx, to);
+		rcv_dir_cache_forget(ctx, to);
 	p->refused = ret == -EPERM;
 	return ret;
 }

@@ -78,7 +78,7 @@ struct record {
 	bool parked;
 	uint8_t base_uuid[BTRFS_UUID_SIZE];
 	uint64_t base_ctransid;
-	uint8_t *state; /* what the END needs, packed (see flags_state_pack()) */
+	uint8_t *state; /* what the END needs, packed (see rcv_flags_state_pack()) */
 	size_t state_len;
 };
 
@@ -99,7 +99,7 @@ static int record_write(struct receive_ctx *ctx, const struct record *rec)
 	if (rec->state)
 		pack_put(&b, rec->state, rec->state_len);
 	else
-		ret = flags_state_pack(ctx, &b);
+		ret = rcv_flags_state_pack(ctx, &b);
 	crc = htole32(crc32c(0, b.p, b.len));
 	pack_put(&b, &crc, sizeof(crc));
 	if (!ret && b.failed)
@@ -251,7 +251,7 @@ static int take_checkpoint(struct receive_ctx *ctx)
 
 	ckpt_name(name, rec.seq);
 	/* the name may hold one a crash left before its record was written */
-	ret = pending_flush(ctx) ?: drop_subvol(dir, name, NULL, 0);
+	ret = rcv_pending_flush(ctx) ?: rcv_drop_subvol(dir, name, NULL, 0);
 	if (ret)
 		return ret;
 	err = btrfs_util_create_snapshot_fd2(
@@ -272,12 +272,12 @@ static int take_checkpoint(struct receive_ctx *ctx)
 	rec.base_ctransid = info.ctransid;
 	ret = record_write(ctx, &rec);
 	if (ret) {
-		drop_subvol(dir, name, info.uuid, info.id);
+		rcv_drop_subvol(dir, name, info.uuid, info.id);
 		return ret;
 	}
 	if (rs->ckpt_id) {
 		ckpt_name(name, rs->ckpt_seq);
-		drop_subvol(dir, name, rs->ckpt_uuid, rs->ckpt_id);
+		rcv_drop_subvol(dir, name, rs->ckpt_uuid, rs->ckpt_id);
 	}
 	rs->ckpt_seq = rec.seq;
 	rs->ckpt_id = info.id;
@@ -310,7 +310,7 @@ static int park(struct receive_ctx *ctx)
 	char name[NAME_MAX + 1];
 	int ret;
 
-	ret = pending_flush(ctx) ?: write_fd_close(ctx);
+	ret = rcv_pending_flush(ctx) ?: rcv_write_fd_close(ctx);
 	if (ret)
 		return ret;
 	if (syncfs(ctx->subvol_fd))
@@ -330,8 +330,8 @@ static int park(struct receive_ctx *ctx)
 	}
 	if (rs->ckpt_id) {
 		ckpt_name(name, rs->ckpt_seq);
-		drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
-			    rs->ckpt_id);
+		rcv_drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
+				rs->ckpt_id);
 	}
 	rs->ckpt_id = 0;
 	return 0;
@@ -343,7 +343,8 @@ static void drop_work(struct receive_ctx *ctx)
 	struct btrfs_util_subvolume_info info;
 
 	if (!subvol_identity(ctx->subvol_fd, &info))
-		drop_subvol(ctx->part.name_fd, WORK_NAME, info.uuid, info.id);
+		rcv_drop_subvol(ctx->part.name_fd, WORK_NAME, info.uuid,
+				info.id);
 }
 
 static int refuse_busy(struct receive_ctx *ctx, const char *name, pid_t holder)
@@ -361,10 +362,10 @@ static int part_open(struct receive_ctx *ctx, const char *name, bool create)
 	pid_t holder;
 	int ret;
 
-	pd_close(ctx->dest_fd, &ctx->part, false);
-	pd_init(&ctx->part);
+	rcv_pd_close(ctx->dest_fd, &ctx->part, false);
+	rcv_pd_init(&ctx->part);
 	snprintf(ctx->part.name, sizeof(ctx->part.name), "%s", name);
-	ret = pd_open_locked(ctx->dest_fd, &ctx->part, create, &holder);
+	ret = rcv_pd_open_locked(ctx->dest_fd, &ctx->part, create, &holder);
 	if (ret == -EBUSY)
 		return refuse_busy(ctx, name, holder);
 	if (ret == -ENOENT && !create)
@@ -376,8 +377,8 @@ static int part_open(struct receive_ctx *ctx, const char *name, bool create)
 		     0;
 }
 
-int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
-			int *dir)
+int rcv_resume_subvol_begin(struct receive_ctx *ctx, const char *name,
+			    char *made, int *dir)
 {
 	struct stat st;
 	int ret;
@@ -395,30 +396,30 @@ int resume_subvol_begin(struct receive_ctx *ctx, const char *name, char *made,
 	*dir = ctx->part.name_fd;
 	if (!ctx->opts.resumable) {
 		/* a partial kept goes once this one has NAME */
-		ret = drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
+		ret = rcv_drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
 		if (ret)
 			return fail(ctx, -ret, "create the subvolume");
 		snprintf(made, NAME_MAX + 1, PLACE_NAME);
 		ctx->placing = true;
 		return 0;
 	}
-	if (pd_has_record(&ctx->part)) {
+	if (rcv_pd_has_record(&ctx->part)) {
 		snprintf(
 			ctx->why_buf, sizeof(ctx->why_buf),
 			"a partial receive of it is kept (in %s/%s): resume it with encio send -t, or delete its subvolumes and that directory",
 			ctx->part.state_name, name);
-		pd_close(ctx->dest_fd, &ctx->part, false);
+		rcv_pd_close(ctx->dest_fd, &ctx->part, false);
 		return fail(ctx, EEXIST, ctx->why_buf);
 	}
 	/* what a killed receive left without a record */
-	pd_clear(&ctx->part);
+	rcv_pd_clear(&ctx->part);
 	snprintf(made, NAME_MAX + 1, WORK_NAME);
 	return 0;
 }
 
-void resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
-			    uint64_t ctransid, const uint8_t *parent_uuid,
-			    uint64_t parent_ctransid)
+void rcv_resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
+				uint64_t ctransid, const uint8_t *parent_uuid,
+				uint64_t parent_ctransid)
 {
 	struct resume_point *p = &ctx->rs.point;
 
@@ -455,7 +456,7 @@ static int place_subvol(struct receive_ctx *ctx, int fd, const char *from)
 }
 
 /* Once marked received, before read-only: the subvolume gets its name. */
-int resume_subvol_finish(struct receive_ctx *ctx)
+int rcv_resume_subvol_finish(struct receive_ctx *ctx)
 {
 	struct resume_state *rs = &ctx->rs;
 	const char *from = ctx->placing ? PLACE_NAME : WORK_NAME;
@@ -478,17 +479,17 @@ int resume_subvol_finish(struct receive_ctx *ctx)
 		char name[NAME_MAX + 1];
 
 		ckpt_name(name, rs->ckpt_seq);
-		drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
-			    rs->ckpt_id);
+		rcv_drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
+				rs->ckpt_id);
 	}
-	pd_close(ctx->dest_fd, &ctx->part, true);
+	rcv_pd_close(ctx->dest_fd, &ctx->part, true);
 	rs->ckpt_id = 0;
 	rs->active = false;
 	ctx->placing = false;
 	return 0;
 }
 
-void resume_subvol_leave(struct receive_ctx *ctx)
+void rcv_resume_subvol_leave(struct receive_ctx *ctx)
 {
 	int fd;
 
@@ -498,14 +499,14 @@ void resume_subvol_leave(struct receive_ctx *ctx)
 	fd = openat(ctx->part.name_fd, PLACE_NAME,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (place_subvol(ctx, fd, PLACE_NAME))
-		drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
+		rcv_drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
 	if (fd >= 0)
 		close(fd);
 	/* a partial kept of NAME stays: this one did not get NAME */
-	pd_close(ctx->dest_fd, &ctx->part, !pd_has_record(&ctx->part));
+	rcv_pd_close(ctx->dest_fd, &ctx->part, !rcv_pd_has_record(&ctx->part));
 }
 
-int resume_applied(const struct stream_cmd *cmd, void *arg)
+int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 {
 	struct receive_ctx *ctx = arg;
 	struct resume_state *rs = &ctx->rs;
@@ -540,12 +541,12 @@ int resume_applied(const struct stream_cmd *cmd, void *arg)
 	return 0;
 }
 
-void resume_stopped(struct receive_ctx *ctx, bool read_failed)
+void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed)
 {
 	struct resume_state *rs = &ctx->rs;
 	bool kept;
 
-	resume_subvol_leave(ctx);
+	rcv_resume_subvol_leave(ctx);
 	if (!ctx->opts.resumable || !rs->active || ctx->subvol_fd < 0)
 		return;
 	if (read_failed && !ctx->subvol_errors && !park(ctx)) {
@@ -557,19 +558,20 @@ void resume_stopped(struct receive_ctx *ctx, bool read_failed)
 	}
 	rs->active = false;
 	close_fd(&ctx->write_fd);
-	subvol_close(ctx);
+	rcv_subvol_close(ctx);
 	if (kept)
 		snprintf(ctx->stats.partial_kept,
 			 sizeof(ctx->stats.partial_kept), "%s", rs->final);
 }
 
-void resume_release(struct receive_ctx *ctx)
+void rcv_resume_release(struct receive_ctx *ctx)
 {
-	resume_subvol_leave(ctx);
+	rcv_resume_subvol_leave(ctx);
 	if (ctx->part.name_fd >= 0)
-		pd_close(ctx->dest_fd, &ctx->part,
-			 ctx->part.lock_fd >= 0 && !pd_has_record(&ctx->part));
-	pd_close(ctx->dest_fd, &ctx->part, false);
+		rcv_pd_close(ctx->dest_fd, &ctx->part,
+			     ctx->part.lock_fd >= 0 &&
+				     !rcv_pd_has_record(&ctx->part));
+	rcv_pd_close(ctx->dest_fd, &ctx->part, false);
 }
 
 /*
@@ -588,7 +590,7 @@ static int unpark(struct receive_ctx *ctx, int base, struct record *rec,
 	rec->seq++;
 	rec->parked = false;
 	ckpt_name(name, rec->seq);
-	ret = drop_subvol(dir, name, NULL, 0);
+	ret = rcv_drop_subvol(dir, name, NULL, 0);
 	if (ret)
 		return fail(ctx, ret, "take a checkpoint (receive -s)");
 	err = btrfs_util_create_snapshot_fd2(
@@ -623,7 +625,7 @@ static int work_from(struct receive_ctx *ctx, int base)
 	enum btrfs_util_error err;
 	int ret;
 
-	ret = drop_subvol(dir, WORK_NAME, NULL, 0);
+	ret = rcv_drop_subvol(dir, WORK_NAME, NULL, 0);
 	if (!ret) {
 		err = btrfs_util_create_snapshot_fd2(base, dir, WORK_NAME, 0,
 						     NULL, NULL);
@@ -652,13 +654,13 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 	close(base);
 	if (ret)
 		return ret;
-	ret = subvol_start_at(ctx, ctx->part.name_fd, WORK_NAME,
-			      rec->point.uuid, rec->point.ctransid);
+	ret = rcv_subvol_start_at(ctx, ctx->part.name_fd, WORK_NAME,
+				  rec->point.uuid, rec->point.ctransid);
 	if (ret)
 		return ret;
 	if (btrfs_util_subvolume_id_fd(ctx->subvol_fd, &root))
 		return fail(ctx, errno ?: EIO, "look up the subvolume resumed");
-	ret = flags_state_unpack(ctx, rec->state, rec->state_len, root);
+	ret = rcv_flags_state_unpack(ctx, rec->state, rec->state_len, root);
 	if (ret)
 		return fail(ctx, ret, "the partial's record is not whole");
 	ctx->rs.point = rec->point;
@@ -736,9 +738,9 @@ int receive_partial_point(int dir_fd, const char *name,
 	struct record rec;
 	int fd;
 
-	pd_init(&pd);
+	rcv_pd_init(&pd);
 	snprintf(pd.name, sizeof(pd.name), "%s", name);
-	fd = pd_open(dir_fd, &pd, false);
+	fd = rcv_pd_open(dir_fd, &pd, false);
 	if (!fd) {
 		fd = record_read(pd.name_fd, name, &rec);
 		free(rec.state);
@@ -748,7 +750,7 @@ int receive_partial_point(int dir_fd, const char *name,
 		if (fd == -ENOENT)
 			fd = -ESTALE;
 	}
-	pd_close(dir_fd, &pd, false);
+	rcv_pd_close(dir_fd, &pd, false);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -762,12 +764,12 @@ int receive_partial_drop(int dir_fd, const char *name)
 	pid_t holder;
 	int ret;
 
-	pd_init(&pd);
+	rcv_pd_init(&pd);
 	snprintf(pd.name, sizeof(pd.name), "%s", name);
-	ret = pd_open_locked(dir_fd, &pd, false, &holder);
+	ret = rcv_pd_open_locked(dir_fd, &pd, false, &holder);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
-	pd_close(dir_fd, &pd, true);
+	rcv_pd_close(dir_fd, &pd, true);
 	return 0;
 }
 

@@ -30,7 +30,7 @@
 #define STATE_XATTR "trusted.encio.state"
 #define LOCK_NAME "lock"
 
-void pd_init(struct partial_dir *pd)
+void rcv_pd_init(struct partial_dir *pd)
 {
 	memset(pd, 0, sizeof(*pd));
 	pd->state_fd = pd->name_fd = pd->lock_fd = -1;
@@ -200,7 +200,7 @@ static int state_dir_make(int dest_fd, struct partial_dir *pd)
  * NAME's directory (pd->name) in a private directory of @dest_fd, opened;
  * with @create, made where there is none. -ENOENT: none.
  */
-int pd_open(int dest_fd, struct partial_dir *pd, bool create)
+int rcv_pd_open(int dest_fd, struct partial_dir *pd, bool create)
 {
 	int ret, tries;
 
@@ -254,7 +254,7 @@ static pid_t lock_holder(int fd)
 }
 
 /*
- * NAME's lock, held until pd_close(): -EBUSY and the holder's pid in
+ * NAME's lock, held until rcv_pd_close(): -EBUSY and the holder's pid in
  * *@holder where another receive holds it.
  */
 static int pd_lock(struct partial_dir *pd, pid_t *holder)
@@ -301,7 +301,8 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 }
 
 /* A subvolume at @name in @dir_fd, checked, then deleted by its id. */
-int drop_subvol(int dir_fd, const char *name, const uint8_t *uuid, uint64_t id)
+int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
+		    uint64_t id)
 {
 	struct btrfs_util_subvolume_info info;
 	enum btrfs_util_error err;
@@ -330,7 +331,7 @@ int drop_subvol(int dir_fd, const char *name, const uint8_t *uuid, uint64_t id)
 }
 
 /* What a receive left in NAME's directory, the lock held: deleted. */
-void pd_clear(struct partial_dir *pd)
+void rcv_pd_clear(struct partial_dir *pd)
 {
 	struct dirent *de;
 	DIR *dir;
@@ -342,7 +343,7 @@ void pd_clear(struct partial_dir *pd)
 		if (!strcmp(de->d_name, WORK_NAME) ||
 		    !strcmp(de->d_name, PLACE_NAME) ||
 		    !strncmp(de->d_name, CKPT_PREFIX, strlen(CKPT_PREFIX)))
-			drop_subvol(pd->name_fd, de->d_name, NULL, 0);
+			rcv_drop_subvol(pd->name_fd, de->d_name, NULL, 0);
 		else if (!strcmp(de->d_name, RECORD_NAME) ||
 			 !strcmp(de->d_name, RECORD_NEW))
 			unlinkat(pd->name_fd, de->d_name, 0);
@@ -354,12 +355,12 @@ void pd_clear(struct partial_dir *pd)
  * Done with NAME's directory: with @remove, what is in it and it go (the
  * lock held), and the private directory too if that leaves it empty.
  */
-void pd_close(int dest_fd, struct partial_dir *pd, bool remove)
+void rcv_pd_close(int dest_fd, struct partial_dir *pd, bool remove)
 {
 	struct stat st, at;
 
 	if (remove && pd->lock_fd >= 0) {
-		pd_clear(pd);
+		rcv_pd_clear(pd);
 		unlinkat(pd->name_fd, LOCK_NAME, 0);
 		unlinkat(pd->state_fd, pd->name, AT_REMOVEDIR);
 	}
@@ -374,7 +375,7 @@ void pd_close(int dest_fd, struct partial_dir *pd, bool remove)
 }
 
 /* Whether NAME's directory holds a record. */
-bool pd_has_record(const struct partial_dir *pd)
+bool rcv_pd_has_record(const struct partial_dir *pd)
 {
 	struct stat st;
 
@@ -397,7 +398,7 @@ static int other_name(int fd, const char *name, void *arg)
 	struct stat st;
 	int ret;
 
-	pd_init(&other);
+	rcv_pd_init(&other);
 	snprintf(other.name, sizeof(other.name), "%s", u->pd->name);
 	other.name_fd = name_dir_open(fd, other.name);
 	if (other.name_fd < 0)
@@ -408,12 +409,12 @@ static int other_name(int fd, const char *name, void *arg)
 		return 0;
 	}
 	ret = pd_lock(&other, u->holder);
-	if (!ret && !pd_has_record(&other)) {
+	if (!ret && !rcv_pd_has_record(&other)) {
 		/* one a receive left before it locked it, or made as we did */
 		other.state_fd = dup(fd);
 		snprintf(other.state_name, sizeof(other.state_name), "%s",
 			 name);
-		pd_close(u->dest_fd, &other, other.state_fd >= 0);
+		rcv_pd_close(u->dest_fd, &other, other.state_fd >= 0);
 		return 0;
 	}
 	close_fd(&other.lock_fd);
@@ -447,16 +448,16 @@ static void stale_name_drop(int dest_fd, int fd, const char *state_name,
 	struct partial_dir other;
 	pid_t holder;
 
-	pd_init(&other);
+	rcv_pd_init(&other);
 	snprintf(other.name, sizeof(other.name), "%s", name);
 	other.name_fd = name_dir_open(fd, name);
 	if (other.name_fd < 0)
 		return;
-	if (!pd_lock(&other, &holder) && !pd_has_record(&other)) {
+	if (!pd_lock(&other, &holder) && !rcv_pd_has_record(&other)) {
 		other.state_fd = dup(fd);
 		snprintf(other.state_name, sizeof(other.state_name), "%s",
 			 state_name);
-		pd_close(dest_fd, &other, true);
+		rcv_pd_close(dest_fd, &other, true);
 		return;
 	}
 	close_fd(&other.lock_fd);
@@ -471,7 +472,7 @@ static int stale_names_drop(int fd, const char *state_name, void *arg)
 	struct dirent *de;
 	DIR *dir;
 
-	pd_init(&other);
+	rcv_pd_init(&other);
 
 	dir = dir_stream_of(fd);
 	if (!dir)
@@ -487,7 +488,7 @@ static int stale_names_drop(int fd, const char *state_name, void *arg)
 		return 0;
 	other.state_fd = dup(fd);
 	snprintf(other.state_name, sizeof(other.state_name), "%s", state_name);
-	pd_close(u->dest_fd, &other, other.state_fd >= 0);
+	rcv_pd_close(u->dest_fd, &other, other.state_fd >= 0);
 	return 0;
 }
 
@@ -534,19 +535,20 @@ static void unmarked_drop(int dest_fd)
  * *@holder as pd_lock(), -ENOENT where there is none. What receives
  * killed outright left of other NAMEs goes.
  */
-int pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
-		   pid_t *holder)
+int rcv_pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
+		       pid_t *holder)
 {
 	int ret, tries;
 
 	for (tries = 0; tries < 10; tries++) {
-		ret = pd_open(dest_fd, pd, create);
+		ret = rcv_pd_open(dest_fd, pd, create);
 		if (!ret)
 			ret = pd_lock(pd, holder);
 		if (!ret) {
 			ret = pd_unique(dest_fd, pd, holder);
 			if (ret)
-				pd_close(dest_fd, pd, !pd_has_record(pd));
+				rcv_pd_close(dest_fd, pd,
+					     !rcv_pd_has_record(pd));
 		}
 		if (!ret) {
 			state_dirs_each(dest_fd, stale_names_drop,

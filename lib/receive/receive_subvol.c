@@ -36,13 +36,13 @@ static int finish_subvol(struct receive_ctx *ctx)
 	if (ctx->subvol_fd < 0)
 		return 0;
 	ctx->finishing = true;
-	ret = pending_flush(ctx);
+	ret = rcv_pending_flush(ctx);
 	if (ret)
 		return ret;
-	ret = write_fd_close(ctx);
+	ret = rcv_write_fd_close(ctx);
 	if (ret)
 		return fail(ctx, ret, "close the last file written");
-	ret = flags_finish(ctx);
+	ret = rcv_flags_finish(ctx);
 	if (ret)
 		return ret;
 	if (ctx->root_times_kept && futimens(ctx->subvol_fd, ctx->root_times))
@@ -56,13 +56,13 @@ static int finish_subvol(struct receive_ctx *ctx)
 	if (ret)
 		return fail(ctx, ret, "set the received UUID");
 	/* a read-only subvolume cannot move to another directory */
-	ret = resume_subvol_finish(ctx);
+	ret = rcv_resume_subvol_finish(ctx);
 	if (ret)
 		return ret;
 	ret = ctx->leave_writable ? 0 : received_mark_seal(ctx->subvol_fd, &rs);
 	if (ret)
 		return fail(ctx, ret, "make it read-only");
-	subvol_close(ctx);
+	rcv_subvol_close(ctx);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
 	return 0;
@@ -78,8 +78,8 @@ static int leave_subvol(struct receive_ctx *ctx)
 	if (!ctx->subvol_errors)
 		return finish_subvol(ctx);
 	close_fd(&ctx->write_fd);
-	subvol_close(ctx);
-	resume_subvol_leave(ctx);
+	rcv_subvol_close(ctx);
+	rcv_resume_subvol_leave(ctx);
 	ctx->subvol_errors = 0;
 	return 0;
 }
@@ -93,14 +93,14 @@ static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd, const char *name)
 
 /*
  * Where the subvolume @name is made (@made in @dir: see
- * resume_subvol_begin()), and the caller told it begins.
+ * rcv_resume_subvol_begin()), and the caller told it begins.
  */
 static int subvol_place(struct receive_ctx *ctx, const char *name,
 			const uint8_t *uuid, uint64_t ctransid,
 			const uint8_t *parent_uuid, uint64_t parent_ctransid,
 			char *made, int *dir)
 {
-	int ret = resume_subvol_begin(ctx, name, made, dir);
+	int ret = rcv_resume_subvol_begin(ctx, name, made, dir);
 
 	if (!ret && ctx->events.subvol)
 		ctx->events.subvol(name, uuid, ctransid, parent_uuid,
@@ -124,8 +124,8 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	err = btrfs_util_create_subvolume_fd(dir, made, 0, NULL, NULL);
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
-	resume_subvol_identity(ctx, uuid, ctransid, NULL, 0);
-	return subvol_start_at(ctx, dir, made, uuid, ctransid);
+	rcv_resume_subvol_identity(ctx, uuid, ctransid, NULL, 0);
+	return rcv_subvol_start_at(ctx, dir, made, uuid, ctransid);
 }
 
 /*
@@ -153,7 +153,7 @@ static int drop_stand_in(struct receive_ctx *ctx, const char *rel)
 	}
 	ret = unlinkat(fd, name, AT_REMOVEDIR) ? -errno : 0;
 	/* the directory append-only or immutable: lifted to the end */
-	if (ret == -EPERM && flags_lift(ctx, rel, NULL) > 0)
+	if (ret == -EPERM && rcv_flags_lift(ctx, rel, NULL) > 0)
 		ret = unlinkat(fd, name, AT_REMOVEDIR) ? -errno : 0;
 	if (!ret &&
 	    futimens(fd, (struct timespec[2]){ dst.st_atim, dst.st_mtim }))
@@ -214,8 +214,8 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SNAPSHOT, name);
 	if (ret)
 		return ret;
-	parent = lookup_open_subvol_by_uuid(ctx, "parent", parent_uuid,
-					    parent_ctransid);
+	parent = rcv_lookup_open_subvol_by_uuid(ctx, "parent", parent_uuid,
+						parent_ctransid);
 	if (parent < 0)
 		return parent;
 	ret = subvol_place(ctx, name, uuid, ctransid, parent_uuid,
@@ -230,13 +230,13 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 		close(parent);
 		return fail(ctx, ret, "snapshot the parent subvolume");
 	}
-	ret = subvol_start_at(ctx, dir, made, uuid, ctransid) ?:
-		      drop_stand_ins(ctx, parent)	      ?:
+	ret = rcv_subvol_start_at(ctx, dir, made, uuid, ctransid) ?:
+		      drop_stand_ins(ctx, parent)		  ?:
 		      keep_root_times(ctx);
 	close(parent);
 	if (!ret)
-		resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,
-				       parent_ctransid);
+		rcv_resume_subvol_identity(ctx, uuid, ctransid, parent_uuid,
+					   parent_ctransid);
 	return ret;
 }
 
@@ -252,7 +252,7 @@ int rcv_end(void *arg)
 	 * btrfs receive's does.
 	 */
 	if (ctx->subvol_errors) {
-		ret = pending_flush(ctx);
+		ret = rcv_pending_flush(ctx);
 		if (ret)
 			return ret;
 		ctx->ended = true;

@@ -19,7 +19,7 @@ static __thread char error_op[RECEIVE_WHAT_LEN];
  * The reader's message lives in the reader: copy it out, with the cause a
  * callback gave ("apply mkfile of 'x' (absolute path) from").
  */
-void summary_describe_error(struct receive_ctx *ctx, struct encio_error *e)
+void rcv_summary_describe_error(struct receive_ctx *ctx, struct encio_error *e)
 {
 	const char *op = e->op ? e->op : "receive";
 	size_t len = strlen(op);
@@ -50,7 +50,7 @@ static void summarize_cmd(struct receive_ctx *ctx, const char *err)
 	char uuid[BTRFS_UUID_UNPARSED_SIZE];
 
 	if (ctx->lookup_failed) {
-		lookup_uuid_format(ctx->lookup_uuid, uuid);
+		rcv_lookup_uuid_format(ctx->lookup_uuid, uuid);
 		if (ctx->lookup_unreachable &&
 		    ctx->cmd == BTRFS_SEND_C_SNAPSHOT)
 			snprintf(
@@ -137,8 +137,8 @@ static void summarize_cmd(struct receive_ctx *ctx, const char *err)
  * otherwise the stream itself failed to read or parse. The reader's own
  * messages are told apart by their words.
  */
-void summary_build(struct receive_ctx *ctx, const struct stream_reader *r,
-		   const struct encio_error *e)
+void rcv_summary_build(struct receive_ctx *ctx, const struct stream_reader *r,
+		       const struct encio_error *e)
 {
 	const char *op = e->op ? e->op : "";
 

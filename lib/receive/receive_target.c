@@ -14,13 +14,13 @@
 #include "receive/receive_internal.h"
 
 /* The cached directories are the subvolume's: they go with it. */
-void subvol_close(struct receive_ctx *ctx)
+void rcv_subvol_close(struct receive_ctx *ctx)
 {
 	ctx->pending.active = false;
 	ctx->fresh_valid = false;
 	ctx->last_dir = NULL;
-	dir_cache_clear(ctx);
-	flags_forget(ctx);
+	rcv_dir_cache_clear(ctx);
+	rcv_flags_forget(ctx);
 	close_fd(&ctx->subvol_fd);
 }
 
@@ -56,15 +56,15 @@ static int probe_dest(struct receive_ctx *ctx)
 	return 0;
 }
 
-int subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
-		    const uint8_t *uuid, uint64_t ctransid)
+int rcv_subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
+			const uint8_t *uuid, uint64_t ctransid)
 {
 	int fd;
 
 	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(ctx, errno, "open the new subvolume");
-	subvol_close(ctx);
+	rcv_subvol_close(ctx);
 	ctx->subvol_fd = fd;
 	ctx->root_times_kept = false;
 	ctx->subvol_errors = 0;

@@ -125,7 +125,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		.name = p->partial,
 		.resume = p->resume_stream ? &p->point : NULL,
 		.stop = s->opts->stop,
-		.pass = subvol_ahead_take(s->ahead, en, parent, s->clones, nr),
+		.pass = subvols_ahead_take(s->ahead, en, parent, s->clones, nr),
 	};
 	t.fd = fds[1];
 	ret = pthread_create(&thread, NULL, sender_run, &t);
@@ -133,7 +133,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		close(fds[0]);
 		close(fds[1]);
 		close(src_fd);
-		subvol_ahead_done(s->ahead, t.opts.pass);
+		subvols_ahead_done(s->ahead, t.opts.pass);
 		return encio_error_set(s->e, ret, "start the sender of",
 				       en->src, false, 0);
 	}
@@ -148,7 +148,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	close(fds[0]);
 	pthread_join(thread, NULL);
 	close(src_fd);
-	subvol_ahead_done(s->ahead, t.opts.pass);
+	subvols_ahead_done(s->ahead, t.opts.pass);
 	encio_error_rebase(&t.e, s->src_proc, subvol_source(en));
 	/*
 	 * The sender's error is the cause, the receiver saw a stream cut;
@@ -649,9 +649,9 @@ static int copy_all(struct subvols *s)
 	}
 	receive_set_progress(s->rcv, received_progress, s);
 	/* without it, each pass is made at its turn: no error */
-	subvol_ahead_start(&s->ahead, &s->plan, s->opts->stop);
+	subvols_ahead_start(&s->ahead, &s->plan, s->opts->stop);
 	for (i = 0; !ret && i <= s->plan.nr_order; i++) {
-		subvol_ahead_reach(s->ahead, i);
+		subvols_ahead_reach(s->ahead, i);
 		if (s->opts->stop && *s->opts->stop) {
 			ret = encio_error_set(s->e, EINTR, "copy", s->plan.src,
 					      false, 0);
@@ -670,7 +670,7 @@ static int copy_all(struct subvols *s)
 			ret = copy_turn(s, en, top_fd);
 	}
 	/* no pass left in flight on SRC's subvolumes while they are finished */
-	subvol_ahead_end(s->ahead);
+	subvols_ahead_end(s->ahead);
 	s->ahead = NULL;
 	if (ret) {
 		subvols_snapshots_drop(s, top_fd);

@@ -63,7 +63,7 @@ struct subvol_ahead {
 	size_t reached; /* the copy's position */
 	size_t nr_made; /* passes made, not given back */
 	uint64_t bytes; /* their size */
-	/* set by subvol_ahead_end(): a pass under way stops too */
+	/* set by subvols_ahead_end(): a pass under way stops too */
 	volatile sig_atomic_t quit;
 	/* the copy's: set, a wait for a pass ends, and the pass under way */
 	const volatile sig_atomic_t *stop;
@@ -169,8 +169,8 @@ static void ahead_free(struct subvol_ahead *a)
 	free(a);
 }
 
-int subvol_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
-		       const volatile sig_atomic_t *stop)
+int subvols_ahead_start(struct subvol_ahead **ret_a, struct subvol_plan *plan,
+			const volatile sig_atomic_t *stop)
 {
 	struct subvol_ahead *a;
 	sigset_t block, old;
@@ -212,7 +212,7 @@ static void job_drop(struct subvol_ahead *a, struct ahead_job *j)
 	j->state = AHEAD_NONE;
 }
 
-void subvol_ahead_reach(struct subvol_ahead *a, size_t pos)
+void subvols_ahead_reach(struct subvol_ahead *a, size_t pos)
 {
 	size_t i;
 
@@ -262,11 +262,11 @@ static void wait_a_while(struct subvol_ahead *a)
 	pthread_cond_timedwait(&a->cond, &a->lock, &until);
 }
 
-const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
-					  const struct subvol_entry *en,
-					  const char *parent,
-					  const char *const *clones,
-					  size_t nr_clones)
+const struct send_pass *subvols_ahead_take(struct subvol_ahead *a,
+					   const struct subvol_entry *en,
+					   const char *parent,
+					   const char *const *clones,
+					   size_t nr_clones)
 {
 	struct ahead_job *j = NULL;
 	size_t i;
@@ -293,7 +293,7 @@ const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
 	return j ? &j->pass : NULL;
 }
 
-void subvol_ahead_done(struct subvol_ahead *a, const struct send_pass *pass)
+void subvols_ahead_done(struct subvol_ahead *a, const struct send_pass *pass)
 {
 	size_t i;
 
@@ -307,7 +307,7 @@ void subvol_ahead_done(struct subvol_ahead *a, const struct send_pass *pass)
 	pthread_mutex_unlock(&a->lock);
 }
 
-void subvol_ahead_end(struct subvol_ahead *a)
+void subvols_ahead_end(struct subvol_ahead *a)
 {
 	if (!a)
 		return;

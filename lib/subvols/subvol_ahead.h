@@ -24,25 +24,25 @@ struct subvol_ahead;
  * NULL, and nothing is made, on an error or with no pass to make. @stop
  * (or NULL): the copy's flag, which ends a wait for a pass and the pass.
  */
-int subvol_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan,
-		       const volatile sig_atomic_t *stop);
+int subvols_ahead_start(struct subvol_ahead **a, struct subvol_plan *plan,
+			const volatile sig_atomic_t *stop);
 /*
  * The copy is at @pos in the copy order: passes of those before are of no
  * more use.
  */
-void subvol_ahead_reach(struct subvol_ahead *a, size_t pos);
+void subvols_ahead_reach(struct subvol_ahead *a, size_t pos);
 /*
  * The pass of @en from @parent with @clones, waited for if it is being
  * made; NULL if none was made for that (the caller asks the kernel).
- * Given back with subvol_ahead_done().
+ * Given back with subvols_ahead_done().
  */
-const struct send_pass *subvol_ahead_take(struct subvol_ahead *a,
-					  const struct subvol_entry *en,
-					  const char *parent,
-					  const char *const *clones,
-					  size_t nr_clones);
-void subvol_ahead_done(struct subvol_ahead *a, const struct send_pass *pass);
+const struct send_pass *subvols_ahead_take(struct subvol_ahead *a,
+					   const struct subvol_entry *en,
+					   const char *parent,
+					   const char *const *clones,
+					   size_t nr_clones);
+void subvols_ahead_done(struct subvol_ahead *a, const struct send_pass *pass);
 /* Stop making passes, wait for the thread, free what is left. */
-void subvol_ahead_end(struct subvol_ahead *a);
+void subvols_ahead_end(struct subvol_ahead *a);
 
 #endif

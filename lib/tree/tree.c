@@ -52,7 +52,7 @@
  * complete and kept, in tree_file.c (tree_file_open_source()); which
  * subvolumes are left out, in tree_walk_thread.c; where a tree is staged and
  * when it is put in place, in tree_entry.c (stage_root(),
- * entry_unstage()).
+ * tree_entry_unstage()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,7 +112,7 @@ static void tree_file_finish(struct tree *t, struct tree_file *f)
 		f->job.err = copy_verify_fds(t->ctx, f->job.src_fd,
 					     f->job.dst_fd, f->dst, &f->e);
 	if (!f->job.err) {
-		ret = meta_file_metadata(t, f, &op);
+		ret = tree_meta_file_metadata(t, f, &op);
 		if (ret)
 			f->job.err = encio_error_set(&f->e, ret, op, f->dst,
 						     false, 0);
@@ -421,7 +421,7 @@ static int place_file(struct tree_done *d)
 	ret = link_fd(d->fd, at.dir, at.name);
 	if (ret != -EEXIST)
 		return ret;
-	ret = entry_make_temp(at, tmp, make_fd_link, &d->fd);
+	ret = tree_entry_make_temp(at, tmp, make_fd_link, &d->fd);
 	if (ret)
 		return ret;
 	if (renameat(at.dir, tmp, at.dir, at.name)) {
@@ -602,13 +602,13 @@ static void count_tree(struct tree *t, const char *src)
 	struct tree_stats *s = t->stats;
 	int ret;
 
-	walk_reset(&w, src);
-	while ((ret = walk_next(&w)) != 0) {
+	tree_walk_reset(&w, src);
+	while ((ret = tree_walk_next(&w)) != 0) {
 		if (ret < 0)
 			continue;
 		if (S_ISDIR(w.st.st_mode)) {
 			s->total_dirs++;
-			walk_descend(&w);
+			tree_walk_descend(&w);
 			continue;
 		}
 		s->total_entries++;
@@ -618,7 +618,7 @@ static void count_tree(struct tree *t, const char *src)
 		if (tree_stop_requested(t))
 			break;
 	}
-	walk_release(&w);
+	tree_walk_release(&w);
 }
 
 /*
@@ -704,7 +704,7 @@ static void tree_release(struct tree *t)
 {
 	size_t i;
 
-	walk_release(&t->walk);
+	tree_walk_release(&t->walk);
 	for (i = 0; i < t->nr_links; i++)
 		free(t->links[i].dst);
 	for (i = 0; i < t->cap_inodes; i++)
@@ -765,7 +765,7 @@ static int tree_start_walker(struct tree *t)
 	ret = pthread_create(&t->renamer, NULL, tree_renamer, t);
 	if (!ret) {
 		t->renamer_started = true;
-		ret = pthread_create(&t->walker, NULL, walk_thread, t);
+		ret = pthread_create(&t->walker, NULL, tree_walk_thread, t);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -ret;
@@ -792,7 +792,7 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	memset(stats, 0, sizeof(*stats));
 	pthread_mutex_init(&t.lock, NULL);
 	pthread_cond_init(&t.cond, NULL);
-	meta_ids_init();
+	tree_meta_ids_init();
 	pthread_cond_init(&t.r_cond, NULL);
 	ret = tree_setup(&t, e);
 	if (ret)
@@ -817,15 +817,15 @@ int tree_copy(struct copy_ctx *ctx, const struct tree_options *opts,
 	pthread_join(t.walker, NULL);
 	tree_abort_active(&t); /* anything queued after a stop */
 	tree_stop_renamer(&t);
-	entry_make_links(&t);
-	entry_dirs_finish(&t);
+	tree_entry_make_links(&t);
+	tree_entry_dirs_finish(&t);
 	/* The renames, links and directory metadata, durable too. */
 	if (syncfs(t.fs_fd)) {
 		encio_error_set(&se, errno, "sync", dest, false, 0);
 		tree_stop(&t, &se);
 	}
-	entry_root_finish(&t);
-	entry_unstage(&t);
+	tree_entry_root_finish(&t);
+	tree_entry_unstage(&t);
 	tree_progress(&t);
 	ret = t.fatal;
 out:

@@ -21,7 +21,7 @@
 #define STAGE_XATTR "trusted.encio.staging"
 
 /* The DEST directory the walk's current entry is made in. */
-struct dst_dir *entry_dst_dir(const struct tree *t)
+struct dst_dir *tree_entry_dst_dir(const struct tree *t)
 {
 	const struct walker *w = &t->walk;
 
@@ -29,7 +29,7 @@ struct dst_dir *entry_dst_dir(const struct tree *t)
 }
 
 /* The walk's current entry in its directory's copy. */
-struct entry_at entry_dst_at(const struct tree *t)
+struct entry_at tree_entry_dst_at(const struct tree *t)
 {
 	const struct walker *w = &t->walk;
 	const char *root = t->dst_root + t->root_off;
@@ -41,13 +41,13 @@ struct entry_at entry_dst_at(const struct tree *t)
 }
 
 /* The current entry's directory was made by this run: DEST has nothing. */
-bool entry_parent_fresh(const struct tree *t)
+bool tree_entry_parent_fresh(const struct tree *t)
 {
 	return t->walk.depth && t->walk.levels[t->walk.depth - 1].fresh;
 }
 
 /* The current entry's directory in DEST has a default ACL. */
-bool entry_parent_acl_default(const struct tree *t)
+bool tree_entry_parent_acl_default(const struct tree *t)
 {
 	return t->walk.depth ? t->walk.levels[t->walk.depth - 1].acl_default :
 			       t->dest_acl_default;
@@ -59,12 +59,13 @@ bool entry_parent_acl_default(const struct tree *t)
  */
 static bool made_with_owner(const struct tree *t, const struct stat *st)
 {
-	return entry_parent_fresh(t) && meta_ids_ours(st);
+	return tree_entry_parent_fresh(t) && tree_meta_ids_ours(st);
 }
 
 /* A hidden name beside @at for @make to create in @at.dir; 0 or -errno. */
-int entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
-		    int (*make)(void *arg, int dir, const char *tmp), void *arg)
+int tree_entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
+			 int (*make)(void *arg, int dir, const char *tmp),
+			 void *arg)
 {
 	static unsigned int counter;
 	static int pid;
@@ -82,7 +83,7 @@ int entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
 }
 
 /* @path lies in a staging directory: nothing there is final yet. */
-bool entry_in_stage(const struct tree *t, const char *path)
+bool tree_entry_in_stage(const struct tree *t, const char *path)
 {
 	const struct tree_stage *s;
 
@@ -96,7 +97,7 @@ bool entry_in_stage(const struct tree *t, const char *path)
  * In a staging directory, what an interrupted run left under a name
  * (found incomplete) goes before the entry is made under it again.
  */
-int entry_clear_name(struct entry_at at)
+int tree_entry_clear_name(struct entry_at at)
 {
 	return unlinkat(at.dir, at.name, 0) && errno != ENOENT ? -errno : 0;
 }
@@ -151,7 +152,8 @@ static int inode_grow(struct tree *t)
  * before (a link to make at the end was queued), else its first name is
  * remembered and false returned.
  */
-bool entry_link_seen(struct tree *t, const struct stat *st, const char *dst)
+bool tree_entry_link_seen(struct tree *t, const struct stat *st,
+			  const char *dst)
 {
 	struct inode_slot *slot;
 	struct tree_link *l;
@@ -216,15 +218,15 @@ static int link_at(struct tree *t, struct entry_at target, struct entry_at at,
 	char tmp[NAME_MAX + 1];
 	int ret;
 
-	if (entry_in_stage(t, dst)) {
-		ret = entry_clear_name(at);
+	if (tree_entry_in_stage(t, dst)) {
+		ret = tree_entry_clear_name(at);
 		if (!ret && linkat(target.dir, target.name, at.dir, at.name, 0))
 			ret = -errno;
 		return ret;
 	}
-	ret = entry_make_temp(at, tmp, make_link, &target);
+	ret = tree_entry_make_temp(at, tmp, make_link, &target);
 	if (!ret)
-		meta_flags_unlock_at(t, at);
+		tree_meta_flags_unlock_at(t, at);
 	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
 		unlinkat(at.dir, tmp, 0);
@@ -273,7 +275,7 @@ out:
 }
 
 /* Make the queued hard links whose first name is in place. */
-void entry_make_links(struct tree *t)
+void tree_entry_make_links(struct tree *t)
 {
 	const char *op, *path;
 	size_t i;
@@ -346,9 +348,9 @@ static unsigned int special_meta_flags(struct tree *t, bool here)
 {
 	const struct stat *st = &t->walk.st;
 
-	return (meta_src_no_xattrs(t, st) ? META_NO_XATTRS : 0) |
+	return (tree_meta_src_no_xattrs(t, st) ? META_NO_XATTRS : 0) |
 	       (here && made_with_owner(t, st) ? META_OWNED : 0) |
-	       (entry_parent_acl_default(t) ? META_PRUNE : 0);
+	       (tree_entry_parent_acl_default(t) ? META_PRUNE : 0);
 }
 
 /* In a staged tree, under its own name (an incomplete one replaced). */
@@ -359,7 +361,7 @@ static int special_named(struct tree *t, struct entry_at src,
 	int ret;
 
 	*op = "create";
-	ret = entry_parent_fresh(t) ? 0 : entry_clear_name(at);
+	ret = tree_entry_parent_fresh(t) ? 0 : tree_entry_clear_name(at);
 	if (ret)
 		return ret;
 	ret = make_special_at(arg, at);
@@ -380,14 +382,14 @@ static int special_temp(struct tree *t, struct entry_at src, struct entry_at at,
 	int ret;
 
 	*op = "create";
-	ret = entry_make_temp(at, tmp, make_special, arg);
+	ret = tree_entry_make_temp(at, tmp, make_special, arg);
 	if (ret)
 		return ret;
 	ret = meta_set_metadata(&t->walk_xattr, src,
 				(struct entry_at){ at.dir, tmp }, &t->walk.st,
 				NULL, special_meta_flags(t, false), op);
 	if (!ret)
-		meta_flags_unlock_at(t, at);
+		tree_meta_flags_unlock_at(t, at);
 	if (!ret && renameat(at.dir, tmp, at.dir, at.name)) {
 		ret = -errno;
 		*op = "rename into place";
@@ -411,7 +413,7 @@ static bool entry_frozen(const struct tree *t)
  */
 static bool symlink_from_items(struct tree *t)
 {
-	struct inline_file *inl = walk_inline_file(t);
+	struct inline_file *inl = tree_walk_inline_file(t);
 	bool ok;
 
 	if (!inl)
@@ -421,7 +423,7 @@ static bool symlink_from_items(struct tree *t)
 	     inl->size < sizeof(t->link_buf) && inl->data_len >= inl->size &&
 	     !memchr(inl->data, '\0', inl->size);
 	if (ok) {
-		walk_inline_file_stat(t, inl, &t->walk.st);
+		tree_walk_inline_file_stat(t, inl, &t->walk.st);
 		memcpy(t->link_buf, inl->data, inl->size);
 		t->link_buf[inl->size] = '\0';
 	}
@@ -430,11 +432,11 @@ static bool symlink_from_items(struct tree *t)
 }
 
 /* Symlinks, FIFOs, sockets, device nodes: made whole at once. */
-void entry_special(struct tree *t, const char *src, const char *dst,
-		   struct entry_at at)
+void tree_entry_special(struct tree *t, const char *src, const char *dst,
+			struct entry_at at)
 {
 	struct special_arg arg = { .st = &t->walk.st, .target = NULL };
-	struct entry_at src_at = walk_src_at(&t->walk, src);
+	struct entry_at src_at = tree_walk_src_at(&t->walk, src);
 	char cur[PATH_MAX];
 	const char *op;
 	struct stat st;
@@ -450,7 +452,7 @@ void entry_special(struct tree *t, const char *src, const char *dst,
 		return;
 	}
 	t->walk.st_pending = false;
-	if (entry_link_seen(t, &t->walk.st, dst))
+	if (tree_entry_link_seen(t, &t->walk.st, dst))
 		return;
 	if (S_ISLNK(t->walk.st.st_mode) && !arg.target) {
 		n = readlinkat(src_at.dir, src_at.name, t->link_buf,
@@ -468,7 +470,7 @@ void entry_special(struct tree *t, const char *src, const char *dst,
 		    st.st_ino == t->walk.st.st_ino)
 			t->walk.st = st;
 	}
-	if (!entry_parent_fresh(t) &&
+	if (!tree_entry_parent_fresh(t) &&
 	    special_complete(&t->walk.st, arg.target, at, &st, cur)) {
 		ret = meta_set_metadata(&t->walk_xattr, src_at, at, &t->walk.st,
 					&st,
@@ -481,7 +483,7 @@ void entry_special(struct tree *t, const char *src, const char *dst,
 			tree_count_complete(t, ret > 0, 0);
 		return;
 	}
-	if (entry_in_stage(t, dst))
+	if (tree_entry_in_stage(t, dst))
 		ret = special_named(t, src_at, at, &arg, &op);
 	else
 		ret = special_temp(t, src_at, at, &arg, &op);
@@ -627,7 +629,7 @@ static int stage_root(struct tree *t)
  * Staged trees into place, after the last sync; where the copy stopped,
  * they stay for a rerun to resume.
  */
-void entry_unstage(struct tree *t)
+void tree_entry_unstage(struct tree *t)
 {
 	struct encio_error e;
 	size_t i;
@@ -667,7 +669,7 @@ static int dir_open_or_make(struct tree *t, struct entry_at at, bool *fresh,
 	int fd = -1;
 
 	*op = "make directory";
-	*fresh = entry_parent_fresh(t);
+	*fresh = tree_entry_parent_fresh(t);
 	if (!*fresh) {
 		fd = openat(at.dir, at.name, flags);
 		if (fd < 0 && errno == ENOTDIR) {
@@ -706,7 +708,7 @@ static int dir_fresh_owner(struct tree *t, int fd, const struct stat *cur,
 	struct entry_at self = { fd, "" };
 
 	*op = "set mode of";
-	if (!entry_parent_fresh(t) && (cur->st_mode & S_ISGID) &&
+	if (!tree_entry_parent_fresh(t) && (cur->st_mode & S_ISGID) &&
 	    meta_at_chmod(self, 0700))
 		return -errno;
 	*op = "set owner of";
@@ -736,7 +738,7 @@ static int dir_remember(struct tree *t, const char *src, const char *dst,
 	d->root = t->root;
 	d->dst_dev = cur->st_dev;
 	d->dst_ino = cur->st_ino;
-	d->no_xattrs = meta_src_no_xattrs(t, st);
+	d->no_xattrs = tree_meta_src_no_xattrs(t, st);
 	d->fresh = fresh;
 	d->acl_default = acl_default;
 	d->src_flags = 0;
@@ -775,8 +777,8 @@ static int dir_flags_early(struct tree *t, int src_fd, int dst_fd, bool fresh,
 }
 
 /* A directory: made (owner now; mode, xattrs, times at the end), entered. */
-void entry_dir(struct tree *t, const char *src, const char *dst,
-	       struct entry_at at)
+void tree_entry_dir(struct tree *t, const char *src, const char *dst,
+		    struct entry_at at)
 {
 	const struct stat *st = &t->walk.st;
 	struct dst_dir *dir;
@@ -799,7 +801,7 @@ void entry_dir(struct tree *t, const char *src, const char *dst,
 			return;
 		}
 		dst = t->dst_root;
-		at = entry_dst_at(t);
+		at = tree_entry_dst_at(t);
 	}
 	fd = dir_open_or_make(t, at, &fresh, &cur, &op);
 	if (fd < 0) {
@@ -818,8 +820,8 @@ void entry_dir(struct tree *t, const char *src, const char *dst,
 		return;
 	}
 	/* made in a directory with a default ACL, it has one too */
-	acl_default = fresh && entry_parent_fresh(t) ?
-			      entry_parent_acl_default(t) :
+	acl_default = fresh && tree_entry_parent_fresh(t) ?
+			      tree_entry_parent_acl_default(t) :
 			      meta_has_default_acl(fd);
 	if (!t->walk.rel[0]) {
 		t->have_root_id = true;
@@ -835,7 +837,7 @@ void entry_dir(struct tree *t, const char *src, const char *dst,
 	tree_stat_add(t, &t->stats->dirs, 1);
 	/* Its entries are made through it. */
 	dir = dst_dir_new(fd);
-	ret = dir ? walk_descend(&t->walk) : -ENOMEM;
+	ret = dir ? tree_walk_descend(&t->walk) : -ENOMEM;
 	if (ret) {
 		dst_dir_put(dir);
 		tree_entry_error(t, -ret, "read directory", src);
@@ -987,7 +989,7 @@ static const struct tree_stage *dir_stage(const struct tree *t,
  * A source root's copy made private: a staging directory (0700, marked
  * with its source), or the root of a DEST not in place yet
  * (dest_unpublished: its caller's partial, private and marked too). Its
- * own metadata, SRC's mode among them, waits for entry_root_finish().
+ * own metadata, SRC's mode among them, waits for tree_entry_root_finish().
  */
 static bool dir_held(const struct tree *t, const struct tree_dir *d)
 {
@@ -995,7 +997,7 @@ static bool dir_held(const struct tree *t, const struct tree_dir *d)
 }
 
 /* Directories last, deepest first: xattrs, mode and times. */
-void entry_dirs_finish(struct tree *t)
+void tree_entry_dirs_finish(struct tree *t)
 {
 	const char *op, *path;
 	size_t i;
@@ -1039,7 +1041,7 @@ static int stage_unmark(struct tree *t, const struct tree_dir *d)
  * what failed for a rerun); a staged tree with a failed entry is put in
  * place, as a copy that went on past it.
  */
-void entry_root_finish(struct tree *t)
+void tree_entry_root_finish(struct tree *t)
 {
 	const struct tree_stage *s;
 	const char *op, *path;

@@ -44,7 +44,7 @@ static int make_unnamed(int dir, struct make_file_arg *a)
  */
 static int make_named(struct entry_at at, bool fresh, struct make_file_arg *a)
 {
-	int ret = fresh ? 0 : entry_clear_name(at);
+	int ret = fresh ? 0 : tree_entry_clear_name(at);
 
 	if (ret)
 		return ret;
@@ -205,7 +205,7 @@ static int make_unnamed_or_temp(struct tree *t, struct tree_file *f,
 	if (ret != -EOPNOTSUPP && ret != -EISDIR)
 		return ret;
 	t->named_temps = true;
-	ret = entry_make_temp(at, tmp, make_file, mf);
+	ret = tree_entry_make_temp(at, tmp, make_file, mf);
 	if (!ret && !(f->tmp = strdup(tmp))) {
 		unlinkat(at.dir, tmp, 0);
 		close(mf->fd);
@@ -226,9 +226,9 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 {
 	struct inline_file *inl;
 
-	if (!entry_parent_fresh(t))
+	if (!tree_entry_parent_fresh(t))
 		return false;
-	inl = walk_inline_file(t);
+	inl = tree_walk_inline_file(t);
 	if (inl && !S_ISREG(inl->mode)) {
 		free(inl);
 		inl = NULL;
@@ -238,7 +238,7 @@ static bool tree_file_from_items(struct tree *t, struct tree_file *f)
 	f->inl = inl;
 	f->root = t->root;
 	f->src_off = strlen(t->walk.src_root) + 1;
-	walk_inline_file_stat(t, inl, &f->st);
+	tree_walk_inline_file_stat(t, inl, &f->st);
 	f->src_flags = inl->flags;
 	f->no_xattrs = true;
 	f->inline_data = (struct copy_inline){
@@ -265,7 +265,7 @@ static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 
 	f->src_flags = inode_flags_get(f->job.src_fd);
 	late = inode_flags_get(fd) & INODE_FLAGS_LATE;
-	ret = meta_flags_unlock(t, fd, &op);
+	ret = tree_meta_flags_unlock(t, fd, &op);
 	if (!ret)
 		ret = meta_set_metadata(
 			&t->walk_xattr,
@@ -287,7 +287,7 @@ static int file_refresh(struct tree *t, struct tree_file *f, int fd,
 							    INODE_FLAGS_LATE));
 	}
 	if (ret >= 0) {
-		flags_changed = meta_file_flags_late(t, f, fd, &op);
+		flags_changed = tree_meta_file_flags_late(t, f, fd, &op);
 		ret = flags_changed ? flags_changed : ret;
 	}
 	close(fd);
@@ -336,7 +336,7 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 	struct stat cur;
 	int ret;
 
-	ret = walk_open_file(&t->walk, src, &f->st);
+	ret = tree_walk_open_file(&t->walk, src, &f->st);
 	if (ret == -EINVAL || ret == -EISDIR) {
 		encio_error_set(&f->e, EAGAIN, "copy (replaced while read)",
 				src, false, 0);
@@ -347,15 +347,15 @@ static int tree_file_open_source(struct tree *t, struct tree_file *f,
 		return -1;
 	}
 	f->job.src_fd = ret;
-	if (t->walk.st_pending && entry_link_seen(t, &f->st, dst))
+	if (t->walk.st_pending && tree_entry_link_seen(t, &f->st, dst))
 		return 1;
-	f->no_xattrs = meta_src_no_xattrs(t, &f->st);
-	if (entry_parent_fresh(t))
+	f->no_xattrs = tree_meta_src_no_xattrs(t, &f->st);
+	if (tree_entry_parent_fresh(t))
 		return 0;
 	ret = file_complete(f->job.src_fd, &f->st, at, &cur, &f->job.map);
 	if (ret >= 0)
 		return file_found_complete(t, f, ret, &cur);
-	meta_flags_unlock_at(t, at);
+	tree_meta_flags_unlock_at(t, at);
 	return 0;
 }
 
@@ -371,7 +371,7 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 	const char *op;
 	int ret;
 
-	if (!t->walk.st_pending && entry_link_seen(t, &t->walk.st, dst))
+	if (!t->walk.st_pending && tree_entry_link_seen(t, &t->walk.st, dst))
 		return;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
@@ -385,10 +385,11 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		encio_error_set(&f->e, ENOMEM, "copy", src, false, 0);
 		goto fail;
 	}
-	f->dir = dst_dir_get(entry_dst_dir(t));
-	f->private_tree = entry_in_stage(t, dst) && !t->opts->dest_unpublished;
+	f->dir = dst_dir_get(tree_entry_dst_dir(t));
+	f->private_tree = tree_entry_in_stage(t, dst) &&
+			  !t->opts->dest_unpublished;
 	f->name = f->dst + strlen(f->dst) - strlen(at.name);
-	f->acl_inherited = entry_parent_acl_default(t);
+	f->acl_inherited = tree_entry_parent_acl_default(t);
 	if (!tree_file_from_items(t, f)) {
 		ret = tree_file_open_source(t, f, src, dst, at);
 		if (ret < 0)
@@ -407,10 +408,10 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 	 * where the umask leaves them whole and no default ACL masks them, no
 	 * chmod.
 	 */
-	mf.mode = entry_parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
-	f->named = entry_in_stage(t, dst);
+	mf.mode = tree_entry_parent_fresh(t) ? f->st.st_mode & 0777 : 0600;
+	f->named = tree_entry_in_stage(t, dst);
 	if (f->named)
-		ret = make_named(at, entry_parent_fresh(t), &mf);
+		ret = make_named(at, tree_entry_parent_fresh(t), &mf);
 	else
 		ret = make_unnamed_or_temp(t, f, at, &mf);
 	if (ret)
@@ -421,12 +422,12 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		goto fail;
 	}
 	/* Metadata here, off the ring thread's path. */
-	ret = meta_file_flags_early(t, f, f->job.dst_fd, &op);
+	ret = tree_meta_file_flags_early(t, f, f->job.dst_fd, &op);
 	if (!ret)
-		ret = meta_file_flags_late(t, f, f->job.dst_fd, &op);
+		ret = tree_meta_file_flags_late(t, f, f->job.dst_fd, &op);
 	if (!ret)
-		ret = meta_file_owner_mode(&t->walk_xattr, f,
-					   entry_parent_fresh(t), &op);
+		ret = tree_meta_file_owner_mode(
+			&t->walk_xattr, f, tree_entry_parent_fresh(t), &op);
 	if (ret) {
 		encio_error_set(&f->e, ret, op, dst, false, 0);
 		goto fail_tmp;

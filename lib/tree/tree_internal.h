@@ -296,49 +296,52 @@ bool tree_stop_requested(struct tree *t);
 void tree_count_complete(struct tree *t, bool updated, uint64_t bytes);
 
 /* tree_walk.c: the walk */
-void walk_reset(struct walker *w, const char *src_root);
-void walk_release(struct walker *w);
-int walk_next(struct walker *w);
-struct entry_at walk_src_at(const struct walker *w, const char *path);
-int walk_open_file(const struct walker *w, const char *path, struct stat *st);
-int walk_descend(struct walker *w);
-struct inline_file *walk_inline_file(struct tree *t);
-void walk_inline_file_stat(const struct tree *t, const struct inline_file *inl,
-			   struct stat *st);
+void tree_walk_reset(struct walker *w, const char *src_root);
+void tree_walk_release(struct walker *w);
+int tree_walk_next(struct walker *w);
+struct entry_at tree_walk_src_at(const struct walker *w, const char *path);
+int tree_walk_open_file(const struct walker *w, const char *path,
+			struct stat *st);
+int tree_walk_descend(struct walker *w);
+struct inline_file *tree_walk_inline_file(struct tree *t);
+void tree_walk_inline_file_stat(const struct tree *t,
+				const struct inline_file *inl, struct stat *st);
 
 /* tree_meta.c: metadata */
-bool meta_src_no_xattrs(struct tree *t, const struct stat *st);
-void meta_ids_init(void);
-bool meta_ids_ours(const struct stat *st);
-int meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
-			 bool made_ours, const char **op);
-int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op);
-int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
-			  const char **op);
-int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
-			 const char **op);
-int meta_flags_unlock(struct tree *t, int dst_fd, const char **op);
-void meta_flags_unlock_at(struct tree *t, struct entry_at at);
+bool tree_meta_src_no_xattrs(struct tree *t, const struct stat *st);
+void tree_meta_ids_init(void);
+bool tree_meta_ids_ours(const struct stat *st);
+int tree_meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
+			      bool made_ours, const char **op);
+int tree_meta_file_metadata(struct tree *t, struct tree_file *f,
+			    const char **op);
+int tree_meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
+			       const char **op);
+int tree_meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
+			      const char **op);
+int tree_meta_flags_unlock(struct tree *t, int dst_fd, const char **op);
+void tree_meta_flags_unlock_at(struct tree *t, struct entry_at at);
 
 /* tree_entry.c: making and placing entries */
-struct dst_dir *entry_dst_dir(const struct tree *t);
-struct entry_at entry_dst_at(const struct tree *t);
-bool entry_parent_fresh(const struct tree *t);
-bool entry_parent_acl_default(const struct tree *t);
-int entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
-		    int (*make)(void *arg, int dir, const char *tmp),
-		    void *arg);
-bool entry_in_stage(const struct tree *t, const char *path);
-int entry_clear_name(struct entry_at at);
-bool entry_link_seen(struct tree *t, const struct stat *st, const char *dst);
-void entry_make_links(struct tree *t);
-void entry_special(struct tree *t, const char *src, const char *dst,
-		   struct entry_at at);
-void entry_unstage(struct tree *t);
-void entry_dir(struct tree *t, const char *src, const char *dst,
-	       struct entry_at at);
-void entry_dirs_finish(struct tree *t);
-void entry_root_finish(struct tree *t);
+struct dst_dir *tree_entry_dst_dir(const struct tree *t);
+struct entry_at tree_entry_dst_at(const struct tree *t);
+bool tree_entry_parent_fresh(const struct tree *t);
+bool tree_entry_parent_acl_default(const struct tree *t);
+int tree_entry_make_temp(struct entry_at at, char tmp[NAME_MAX + 1],
+			 int (*make)(void *arg, int dir, const char *tmp),
+			 void *arg);
+bool tree_entry_in_stage(const struct tree *t, const char *path);
+int tree_entry_clear_name(struct entry_at at);
+bool tree_entry_link_seen(struct tree *t, const struct stat *st,
+			  const char *dst);
+void tree_entry_make_links(struct tree *t);
+void tree_entry_special(struct tree *t, const char *src, const char *dst,
+			struct entry_at at);
+void tree_entry_unstage(struct tree *t);
+void tree_entry_dir(struct tree *t, const char *src, const char *dst,
+		    struct entry_at at);
+void tree_entry_dirs_finish(struct tree *t);
+void tree_entry_root_finish(struct tree *t);
 
 /* tree_file.c: regular files, the walker's side */
 void tree_file_discard(struct tree_file *f);
@@ -347,6 +350,6 @@ void tree_file_prepare(struct tree *t, const char *src, const char *dst,
 		       struct entry_at at);
 
 /* tree_walk_thread.c: the walker thread */
-void *walk_thread(void *arg);
+void *tree_walk_thread(void *arg);
 
 #endif

@@ -15,7 +15,7 @@
 #include "tree/tree_internal.h"
 
 /* The read-ahead of the source saw that this entry has no xattrs. */
-bool meta_src_no_xattrs(struct tree *t, const struct stat *st)
+bool tree_meta_src_no_xattrs(struct tree *t, const struct stat *st)
 {
 	return meta_prefetch_has_xattrs(&t->prefetch, st) == 0;
 }
@@ -25,7 +25,7 @@ static mode_t t_umask;
 static uid_t t_euid;
 static gid_t t_egid;
 
-void meta_ids_init(void)
+void tree_meta_ids_init(void)
 {
 	t_umask = umask(0);
 	umask(t_umask);
@@ -34,7 +34,7 @@ void meta_ids_init(void)
 }
 
 /* What we make has our ids (in a directory without set-gid). */
-bool meta_ids_ours(const struct stat *st)
+bool tree_meta_ids_ours(const struct stat *st)
 {
 	return st->st_uid == t_euid && st->st_gid == t_egid;
 }
@@ -45,15 +45,15 @@ bool meta_ids_ours(const struct stat *st)
  * ours already, and with the mode asked for where no default ACL masked
  * it (which also gave it ACLs the source may lack).
  */
-int meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
-			 bool made_ours, const char **op)
+int tree_meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
+			      bool made_ours, const char **op)
 {
 	struct entry_at src = { f->job.src_fd, NULL };
 	struct entry_at dst = { f->job.dst_fd, NULL };
 	int ret;
 
 	*op = "set owner of";
-	if (!(made_ours && meta_ids_ours(&f->st)) &&
+	if (!(made_ours && tree_meta_ids_ours(&f->st)) &&
 	    fchown(f->job.dst_fd, f->st.st_uid, f->st.st_gid) && errno != EPERM)
 		return -errno;
 	ret = meta_copy_xattrs(b, src, dst,
@@ -76,13 +76,14 @@ int meta_file_owner_mode(struct xattr_buf *b, struct tree_file *f,
  * capabilities); the walker set them when it made the file, off the data
  * path.
  */
-int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op)
+int tree_meta_file_metadata(struct tree *t, struct tree_file *f,
+			    const char **op)
 {
 	struct timespec times[2] = { f->st.st_atim, f->st.st_mtim };
 	int ret;
 
 	if (f->redo_metadata) {
-		ret = meta_file_owner_mode(&t->ring_xattr, f, false, op);
+		ret = tree_meta_file_owner_mode(&t->ring_xattr, f, false, op);
 		if (ret)
 			return ret;
 	}
@@ -104,8 +105,8 @@ int meta_file_metadata(struct tree *t, struct tree_file *f, const char **op)
  * made from the source's items (no source fd) has the flags of its inode
  * item and no xattrs: nothing its directory passed on stays.
  */
-int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
-			  const char **op)
+int tree_meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
+			       const char **op)
 {
 	struct inode_flags_refused *r = &t->ctx->flags_refused;
 	int ret;
@@ -133,11 +134,11 @@ int meta_file_flags_early(struct tree *t, struct tree_file *f, int dst_fd,
 }
 
 /*
- * Walker: append-only and immutable wait for the end (entry_dirs_finish()),
+ * Walker: append-only and immutable wait for the end (tree_entry_dirs_finish()),
  * once the file is in place and its hard links are made: remember it.
  */
-int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
-			 const char **op)
+int tree_meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
+			      const char **op)
 {
 	struct tree_late_flags *l;
 	struct stat st;
@@ -168,7 +169,7 @@ int meta_file_flags_late(struct tree *t, struct tree_file *f, int dst_fd,
  * refuse its metadata, its entries, its replacement; they come back last.
  * @dst_fd: open, not O_PATH.
  */
-int meta_flags_unlock(struct tree *t, int dst_fd, const char **op)
+int tree_meta_flags_unlock(struct tree *t, int dst_fd, const char **op)
 {
 	int ret;
 
@@ -185,7 +186,7 @@ int meta_flags_unlock(struct tree *t, int dst_fd, const char **op)
  * rename over it): not if append-only or immutable. Where that fails, the
  * replacement reports it.
  */
-void meta_flags_unlock_at(struct tree *t, struct entry_at at)
+void tree_meta_flags_unlock_at(struct tree *t, struct entry_at at)
 {
 	struct stat st;
 	const char *op;
@@ -197,7 +198,7 @@ void meta_flags_unlock_at(struct tree *t, struct entry_at at)
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
 		rfd = inode_reopen(fd);
 		if (rfd >= 0) {
-			meta_flags_unlock(t, rfd, &op);
+			tree_meta_flags_unlock(t, rfd, &op);
 			close(rfd);
 		}
 	}

@@ -18,7 +18,7 @@ static void walk_level_close(struct walk_level *lvl)
 	dst_dir_put(lvl->dst);
 }
 
-void walk_reset(struct walker *w, const char *src_root)
+void tree_walk_reset(struct walker *w, const char *src_root)
 {
 	while (w->depth)
 		walk_level_close(&w->levels[--w->depth]);
@@ -28,9 +28,9 @@ void walk_reset(struct walker *w, const char *src_root)
 	w->name_at = 0;
 }
 
-void walk_release(struct walker *w)
+void tree_walk_release(struct walker *w)
 {
-	walk_reset(w, NULL);
+	tree_walk_reset(w, NULL);
 	free(w->levels);
 	w->levels = NULL;
 	w->cap = 0;
@@ -39,9 +39,9 @@ void walk_release(struct walker *w)
 /*
  * The next entry into w->rel and w->st: 1, 0 at the end of the tree, or
  * -errno for an entry (or directory) that could not be read, w->rel naming
- * it. Directories are entered only by walk_descend().
+ * it. Directories are entered only by tree_walk_descend().
  */
-int walk_next(struct walker *w)
+int tree_walk_next(struct walker *w)
 {
 	struct walk_level *top;
 	struct dirent *de;
@@ -98,8 +98,8 @@ int walk_next(struct walker *w)
 	return 0;
 }
 
-/* The entry the last walk_next() returned, in its source directory. */
-struct entry_at walk_src_at(const struct walker *w, const char *path)
+/* The entry the last tree_walk_next() returned, in its source directory. */
+struct entry_at tree_walk_src_at(const struct walker *w, const char *path)
 {
 	if (!w->depth)
 		return (struct entry_at){ AT_FDCWD, path };
@@ -108,15 +108,16 @@ struct entry_at walk_src_at(const struct walker *w, const char *path)
 }
 
 /*
- * Open the regular file the last walk_next() returned, its stat in @st.
+ * Open the regular file the last tree_walk_next() returned, its stat in @st.
  * It may have been replaced since readdir: a directory is -EISDIR,
  * anything else but a regular file -EINVAL (a FIFO put there must not
  * block the walk).
  */
-int walk_open_file(const struct walker *w, const char *path, struct stat *st)
+int tree_walk_open_file(const struct walker *w, const char *path,
+			struct stat *st)
 {
 	const int flags = O_RDONLY | O_NOFOLLOW;
-	struct entry_at at = walk_src_at(w, path);
+	struct entry_at at = tree_walk_src_at(w, path);
 	int fd = open_regular_at(at.dir, at.name, flags | O_NOATIME, 0, st);
 
 	if (fd == -EPERM) /* O_NOATIME on someone else's */
@@ -124,8 +125,8 @@ int walk_open_file(const struct walker *w, const char *path, struct stat *st)
 	return fd;
 }
 
-/* Enter the directory the last walk_next() returned. */
-int walk_descend(struct walker *w)
+/* Enter the directory the last tree_walk_next() returned. */
+int tree_walk_descend(struct walker *w)
 {
 	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 	size_t len = strlen(w->rel);
@@ -175,7 +176,7 @@ int walk_descend(struct walker *w)
  * Walker: the current entry from the items of a read-only source (see
  * inline_files.h), or NULL.
  */
-struct inline_file *walk_inline_file(struct tree *t)
+struct inline_file *tree_walk_inline_file(struct tree *t)
 {
 	const struct walk_level *lvl;
 
@@ -188,8 +189,8 @@ struct inline_file *walk_inline_file(struct tree *t)
 				t->walk.d_ino);
 }
 
-void walk_inline_file_stat(const struct tree *t, const struct inline_file *inl,
-			   struct stat *st)
+void tree_walk_inline_file_stat(const struct tree *t,
+				const struct inline_file *inl, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_dev = t->src_dev;

@@ -58,7 +58,7 @@ static bool dir_within(int fd, dev_t dev, ino_t ino)
 static int root_target_check(struct tree *t)
 {
 	const struct stat *st = &t->walk.st;
-	struct entry_at at = entry_dst_at(t);
+	struct entry_at at = tree_entry_dst_at(t);
 	struct stat cur;
 
 	if (!fstatat(at.dir, at.name, &cur, AT_SYMLINK_NOFOLLOW) &&
@@ -118,16 +118,16 @@ static void tree_entry(struct tree *t)
 		return;
 	if (t->walk.rel[0] && nested_subvolume(t))
 		return;
-	at = entry_dst_at(t);
+	at = tree_entry_dst_at(t);
 	switch (type) {
 	case S_IFDIR:
-		entry_dir(t, src, dst, at);
+		tree_entry_dir(t, src, dst, at);
 		break;
 	case S_IFREG:
 		tree_file_prepare(t, src, dst, at);
 		break;
 	default:
-		entry_special(t, src, dst, at);
+		tree_entry_special(t, src, dst, at);
 		break;
 	}
 }
@@ -157,7 +157,7 @@ static int tree_root_begin(struct tree *t)
 				strrchr(t->dst_root, '/') - t->dst_root + 1 :
 				0;
 	memcpy(t->dst_final, t->dst_root, n + 1);
-	walk_reset(&t->walk, src);
+	tree_walk_reset(&t->walk, src);
 	t->have_root_id = false;
 	return 0;
 }
@@ -196,7 +196,7 @@ static void tree_source_begin(struct tree *t)
 }
 
 /* The walker thread: every source tree, entry by entry. */
-void *walk_thread(void *arg)
+void *tree_walk_thread(void *arg)
 {
 	struct tree *t = arg;
 	char path[PATH_MAX];
@@ -209,7 +209,7 @@ void *walk_thread(void *arg)
 			continue;
 		}
 		while (!tree_stop_requested(t)) {
-			ret = walk_next(&t->walk);
+			ret = tree_walk_next(&t->walk);
 			if (ret == 0)
 				break;
 			if (ret > 0) {
