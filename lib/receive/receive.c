@@ -4,6 +4,19 @@
  *
  * The context, the run over the stream's commands, -C, -E and -e; the
  * commands are applied by the files receive_internal.h lists.
+ *
+ * Where the decisions are made: whether a parent or clone source found
+ * by UUID is trusted (encio's mark, the owner, one in DEST), in
+ * receive_lookup.c (rcv_lookup_open_subvol_by_uuid()); whether an
+ * ENCODED_WRITE is written encoded or decoded first, in receive_apply.c
+ * (apply_encoded_write(): decoded where the kernel refuses it), and
+ * whether a CLONE is copied instead (rcv_clone(): nocow and copy-on-write
+ * files cannot share); when append-only or immutable are lifted and put
+ * back, in receive_flags.c (rcv_flags_lift(), rcv_flags_finish()); where
+ * a subvolume is built and when it gets its name, in receive_resume.c
+ * (rcv_resume_subvol_begin(), rcv_resume_subvol_finish()), and when a
+ * checkpoint is taken (rcv_resume_applied()); whether a subvolume is
+ * finished, marked and made read-only, in receive_subvol.c.
  */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -12,6 +12,16 @@
  * any other path operation in the source: a buffered read or a path lookup
  * while our own encoded reads are in flight can deadlock against the
  * extent locks they hold until this thread reaps them.
+ *
+ * Where the decisions are made: whether encio walks the tree or the kernel
+ * computes the stream, here (kernel_computes(): a parent, clone sources,
+ * --no-data or v1), and which parent a PATH after the first gets
+ * (send_walked()); which parent the kernel is given, in send_roots.c
+ * (send_find_parent(), as btrfs send chooses); whether a range is sent as
+ * a CLONE of one sent before, in send_share.c (send_share_map() cuts the
+ * file's map, send_clone_checked() confirms the source still holds it);
+ * whether a range is read encoded or plain, in send_piece.c; in which
+ * order inodes go, in send_walk.c (inode-number order, the kernel's).
  */
 #include <errno.h>
 #include <fcntl.h>

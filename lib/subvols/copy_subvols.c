@@ -15,6 +15,18 @@
  * is resumed where it is of the same source: a whole copy by copy -r's
  * resume, a difference from the last checkpoint its receive (as receive
  * -s, checkpoints only after 1 GiB or 10 s) kept, sent from there.
+ *
+ * Where the decisions are made: the order of the subvolumes, their
+ * families and the nearest relative each is sent from, in
+ * lib/plan/subvol_plan.c (subvol_plan_nearest()); whether DEST's copy at
+ * a name is kept, updated from its base or replaced, in
+ * copy_subvols_dest.c (subvols_dest_state()), and whether SRC changed
+ * since, in copy_subvols_src.c (subvols_src_changed()); whether a copy in
+ * flight is resumed or dropped, in copy_subvols_partial.c
+ * (subvols_partial_settle()); whether a copy goes whole or as a
+ * difference, and whether a failure stops the move, here (copy_entry(),
+ * stops_all()); which extras --delete-extra may delete, in
+ * copy_subvols_extra.c.
  */
 #include <errno.h>
 #include <fcntl.h>
