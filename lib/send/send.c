@@ -20,8 +20,10 @@
  * (send_find_parent(), as btrfs send chooses); whether a range is sent as
  * a CLONE of one sent before, in send_share.c (send_share_map() cuts the
  * file's map, send_clone_checked() confirms the source still holds it);
- * whether a range is read encoded or plain, in send_piece.c; in which
- * order inodes go, in send_walk.c (inode-number order, the kernel's).
+ * which ranges are read and in which windows, in send_data.c, each piece
+ * read encoded or plain in send_piece.c (plain only where encoded reads
+ * are impossible); in which order inodes go, in send_walk.c
+ * (inode-number order, the kernel's).
  */
 #include <errno.h>
 #include <fcntl.h>
