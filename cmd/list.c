@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "fs/extents.h"
 #include "base/kernel.h"
 #include "commands.h"
@@ -57,7 +58,7 @@ static void json_extent(const struct file_extent *fe, bool last)
 	       ", \"extent_offset\": %" PRIu64 ", \"ram_bytes\": %" PRIu64
 	       "}%s\n",
 	       fe->offset, fe->len, fe->disk_bytes,
-	       extent_compression_name(fe->compression),
+	       codec_alg_name(fe->compression),
 	       extent_kind_name(fe->kind), fe->disk_bytenr, fe->extent_offset,
 	       fe->ram_bytes, last ? "" : ",");
 }
@@ -99,7 +100,7 @@ static void json_totals(const struct extent_totals *t)
 	printf("    \"types\": {\n");
 	json_row("TOTAL", &t->all, false);
 	for (i = BTRFS_COMPRESS_NONE; i <= BTRFS_COMPRESS_ZSTD; i++)
-		json_row(extent_compression_name(i), &t->by_type[i], false);
+		json_row(codec_alg_name(i), &t->by_type[i], false);
 	json_row("prealloc", &t->prealloc, false);
 	json_row("unknown", &t->unknown, true);
 	printf("    }\n  }\n}\n");
@@ -116,7 +117,7 @@ static void text_extent(const struct file_extent *fe)
 		printf(" %12s  %-7s", "-", "-");
 	else
 		printf(" %12" PRIu64 "  %-7s", fe->disk_bytes,
-		       extent_compression_name(fe->compression));
+		       codec_alg_name(fe->compression));
 	if (global_opts.verbose > 0 && !hole)
 		printf(" %-8s %14" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n",
 		       extent_kind_name(fe->kind), fe->disk_bytenr,
@@ -172,7 +173,7 @@ static void text_totals(const struct extent_totals *t)
 	text_row("TOTAL", &t->all);
 	for (i = BTRFS_COMPRESS_NONE; i <= BTRFS_COMPRESS_ZSTD; i++)
 		if (t->by_type[i].uncompressed)
-			text_row(extent_compression_name(i), &t->by_type[i]);
+			text_row(codec_alg_name(i), &t->by_type[i]);
 	if (t->prealloc.uncompressed)
 		text_row("prealloc", &t->prealloc);
 	if (t->unknown.uncompressed)

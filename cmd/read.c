@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codec/compression.h"
+#include "codec/codec.h"
 #include "io/engine.h"
 #include "fs/extents.h"
 #include "commands.h"
@@ -41,7 +41,7 @@ void print_encoded_params(FILE *out, bool json, uint64_t offset,
 			  const struct btrfs_ioctl_encoded_io_args *a,
 			  uint64_t bytes, enum encio_io_mode mode)
 {
-	const char *name = encoded_compression_name(a->compression);
+	const char *name = codec_name(a->compression);
 	char num[16];
 
 	if (!name) {

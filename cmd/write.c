@@ -14,7 +14,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "codec/compression.h"
+#include "codec/codec.h"
 #include "io/engine.h"
 #include "fs/extents.h"
 #include "commands.h"
@@ -232,7 +232,7 @@ static int cmd_write(const struct cmd_struct *cmd, int argc, char **argv)
 		print_error("cannot statfs '%s': %m", o.path);
 		goto out;
 	}
-	if (encoded_compression_parse(o.alg, sfs.f_bsize, &compression)) {
+	if (codec_parse(o.alg, sfs.f_bsize, &compression)) {
 		ret = usage_error(cmd,
 				  "unknown compression '%s' (sector size %lu)",
 				  o.alg, (unsigned long)sfs.f_bsize);

@@ -2,7 +2,8 @@
 # Set up everything and run the test suite: unit tests and scenario tests on
 # loopback btrfs images (needs root). Ends with "N passed, N failed, N skipped".
 #   scripts/test.sh             the normal build (in build/)
-#   scripts/test.sh --sanitize  an AddressSanitizer + UBSan build (in build-asan/)
+#   scripts/test.sh --sanitize  an AddressSanitizer + UBSan build with lib/'s
+#                               asserts on (in build-asan/)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -10,7 +11,10 @@ bash scripts/deps.sh || exit 1
 if [ "${1:-}" = --sanitize ]; then
 	dir=build-asan
 	san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-	bash scripts/build.sh "$dir" CFLAGS="-O1 -g $san" LDFLAGS="$san" || exit 1
+	# ENCIO_ASSERTS: lib/'s invariants abort here (base/invariant.h);
+	# a tree configured without it is configured again
+	grep -q ENCIO_ASSERTS "$dir/config.status" 2>/dev/null || rm -f "$dir/Makefile"
+	bash scripts/build.sh "$dir" CFLAGS="-O1 -g $san -DENCIO_ASSERTS" LDFLAGS="$san" || exit 1
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 else
 	dir=build

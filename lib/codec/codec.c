@@ -115,21 +115,6 @@ void codec_free(struct codec *codec)
 	free(codec);
 }
 
-const char *codec_name(int compression)
-{
-	switch (compression) {
-	case BTRFS_ENCODED_IO_COMPRESSION_NONE:
-		return "none";
-	case BTRFS_ENCODED_IO_COMPRESSION_ZLIB:
-		return "zlib";
-	case BTRFS_ENCODED_IO_COMPRESSION_ZSTD:
-		return "zstd";
-	case BTRFS_ENCODED_IO_COMPRESSION_LZO_4K ... BTRFS_ENCODED_IO_COMPRESSION_LZO_64K:
-		return "lzo";
-	}
-	return "unknown";
-}
-
 /* Sector size of an LZO_xK id, or 0 if @compression is not lzo. */
 static size_t lzo_sector(int compression)
 {
@@ -138,6 +123,112 @@ static size_t lzo_sector(int compression)
 	if (shift < 0 || compression > BTRFS_ENCODED_IO_COMPRESSION_LZO_64K)
 		return 0;
 	return (size_t)4096 << shift;
+}
+
+/* ---- names ---- */
+
+/* The one table of compression names, by on-disk BTRFS_COMPRESS_* id. */
+static const char *const alg_names[] = {
+	[BTRFS_COMPRESS_NONE] = "none",
+	[BTRFS_COMPRESS_ZLIB] = "zlib",
+	[BTRFS_COMPRESS_LZO] = "lzo",
+	[BTRFS_COMPRESS_ZSTD] = "zstd",
+};
+
+#define NR_ALGS ((int)(sizeof(alg_names) / sizeof(alg_names[0])))
+
+const char *codec_alg_name(int alg)
+{
+	if (alg < 0 || alg >= NR_ALGS)
+		return "unknown";
+	return alg_names[alg];
+}
+
+int codec_alg_parse(const char *name, size_t len)
+{
+	int alg;
+
+	for (alg = 0; alg < NR_ALGS; alg++)
+		if (strlen(alg_names[alg]) == len &&
+		    !strncmp(name, alg_names[alg], len))
+			return alg;
+	return -EINVAL;
+}
+
+const char *codec_name(int compression)
+{
+	switch (compression) {
+	case BTRFS_ENCODED_IO_COMPRESSION_NONE:
+		return alg_names[BTRFS_COMPRESS_NONE];
+	case BTRFS_ENCODED_IO_COMPRESSION_ZLIB:
+		return alg_names[BTRFS_COMPRESS_ZLIB];
+	case BTRFS_ENCODED_IO_COMPRESSION_ZSTD:
+		return alg_names[BTRFS_COMPRESS_ZSTD];
+	case BTRFS_ENCODED_IO_COMPRESSION_LZO_4K ... BTRFS_ENCODED_IO_COMPRESSION_LZO_64K:
+		return alg_names[BTRFS_COMPRESS_LZO];
+	}
+	return NULL;
+}
+
+/* The LZO_xK id whose segments are @sectorsize bytes. */
+static int lzo_id(uint32_t sectorsize, uint32_t *compression)
+{
+	int id;
+
+	for (id = BTRFS_ENCODED_IO_COMPRESSION_LZO_4K;
+	     id <= BTRFS_ENCODED_IO_COMPRESSION_LZO_64K; id++) {
+		if (lzo_sector(id) == sectorsize) {
+			*compression = id;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* "lzo4k" .. "lzo64k", the names encio write accepted before "lzo". */
+static int lzo_sized_parse(const char *name, uint32_t *compression)
+{
+	unsigned long k;
+	char *end;
+
+	if (strncmp(name, "lzo", 3) || name[3] < '1' || name[3] > '9')
+		return -EINVAL;
+	k = strtoul(name + 3, &end, 10);
+	if (strcmp(end, "k") || k > 64)
+		return -EINVAL;
+	return lzo_id(k * 1024, compression);
+}
+
+int codec_parse(const char *name, uint32_t sectorsize, uint32_t *compression)
+{
+	unsigned long value;
+	char *end;
+	int alg;
+
+	alg = codec_alg_parse(name, strlen(name));
+	switch (alg) {
+	case BTRFS_COMPRESS_NONE:
+		*compression = BTRFS_ENCODED_IO_COMPRESSION_NONE;
+		return 0;
+	case BTRFS_COMPRESS_ZLIB:
+		*compression = BTRFS_ENCODED_IO_COMPRESSION_ZLIB;
+		return 0;
+	case BTRFS_COMPRESS_ZSTD:
+		*compression = BTRFS_ENCODED_IO_COMPRESSION_ZSTD;
+		return 0;
+	case BTRFS_COMPRESS_LZO:
+		return lzo_id(sectorsize, compression);
+	}
+	if (!lzo_sized_parse(name, compression))
+		return 0;
+	if (name[0] < '0' || name[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	value = strtoul(name, &end, 10);
+	if (errno || *end || value > UINT32_MAX)
+		return -EINVAL;
+	*compression = value;
+	return 0;
 }
 
 /* ---- zlib ---- */

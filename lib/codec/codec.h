@@ -7,6 +7,7 @@
 #define ENCIO_CODEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct codec;
@@ -52,9 +53,30 @@ ssize_t codec_encode(struct codec *codec, int compression, int level,
 		     const void *in, size_t in_len, void *out, size_t out_cap);
 
 /*
- * "zlib", "zstd", "lzo" or "none" for an encoded-I/O compression id,
- * "unknown" for anything else (never NULL).
+ * Compression names, one spelling everywhere: "none", "zlib", "lzo", "zstd",
+ * as btrfs-progs and compsize print them. lzo's encoded-I/O ids (LZO_4K ..
+ * LZO_64K) all print as "lzo": the sector size they carry is the file
+ * system's, and the numeric id says it where it matters.
+ *
+ * codec_alg_name() names an on-disk BTRFS_COMPRESS_* id, "unknown" for
+ * others; codec_alg_parse() returns the BTRFS_COMPRESS_* id of the first
+ * @len bytes of @name, or -EINVAL.
+ */
+const char *codec_alg_name(int alg);
+int codec_alg_parse(const char *name, size_t len);
+
+/*
+ * The name of an encoded-I/O compression id (BTRFS_ENCODED_IO_COMPRESSION_*),
+ * NULL for an id that has none.
  */
 const char *codec_name(int compression);
+
+/*
+ * An encoded-I/O compression id for @name: a name as above ("lzo" with
+ * @sectorsize segments), "lzo4k" .. "lzo64k" (lzo with the segment size
+ * given), or a decimal number (passed through unchecked, so the kernel can
+ * refuse it). Returns 0 or -EINVAL.
+ */
+int codec_parse(const char *name, uint32_t sectorsize, uint32_t *compression);
 
 #endif

@@ -18,16 +18,20 @@ int compress_spec_parse(const char *s, struct compress_spec *spec)
 	char *end;
 	long level;
 
-	if (n == 4 && !strncmp(s, "zstd", 4)) {
+	switch (codec_alg_parse(s, n)) {
+	case BTRFS_COMPRESS_ZSTD:
 		spec->alg = BTRFS_COMPRESS_ZSTD;
 		max = 15;
-	} else if (n == 4 && !strncmp(s, "zlib", 4)) {
+		break;
+	case BTRFS_COMPRESS_ZLIB:
 		spec->alg = BTRFS_COMPRESS_ZLIB;
 		max = 9;
-	} else if (n == 3 && !strncmp(s, "lzo", 3)) {
+		break;
+	case BTRFS_COMPRESS_LZO:
 		spec->alg = BTRFS_COMPRESS_LZO;
 		max = 0;
-	} else {
+		break;
+	default:
 		return -EINVAL;
 	}
 	spec->level = max ? 3 : 0;

@@ -29,6 +29,7 @@
 #include "codec/cpool.h"
 #include "fs/extents.h"
 #include "base/fsutil.h"
+#include "base/invariant.h"
 #include "fs/meta.h"
 
 int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
@@ -651,6 +652,7 @@ static bool job_complete(struct copy_job *job, struct engine_req *req)
 
 bool copy_job_complete(struct copy_job *job, struct engine_req *req)
 {
+	ENCIO_ASSERT(req->priv == job && job->inflight > 0);
 	if (job_complete(job, req))
 		return true;
 	job->inflight--;
@@ -710,6 +712,7 @@ bool copy_job_has_work(struct copy_job *job)
 
 void copy_job_release(struct copy_job *job)
 {
+	ENCIO_ASSERT(copy_job_idle(job));
 	copy_share_end(job);
 	extent_map_release(&job->map);
 	free(job->pending);

@@ -11,6 +11,7 @@
 
 #include "copy/copy.h"
 #include "base/error.h"
+#include "base/invariant.h"
 
 int copy_job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
 		  uint64_t offset)
@@ -27,6 +28,7 @@ int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
 {
 	struct copy_range *r;
 
+	ENCIO_ASSERT(start < end);
 	if (job->nr_pending == job->cap_pending) {
 		size_t cap = job->cap_pending ? job->cap_pending * 2 : 16;
 

@@ -61,21 +61,6 @@ const char *extent_kind_name(enum extent_kind kind)
 	return "?";
 }
 
-const char *extent_compression_name(int compression)
-{
-	switch (compression) {
-	case BTRFS_COMPRESS_NONE:
-		return "none";
-	case BTRFS_COMPRESS_ZLIB:
-		return "zlib";
-	case BTRFS_COMPRESS_LZO:
-		return "lzo";
-	case BTRFS_COMPRESS_ZSTD:
-		return "zstd";
-	}
-	return "unknown";
-}
-
 const char *extent_source_name(enum extent_source source)
 {
 	switch (source) {

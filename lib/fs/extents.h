@@ -108,7 +108,6 @@ int extent_item_parse(const void *item, uint32_t len, uint64_t file_offset,
 		      struct file_extent *fe);
 
 const char *extent_kind_name(enum extent_kind kind);
-const char *extent_compression_name(int compression);
 const char *extent_source_name(enum extent_source source);
 
 /* BTRFS_ENCODED_IO_COMPRESSION_* for a BTRFS_COMPRESS_* id, -1 if none. */

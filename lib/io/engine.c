@@ -19,6 +19,7 @@
 #include "io/compat.h"
 #include "codec/codec.h"
 #include "io/engine.h"
+#include "base/invariant.h"
 #include "fs/extents.h"
 
 static const char *const io_mode_names[ENCIO_IO_NR_MODES] = {
@@ -151,6 +152,7 @@ void engine_release(struct engine *engine)
 	if (engine->ring) {
 		/* the slots are unmapped below: nothing may still target them */
 		engine_cancel_all(engine);
+		ENCIO_ASSERT(!engine->in_ring && !engine->nr_held);
 		io_uring_queue_exit(engine->ring);
 		free(engine->ring);
 	}
@@ -167,6 +169,8 @@ struct engine_req *engine_get_req(struct engine *engine)
 	if (slot < 0)
 		return NULL;
 	req = &engine->reqs[slot];
+	ENCIO_ASSERT(!req->owned && !req->in_flight);
+	req->owned = true;
 	req->next = NULL;
 	req->priv = NULL;
 	req->cookie = 0;
@@ -176,6 +180,8 @@ struct engine_req *engine_get_req(struct engine *engine)
 
 void engine_put_req(struct engine *engine, struct engine_req *req)
 {
+	ENCIO_ASSERT(req->owned && !req->in_flight);
+	req->owned = false;
 	bufpool_put_slot(&engine->pool, req->slot);
 }
 
@@ -186,6 +192,7 @@ unsigned int engine_inflight(const struct engine *engine)
 
 	for (req = engine->done; req; req = req->next)
 		n++;
+	ENCIO_ASSERT(n <= engine->depth);
 	return n;
 }
 
@@ -209,6 +216,21 @@ static unsigned int req_fill_iovecs(struct engine *engine,
 		n++;
 	}
 	return n;
+}
+
+/* @req is queued: the caller got it and has no other operation on it. */
+static void engine_req_queued(struct engine_req *req)
+{
+	ENCIO_ASSERT(req->owned && !req->in_flight);
+	req->in_flight = true;
+}
+
+/* @req goes back to its caller with its result. */
+static struct engine_req *engine_req_reaped(struct engine_req *req)
+{
+	ENCIO_ASSERT(req->in_flight && !req->in_ring);
+	req->in_flight = false;
+	return req;
 }
 
 static void engine_done_append(struct engine *engine, struct engine_req *req)
@@ -259,6 +281,7 @@ static void engine_queue_uring_cmd(struct engine *engine,
 		sqe->buf_index = buf_index;
 	}
 	io_uring_sqe_set_data(sqe, req);
+	ENCIO_ASSERT(!req->in_ring && engine->in_ring < engine->depth);
 	req->in_ring = true;
 	engine->in_ring++;
 	engine->to_submit++;
@@ -280,6 +303,7 @@ static void engine_queue_read(struct engine *engine, struct engine_req *req)
 	else
 		io_uring_prep_read(sqe, req->fd, buf, req->len, req->offset);
 	io_uring_sqe_set_data(sqe, req);
+	ENCIO_ASSERT(!req->in_ring && engine->in_ring < engine->depth);
 	req->in_ring = true;
 	engine->in_ring++;
 	engine->to_submit++;
@@ -393,6 +417,7 @@ static void engine_ring_read(struct engine *engine, struct engine_req *req)
 	req->next = NULL;
 	*engine->held_tail = req;
 	engine->held_tail = &req->next;
+	ENCIO_ASSERT(engine->nr_held < engine->depth);
 	engine->nr_held++;
 }
 
@@ -418,6 +443,7 @@ static void engine_release_held(struct engine *engine)
 /* The kernel gave @req back (its completion was reaped). */
 static void engine_ring_done(struct engine *engine, struct engine_req *req)
 {
+	ENCIO_ASSERT(req->in_ring && engine->in_ring > 0);
 	req->in_ring = false;
 	engine->in_ring--;
 	if (req->holds_lock) {
@@ -454,6 +480,7 @@ static void engine_issue_encoded(struct engine *engine, struct engine_req *req,
 void engine_encoded_read(struct engine *engine, struct engine_req *req,
 			 enum encio_io_mode mode, int fd, uint64_t offset)
 {
+	engine_req_queued(req);
 	req->op = ENGINE_OP_ENCODED_READ;
 	req->mode = mode;
 	req->fd = fd;
@@ -469,6 +496,7 @@ void engine_encoded_read(struct engine *engine, struct engine_req *req,
 void engine_encoded_read_answered(struct engine *engine, struct engine_req *req,
 				  int fd, uint64_t offset, size_t res)
 {
+	engine_req_queued(req);
 	req->op = ENGINE_OP_ENCODED_READ;
 	req->mode = ENCIO_IO_NONE;
 	req->fd = fd;
@@ -482,6 +510,7 @@ void engine_encoded_write(struct engine *engine, struct engine_req *req,
 			  enum encio_io_mode mode, int fd, uint64_t offset,
 			  size_t encoded_len)
 {
+	engine_req_queued(req);
 	req->op = ENGINE_OP_ENCODED_WRITE;
 	req->mode = mode;
 	req->fd = fd;
@@ -500,6 +529,7 @@ void engine_read(struct engine *engine, struct engine_req *req,
 {
 	void *buf = engine_req_buf(engine, req);
 
+	engine_req_queued(req);
 	req->op = ENGINE_OP_READ;
 	req->mode = mode;
 	req->fd = fd;
@@ -525,7 +555,7 @@ static struct engine_req *engine_pop_done(struct engine *engine)
 	if (!engine->done)
 		engine->done_tail = &engine->done;
 	req->next = NULL;
-	return req;
+	return engine_req_reaped(req);
 }
 
 static bool ring_wait_transient(int ret)
@@ -646,7 +676,7 @@ got:
 	req->res = cqe->res;
 	io_uring_cqe_seen(engine->ring, cqe);
 	engine_ring_done(engine, req);
-	return req;
+	return engine_req_reaped(req);
 failed:
 	/* Report it once the kernel holds none of our requests. */
 	*err = ret;
@@ -736,6 +766,7 @@ engine_probe_fixed_honoured(struct engine *engine, struct engine_req *req,
 {
 	ssize_t res;
 
+	engine_req_queued(req);
 	req->op = ENGINE_OP_ENCODED_READ;
 	req->mode = ENCIO_IO_URING_FIXED;
 	req->fd = fd;

@@ -55,7 +55,9 @@ struct engine_req {
 	void *priv;	 /* the caller's */
 	uint64_t cookie; /* the caller's too */
 	struct engine_req *next;
-	bool in_ring; /* the kernel owns it until its completion is reaped */
+	bool in_ring;	/* the kernel owns it until its completion is reaped */
+	bool owned;	/* got and not put yet */
+	bool in_flight; /* queued and not reaped yet */
 	/*
 	 * A uring encoded read keeps the inode's extent range [lock_start,
 	 * lock_end] locked until its completion runs in this task; plain
@@ -140,7 +142,12 @@ struct encio_probe {
 int engine_init(struct engine *engine, const struct engine_config *config);
 void engine_release(struct engine *engine);
 
-/* A free request with its slot, or NULL when all are in flight. */
+/*
+ * A free request with its slot, or NULL when all are in flight. It is the
+ * caller's until engine_put_req(), and the engine's from each queueing call
+ * until engine_reap() returns it: not queued twice, not put meanwhile
+ * (ENCIO_ASSERT in the sanitizer build).
+ */
 struct engine_req *engine_get_req(struct engine *engine);
 void engine_put_req(struct engine *engine, struct engine_req *req);
 

@@ -24,6 +24,7 @@
 #include <sys/xattr.h>
 
 #include "receive/receive_internal.h"
+#include "base/invariant.h"
 
 /* @path is @top or beneath it, as stream paths go. */
 bool rcv_path_within(const char *path, const char *top)
@@ -37,6 +38,7 @@ void rcv_dir_cache_clear(struct receive_ctx *ctx)
 {
 	int i;
 
+	ENCIO_ASSERT(!ctx->last_dir);
 	for (i = 0; i < DIR_CACHE_SLOTS; i++)
 		close_fd(&ctx->dirs[i].fd);
 }
@@ -157,6 +159,9 @@ int rcv_path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 	size_t len;
 	int fd, ret, i;
 
+	ENCIO_ASSERT(!ctx->last_dir ||
+		     (ctx->last_dir >= ctx->dirs &&
+		      ctx->last_dir < ctx->dirs + DIR_CACHE_SLOTS));
 	ret = rcv_pending_flush(ctx) ?: check_path(ctx, path);
 	if (ret)
 		return ret;
@@ -178,6 +183,7 @@ int rcv_path_open_parent(struct receive_ctx *ctx, const char *path, char *last)
 		if (d->fd < 0 || (slot->fd >= 0 && d->used < slot->used))
 			slot = d;
 	}
+	ENCIO_ASSERT(slot != ctx->last_dir || slot->fd < 0);
 	close_fd(&slot->fd);
 	memcpy(slot->path, path, len);
 	slot->path[len] = '\0';

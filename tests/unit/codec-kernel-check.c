@@ -110,13 +110,13 @@ static int check_extent(struct check *c, int fd, const char *path,
 			   args->unencoded_len);
 	if (dec < 0) {
 		printf("%s: offset %llu: %s extent of %zu bytes: decode: %s\n",
-		       path, off, codec_name(args->compression), enc_len,
+		       path, off, codec_name(args->compression) ?: "unknown", enc_len,
 		       strerror(-dec));
 		return 1;
 	}
 	if (memcmp(c->dec + args->unencoded_offset, c->plain, args->len)) {
 		printf("%s: offset %llu: %s extent of %zu bytes (decoded %zd, unencoded_offset %llu, len %llu): data differs\n",
-		       path, off, codec_name(args->compression), enc_len, dec,
+		       path, off, codec_name(args->compression) ?: "unknown", enc_len, dec,
 		       (unsigned long long)args->unencoded_offset,
 		       (unsigned long long)args->len);
 		return 1;

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "io/bench.h"
-#include "codec/compression.h"
+#include "codec/codec.h"
 
 static void test_median(void **state)
 {
@@ -62,36 +62,46 @@ static void test_compression_names(void **state)
 	uint32_t c;
 
 	(void)state;
-	assert_string_equal(encoded_compression_name(0), "none");
-	assert_string_equal(encoded_compression_name(1), "zlib");
-	assert_string_equal(encoded_compression_name(2), "zstd");
-	assert_string_equal(encoded_compression_name(3), "lzo4k");
-	assert_string_equal(encoded_compression_name(7), "lzo64k");
-	assert_null(encoded_compression_name(8));
+	assert_string_equal(codec_name(0), "none");
+	assert_string_equal(codec_name(1), "zlib");
+	assert_string_equal(codec_name(2), "zstd");
+	assert_string_equal(codec_name(3), "lzo");
+	assert_string_equal(codec_name(7), "lzo");
+	assert_null(codec_name(8));
 
-	assert_int_equal(encoded_compression_parse("zstd", 4096, &c), 0);
+	assert_int_equal(codec_parse("zstd", 4096, &c), 0);
 	assert_int_equal(c, 2);
-	assert_int_equal(encoded_compression_parse("lzo", 4096, &c), 0);
+	assert_int_equal(codec_parse("lzo", 4096, &c), 0);
 	assert_int_equal(c, 3);
-	assert_int_equal(encoded_compression_parse("lzo", 65536, &c), 0);
+	assert_int_equal(codec_parse("lzo", 65536, &c), 0);
 	assert_int_equal(c, 7);
-	assert_int_equal(encoded_compression_parse("lzo", 2048, &c), -EINVAL);
-	assert_int_equal(encoded_compression_parse("lzo16k", 4096, &c), 0);
+	assert_int_equal(codec_parse("lzo", 2048, &c), -EINVAL);
+	assert_int_equal(codec_parse("lzo16k", 4096, &c), 0);
 	assert_int_equal(c, 5);
+	assert_int_equal(codec_parse("lzo4k", 65536, &c), 0);
+	assert_int_equal(c, 3);
+	assert_int_equal(codec_parse("lzo64k", 4096, &c), 0);
+	assert_int_equal(c, 7);
+	assert_int_equal(codec_parse("lzo3k", 4096, &c), -EINVAL);
+	assert_int_equal(codec_parse("lzo128k", 4096, &c),
+			 -EINVAL);
+	assert_int_equal(codec_parse("lzo04k", 4096, &c),
+			 -EINVAL);
 	/* Numbers pass through unchecked: the kernel decides. */
-	assert_int_equal(encoded_compression_parse("9", 4096, &c), 0);
+	assert_int_equal(codec_parse("9", 4096, &c), 0);
 	assert_int_equal(c, 9);
-	assert_int_equal(encoded_compression_parse("gzip", 4096, &c), -EINVAL);
-	assert_int_equal(encoded_compression_parse("2x", 4096, &c), -EINVAL);
-	assert_int_equal(encoded_compression_parse("", 4096, &c), -EINVAL);
-	assert_int_equal(encoded_compression_parse("-1", 4096, &c), -EINVAL);
-	/* Every name parses back to its id. */
-	for (c = 0; encoded_compression_name(c); c++) {
+	assert_int_equal(codec_parse("gzip", 4096, &c), -EINVAL);
+	assert_int_equal(codec_parse("2x", 4096, &c), -EINVAL);
+	assert_int_equal(codec_parse("", 4096, &c), -EINVAL);
+	assert_int_equal(codec_parse("-1", 4096, &c), -EINVAL);
+	/* Every name parses back to its id, lzo's with the sector size. */
+	for (c = 0; codec_name(c); c++) {
+		uint32_t sectorsize = c >= 3 ? 4096U << (c - 3) : 4096;
 		uint32_t back;
 
 		assert_int_equal(
-			encoded_compression_parse(encoded_compression_name(c),
-						  4096, &back),
+			codec_parse(codec_name(c),
+						  sectorsize, &back),
 			0);
 		assert_int_equal(back, c);
 	}

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "codec/codec.h"
 #include "fs/extents.h"
 #include "base/kernel.h"
 
@@ -141,16 +142,16 @@ static void test_names(void **state)
 	assert_string_equal(extent_kind_name(EXTENT_REGULAR), "regular");
 	assert_string_equal(extent_kind_name(EXTENT_PREALLOC), "prealloc");
 	assert_string_equal(extent_kind_name(EXTENT_INLINE), "inline");
-	assert_string_equal(extent_compression_name(BTRFS_COMPRESS_NONE),
+	assert_string_equal(codec_alg_name(BTRFS_COMPRESS_NONE),
 			    "none");
-	assert_string_equal(extent_compression_name(BTRFS_COMPRESS_ZLIB),
+	assert_string_equal(codec_alg_name(BTRFS_COMPRESS_ZLIB),
 			    "zlib");
-	assert_string_equal(extent_compression_name(BTRFS_COMPRESS_LZO), "lzo");
-	assert_string_equal(extent_compression_name(BTRFS_COMPRESS_ZSTD),
+	assert_string_equal(codec_alg_name(BTRFS_COMPRESS_LZO), "lzo");
+	assert_string_equal(codec_alg_name(BTRFS_COMPRESS_ZSTD),
 			    "zstd");
-	assert_string_equal(extent_compression_name(ENCIO_COMPRESS_UNKNOWN),
+	assert_string_equal(codec_alg_name(ENCIO_COMPRESS_UNKNOWN),
 			    "unknown");
-	assert_string_equal(extent_compression_name(17), "unknown");
+	assert_string_equal(codec_alg_name(17), "unknown");
 	assert_string_equal(extent_source_name(EXTENT_SOURCE_TREE_SEARCH),
 			    "tree-search");
 	assert_string_equal(extent_source_name(EXTENT_SOURCE_FIEMAP), "fiemap");

@@ -29,13 +29,10 @@ for alg in zlib zstd lzo; do
 			parse "$params"
 			[ "$p_bytes" = "$(stat -c %s "$TEST_TMP/ext")" ] || _fail "bytes= differs from the output size"
 			[ "$p_offset" = "$off" ] && [ "$p_encryption" = 0 ] || _fail "offset/encryption"
-			case $alg in
-			lzo) [ "$p_compression" = lzo4k ] || _fail "lzo compression printed as $p_compression" ;;
-			*) [ "$p_compression" = $alg ] || _fail "compression printed as $p_compression" ;;
-			esac
-			# lzo is also accepted as "lzo" (the sector size's lzo).
+			[ "$p_compression" = $alg ] || _fail "compression printed as $p_compression"
+			# lzo is also accepted with its segment size, as "lzo4k".
 			c=$p_compression
-			[ $alg = lzo ] && [ $mode = auto ] && c=lzo
+			[ $alg = lzo ] && [ $mode = auto ] && c=lzo4k
 			run_check timeout 30 "$ENCIO" --io=$mode write -o "$off" -c $c -u "$p_unencoded_len" \
 				-U "$p_unencoded_offset" -l "$p_len" "$dst" <"$TEST_TMP/ext"
 		done
