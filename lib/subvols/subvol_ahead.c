@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "subvols/subvol_ahead.h"
+#include "subvols/copy_subvols_internal.h"
 
 /*
  * Passes made and not taken yet: the bytes bound the memory, the count the
