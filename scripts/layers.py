@@ -4,7 +4,9 @@ against the layers in lib/LAYERS: no call cycle between files, no call
 from a folder to one above it, none between two folders of one level;
 and within a folder with a private header (*_internal.h), none against
 the order its opening comment writes: a table of the folder's files, each
-calling only those above it.
+calling only those above it. A private header is included by its own
+folder's files only (and cmd/ by none), but for the folders a line
+"shares FOLDER OTHER" of lib/LAYERS lets in.
 
     layers.py BUILD_LIB_DIR [LAYERS]   exit 1 on any cycle or violation
 """
@@ -29,16 +31,46 @@ def symbols(obj):
 
 
 def read_layers(path):
-    """{folder: level}, the first line the highest level."""
-    groups = {}
+    """({folder: level}, {(folder, other)} sharing folder's private
+    header), the first level line the highest level."""
+    groups, shares = {}, set()
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
-            level, folder = line.split()
+            words = line.split()
+            if words[0] == "shares":
+                shares.add((words[1], words[2]))
+                continue
+            level, folder = words
             groups[folder] = int(level)
-    return groups
+    return groups, shares
+
+
+INCLUDE = re.compile(r'^#include "([a-z_]+)/([a-z_]+_internal\.h)"', re.M)
+
+
+def include_problems(srcdir, shares):
+    """Private headers included from outside their folder."""
+    bad = 0
+    top = os.path.dirname(srcdir)
+    for d, _, files in os.walk(top):
+        rel = os.path.relpath(d, top)
+        if rel.split(os.sep)[0] not in ("lib", "cmd"):
+            continue
+        for f in files:
+            if not f.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(d, f)) as fh:
+                text = fh.read()
+            here = rel.split(os.sep)[1] if rel.startswith("lib" + os.sep) else rel
+            for folder, head in INCLUDE.findall(text):
+                if folder != here and (folder, here) not in shares:
+                    print("%s/%s includes %s/%s, private to %s/" % (
+                        rel, f, folder, head, folder))
+                    bad += 1
+    return bad
 
 
 def group_of(name, groups):
@@ -136,7 +168,7 @@ def main():
     libdir = sys.argv[1]
     layers = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "lib", "LAYERS")
-    groups = read_layers(layers)
+    groups, shares = read_layers(layers)
     objs = sorted(os.path.relpath(os.path.join(d, f), libdir)
                   for d, _, files in os.walk(libdir)
                   for f in files if f.endswith(".o"))
@@ -173,7 +205,9 @@ def main():
                 bad += 1
                 print("against the layers: %s.c (%s) -> %s.c (%s): %s" % (
                     a, ga[1], b, gb[1], " ".join(sorted(edges[a][b])[:4])))
-    bad += order_problems(os.path.dirname(os.path.abspath(layers)), groups, defs, edges)
+    srcdir = os.path.dirname(os.path.abspath(layers))
+    bad += order_problems(srcdir, groups, defs, edges)
+    bad += include_problems(srcdir, shares)
     print("%d files, %d calls between them, %d problems" % (
         len(defs), sum(len(v) for v in edges.values()), bad))
     return 1 if bad else 0
