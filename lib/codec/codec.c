@@ -39,9 +39,9 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "codec/codec.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
+#include "codec/codec.h"
 
 /* fs/btrfs/lzo.c: LZO_LEN, the size of the total and segment headers. */
 #define LZO_LEN 4

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/kernel.h"
 #include "codec/codec.h"
 #include "codec/compress.h"
-#include "base/kernel.h"
 
 int compress_spec_parse(const char *s, struct compress_spec *spec)
 {

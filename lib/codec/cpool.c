@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/kernel.h"
 #include "codec/codec.h"
 #include "codec/cpool.h"
-#include "base/kernel.h"
 
 static void cpool_encode(struct codec *codec, struct cpool_task *t)
 {

@@ -29,8 +29,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "fs/extents.h"
 #include "base/kernel.h"
+#include "fs/extents.h"
 
 /* The search buffer: any item fits (nodesize <= 64 KiB). */
 /*

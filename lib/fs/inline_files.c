@@ -17,10 +17,10 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "base/kernel.h"
 #include "fs/extents.h"
 #include "fs/inline_files.h"
 #include "fs/inode_flags.h"
-#include "base/kernel.h"
 
 /* Tens of small files' items per search (measured: about 1.2 KiB each). */
 #define INLINE_SEARCH_BYTES (64 * 1024)

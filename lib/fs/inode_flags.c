@@ -11,8 +11,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs/inode_flags.h"
 #include "base/kernel.h"
+#include "fs/inode_flags.h"
 
 unsigned int inode_flags_get(int fd)
 {

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/extents.h"
 #include "base/kernel.h"
+#include "fs/extents.h"
 #include "fs/prefetch.h"
 
 #define PREFETCH_BUF_SIZE (64 * 1024)

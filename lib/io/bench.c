@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/bench.h"
 #include "fs/extents.h"
+#include "io/bench.h"
 
 int bench_target_build(int fd, struct bench_target *t)
 {

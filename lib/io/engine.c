@@ -16,11 +16,11 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "io/compat.h"
-#include "codec/codec.h"
-#include "io/engine.h"
 #include "base/invariant.h"
+#include "codec/codec.h"
 #include "fs/extents.h"
+#include "io/compat.h"
+#include "io/engine.h"
 
 static const char *const io_mode_names[ENCIO_IO_NR_MODES] = {
 	[ENCIO_IO_AUTO] = "auto",   [ENCIO_IO_URING_FIXED] = "uring-fixed",

@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "io/engine.h"
 #include "base/error.h"
 #include "fs/inode_flags.h"
+#include "io/engine.h"
 #include "stream/resume.h"
 
 struct receive_options {

@@ -32,8 +32,8 @@
 
 #include <btrfsutil.h>
 
-#include "codec/codec.h"
 #include "base/fsutil.h"
+#include "codec/codec.h"
 #include "fs/inode_flags.h"
 #include "receive/receive.h"
 #include "stream/stream.h"

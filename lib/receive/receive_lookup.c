@@ -11,8 +11,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "receive/receive_internal.h"
 #include "fs/received_mark.h"
+#include "receive/receive_internal.h"
 
 /*
  * Climb from the destination to the root of its mount: '..' that would

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "receive/receive_internal.h"
 #include "base/invariant.h"
+#include "receive/receive_internal.h"
 
 /* @path is @top or beneath it, as stream paths go. */
 bool rcv_path_within(const char *path, const char *top)

@@ -15,8 +15,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "receive/receive_internal.h"
 #include "fs/received_mark.h"
+#include "receive/receive_internal.h"
 
 static int check_name(struct receive_ctx *ctx, const char *name)
 {

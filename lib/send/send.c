@@ -46,8 +46,8 @@
 #include "fs/inode_flags.h"
 #include "fs/prefetch.h"
 #include "send/send.h"
-#include "stream/stream.h"
 #include "send/send_internal.h"
+#include "stream/stream.h"
 
 /* @st is the stream file, or the file it replaces: not sent. */
 static bool is_stream_file(const struct send_ctx *ctx, const struct stat *st)

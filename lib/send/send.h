@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "io/engine.h"
 #include "base/error.h"
+#include "io/engine.h"
 #include "stream/resume.h"
 
 struct send_stats;

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "send/send.h"
-#include "stream/stream.h"
 #include "send/send_internal.h"
+#include "stream/stream.h"
 
 int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
 	      bool has_off)

@@ -19,8 +19,8 @@
 
 #include "fs/extents.h"
 #include "send/send.h"
-#include "stream/stream.h"
 #include "send/send_internal.h"
+#include "stream/stream.h"
 
 /*
  * Emit pieces [first, last) of @fd, read already, in order (@ret: the

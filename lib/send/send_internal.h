@@ -27,13 +27,13 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "io/engine.h"
-#include "fs/extents.h"
 #include "base/fsutil.h"
 #include "base/kernel.h"
+#include "fs/extents.h"
 #include "fs/prefetch.h"
-#include "send/send.h"
 #include "fs/share.h"
+#include "io/engine.h"
+#include "send/send.h"
 #include "stream/stream.h"
 
 /* btrfs receive's v2 buffer is 16 KiB + 128 KiB: data of a WRITE fits it. */

@@ -31,9 +31,9 @@
 #include <btrfsutil.h>
 
 #include "base/fsutil.h"
-#include "fs/inode_flags.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
+#include "fs/inode_flags.h"
 #include "send/send_internal.h"
 
 struct relay {

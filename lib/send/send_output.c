@@ -15,8 +15,8 @@
 
 #include "fs/extents.h"
 #include "send/send.h"
-#include "stream/stream.h"
 #include "send/send_internal.h"
+#include "stream/stream.h"
 
 /* -f FILE when it exists and is not a regular file: written itself. */
 static int output_open_itself(struct send_output *out, const char *file,

@@ -15,8 +15,8 @@
 
 #include "fs/extents.h"
 #include "send/send.h"
-#include "stream/stream.h"
 #include "send/send_internal.h"
+#include "stream/stream.h"
 
 /* WRITE commands of ctx->write_max bytes at most. */
 static int send_write(struct send_ctx *ctx, const char *path, const char *data,
