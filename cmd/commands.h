@@ -2,6 +2,7 @@
 #ifndef ENCIO_COMMANDS_H
 #define ENCIO_COMMANDS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,17 @@ const char *pretty_size(char *buf, unsigned long long bytes);
 #define PRETTY_SIZE_LEN 32
 
 void print_encio_error(const struct encio_error *e);
+
+/*
+ * SIGINT and SIGTERM set stop_signal (no SA_RESTART: waits return EINTR)
+ * and the run stops cleanly, but where they were ignored: a background
+ * job of a non-interactive shell ignores SIGINT, and a Ctrl-C meant for
+ * the foreground job must not stop it.
+ */
+extern volatile sig_atomic_t stop_signal;
+void stop_signals_install(void);
+/* Exit through the signal that stopped the run, if one did. */
+void stop_signals_reraise(void);
 
 /*
  * Options every command takes alike, after its name as before it:

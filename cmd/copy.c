@@ -124,13 +124,6 @@ enum {
 	OPT_DELETE_EXTRA,
 };
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
 static void print_probe(const struct copy_ctx *ctx)
 {
 	const struct engine *engine = &ctx->engine;
@@ -786,17 +779,6 @@ static void tree_probed(void *arg)
 	warn_probe(&c->ctx.probe);
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal; /* no SA_RESTART: waits return EINTR */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 		      const char *dst)
 {
@@ -814,7 +796,7 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	struct encio_error e;
 	int ret;
 
-	install_signals();
+	stop_signals_install();
 	ret = tree_copy(&c->ctx, &topts, srcs, nr_srcs, dst, &c->tree, &e);
 	clear_progress(c);
 	c->failed = c->tree.failed;
@@ -904,7 +886,7 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	bool went_on;
 	int ret;
 
-	install_signals();
+	stop_signals_install();
 	ret = subvols_copy(&c->ctx, &topts, &sopts, src, dst, &c->subvols,
 			   &c->tree, &e);
 	/* the error that says some failed, the move gone on past them */
@@ -1025,7 +1007,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 		return ret;
 	}
 	v.stop = &stop_signal;
-	install_signals();
+	stop_signals_install();
 	ret = verify_trees(&v, &opts, srcs, nr_src, dst, &e);
 	c->seconds = clock_now() - c->start;
 	c->failed = v.stats.failed;
@@ -1106,7 +1088,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = copy_trees(&c, argv + optind, nr_src, dst);
 		goto summary;
 	}
-	install_signals();
+	stop_signals_install();
 	ret = copy_share_begin_path(&c.ctx, dst,
 				    (const char *const *)argv + optind, nr_src);
 	if (ret) {
@@ -1155,10 +1137,8 @@ summary:
 	subvols_stats_release(&c.subvols);
 	copy_ctx_release(&c.ctx);
 stopped:
-	if (ret == -EINTR && stop_signal) {
-		signal(stop_signal, SIG_DFL);
-		raise(stop_signal);
-	}
+	if (ret == -EINTR)
+		stop_signals_reraise();
 	return c.failed || ret ? 1 : 0;
 }
 

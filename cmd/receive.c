@@ -427,13 +427,6 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 	return 0;
 }
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
 /*
  * SIGINT and SIGTERM (unless ignored) stop the stream at its next read:
  * with -s the last command applied gets a checkpoint; without, the
@@ -444,15 +437,7 @@ static void on_signal(int sig)
  */
 static void install_signals(struct receive_options *opts)
 {
-	struct sigaction sa = { .sa_handler = on_signal }, old;
-	int sigs[] = { SIGINT, SIGTERM };
-	size_t i;
-
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
-		if (!sigaction(sigs[i], NULL, &old) &&
-		    old.sa_handler != SIG_IGN)
-			sigaction(sigs[i], &sa, NULL);
+	stop_signals_install();
 	opts->stop = &stop_signal;
 }
 
@@ -571,10 +556,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 				 receive_get_stats(ctx)->partial_kept);
 	ret = print_summary(ctx, args.json, ret, clock_now() - progress.start);
 	receive_ctx_free(ctx);
-	if (stop_signal) {
-		signal(stop_signal, SIG_DFL);
-		raise(stop_signal);
-	}
+	stop_signals_reraise();
 out:
 	if (args.file)
 		close(fd);

@@ -132,32 +132,14 @@ static unsigned int proto_supported(void)
 	return v;
 }
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
 /*
- * SIGINT and SIGTERM stop the send cleanly (no SA_RESTART: waits return
- * EINTR), but where they were ignored (a background job's SIGINT); a
- * reader gone is EPIPE, an error like any other, not SIGPIPE: either way
- * the snapshot and the temporary stream are removed.
+ * SIGINT and SIGTERM stop the send cleanly; a reader gone is EPIPE, an
+ * error like any other, not SIGPIPE: either way the snapshot and the
+ * temporary stream are removed.
  */
 static void install_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM };
-	struct sigaction sa, old;
-	size_t i;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (!sigaction(sigs[i], NULL, &old) &&
-		    old.sa_handler != SIG_IGN)
-			sigaction(sigs[i], &sa, NULL);
+	stop_signals_install();
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -604,10 +586,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	if ((!ret || args.json) &&
 	    print_summary(&args, &stats, clock_now() - progress.start))
 		ret = 1;
-	if (ret && stop_signal) {
-		signal(stop_signal, SIG_DFL);
-		raise(stop_signal);
-	}
+	if (ret)
+		stop_signals_reraise();
 	ret = ret ? 1 : 0;
 out:
 	free((void *)opts.clones);

@@ -244,3 +244,33 @@ const char *open_regular_error(int err)
 {
 	return err == -EINVAL ? "not a regular file" : strerror(-err);
 }
+
+volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+void stop_signals_install(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM };
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+}
+
+void stop_signals_reraise(void)
+{
+	if (!stop_signal)
+		return;
+	signal(stop_signal, SIG_DFL);
+	raise(stop_signal);
+}
