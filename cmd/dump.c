@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "stream/dump.h"
+#include "dump_stream.h"
 
 static const char *const dump_usage[] = {
 	"encio dump [-f FILE] [-v|-q]",

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "dump_stream.h"
 #include "base/clock.h"
-#include "stream/dump.h"
 #include "receive/receive.h"
 
 static const char *const receive_usage[] = {

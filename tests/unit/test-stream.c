@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "base/crc32c.h"
-#include "stream/dump.h"
+#include "dump_stream.h"
 #include "stream/stream.h"
 
 struct seen {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The text of a send stream: one line per command, as 'btrfs receive
- * --dump' prints it, written to the caller's FILE.
+ * A send stream's commands as text, one line each, in the layout of
+ * 'btrfs receive --dump': what encio dump and encio receive --dump print.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,8 +14,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "stream/dump.h"
+#include "dump_stream.h"
 #include "fs/inode_flags.h"
+#include "stream/stream.h"
+
+/* Subvolume path and stream path are each below PATH_MAX. */
+#define DUMP_PATH_MAX (2 * PATH_MAX + 2)
+
+struct dump_ctx {
+	FILE *out;
+	char subvol[DUMP_PATH_MAX]; /* "./NAME" of the current subvolume */
+};
 
 #define FULL_PATH_MAX DUMP_PATH_MAX
 
@@ -358,7 +368,7 @@ static int dump_resume(const struct resume_point *p, void *arg)
 	return ferror(d->out) ? -EIO : 0;
 }
 
-const struct stream_ops dump_ops = {
+static const struct stream_ops dump_ops = {
 	.resume = dump_resume,
 	.subvol = dump_subvol,
 	.snapshot = dump_snapshot,
