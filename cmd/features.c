@@ -9,6 +9,7 @@
 
 #include "io/features.h"
 #include "commands.h"
+#include "json.h"
 
 static const char *const features_usage[] = {
 	"encio features [-v|-q] [--format=text|json] [PATH]",
@@ -113,64 +114,64 @@ static void print_text(const char *path, const struct encio_features *f)
 		printf("%-24s unknown\n", "send stream version:");
 }
 
-static void json_errs(const char *name, const int *errs, bool last)
+static void json_errs(struct json_writer *w, const char *name,
+		      const int *errs)
 {
 	int m;
 
-	printf("  \"%s\": {", name);
+	json_object_begin(w, name);
 	for (m = ENCIO_IO_IOCTL; m >= ENCIO_IO_URING_FIXED; m--)
-		printf("\"%s\": \"%s\"%s", encio_io_mode_name(m),
-		       mode_result(errs[m]),
-		       m == ENCIO_IO_URING_FIXED ? "" : ", ");
-	printf("}%s\n", last ? "" : ",");
+		json_string(w, encio_io_mode_name(m), mode_result(errs[m]));
+	json_object_end(w);
+}
+
+static void json_probe(struct json_writer *w, const struct encio_features *f)
+{
+	const struct encio_probe *p = &f->probe;
+
+	json_string(w, "mount_point", f->mount_point);
+	json_u64(w, "sector_size", f->sector_size);
+	json_string(w, "compression", f->compress_opt);
+	json_string(w, "scratch_error",
+		    f->scratch_err ? errno_name(f->scratch_err) : "");
+	json_errs(w, "encoded_read", p->read_err);
+	json_errs(w, "encoded_write", p->write_err);
+	json_string(w, "fixed",
+		    p->fixed == ENCIO_FIXED_HONOURED ? "honoured" :
+		    p->fixed == ENCIO_FIXED_IGNORED  ? "ignored" :
+						       "unknown");
+	if (p->write_err[ENCIO_IO_URING])
+		json_null(w, "uring_write_punted");
+	else
+		json_bool(w, "uring_write_punted", p->write_punted);
+	json_string(w, "auto_read", encio_io_mode_name(p->read_mode));
+	json_string(w, "auto_write", encio_io_mode_name(p->write_mode));
 }
 
 static void print_json(const char *path, const struct encio_features *f)
 {
-	const struct encio_probe *p = &f->probe;
+	struct json_writer w;
+	char fs_type[32];
 
-	printf("{\n  \"kernel\": ");
-	json_print_string(f->kernel);
-	printf(",\n  \"path\": ");
-	json_print_string(path);
-	printf(",\n  \"btrfs\": %s,\n  \"fs_type\": \"0x%lx\",\n",
-	       f->btrfs ? "true" : "false", f->fs_type);
-	printf("  \"cap_sys_admin\": %s,\n",
-	       f->cap_sys_admin ? "true" : "false");
-	printf("  \"io_uring\": %s,\n  \"defer_taskrun\": %s,\n",
-	       f->ring ? "true" : "false", f->defer_taskrun ? "true" : "false");
-	printf("  \"hugepages_total\": %llu,\n  \"hugepages_free\": %llu,\n",
-	       (unsigned long long)f->hugepages_total,
-	       (unsigned long long)f->hugepages_free);
-	printf("  \"hugepage_kib\": %llu,\n  \"thp\": \"%s\",\n",
-	       (unsigned long long)f->hugepage_kib, f->thp_mode);
-	printf("  \"buffer_backing\": \"%s\",\n",
-	       bufpool_backing_name(f->backing));
-	printf("  \"send_stream_version\": %d", f->send_stream_version);
-	if (!f->btrfs) {
-		printf("\n}\n");
-		return;
-	}
-	printf(",\n  \"mount_point\": ");
-	json_print_string(f->mount_point);
-	printf(",\n  \"sector_size\": %u,\n  \"compression\": ",
-	       f->sector_size);
-	json_print_string(f->compress_opt);
-	printf(",\n  \"scratch_error\": \"%s\",\n",
-	       f->scratch_err ? errno_name(f->scratch_err) : "");
-	json_errs("encoded_read", p->read_err, false);
-	json_errs("encoded_write", p->write_err, false);
-	printf("  \"fixed\": \"%s\",\n",
-	       p->fixed == ENCIO_FIXED_HONOURED ? "honoured" :
-	       p->fixed == ENCIO_FIXED_IGNORED	? "ignored" :
-						  "unknown");
-	printf("  \"uring_write_punted\": %s,\n",
-	       p->write_err[ENCIO_IO_URING] != 0 ? "null" :
-	       p->write_punted			 ? "true" :
-						   "false");
-	printf("  \"auto_read\": \"%s\",\n  \"auto_write\": \"%s\"\n}\n",
-	       encio_io_mode_name(p->read_mode),
-	       encio_io_mode_name(p->write_mode));
+	snprintf(fs_type, sizeof(fs_type), "0x%lx", f->fs_type);
+	json_init(&w, stdout, 1);
+	json_object_begin(&w, NULL);
+	json_string(&w, "kernel", f->kernel);
+	json_string(&w, "path", path);
+	json_bool(&w, "btrfs", f->btrfs);
+	json_string(&w, "fs_type", fs_type);
+	json_bool(&w, "cap_sys_admin", f->cap_sys_admin);
+	json_bool(&w, "io_uring", f->ring);
+	json_bool(&w, "defer_taskrun", f->defer_taskrun);
+	json_u64(&w, "hugepages_total", f->hugepages_total);
+	json_u64(&w, "hugepages_free", f->hugepages_free);
+	json_u64(&w, "hugepage_kib", f->hugepage_kib);
+	json_string(&w, "thp", f->thp_mode);
+	json_string(&w, "buffer_backing", bufpool_backing_name(f->backing));
+	json_i64(&w, "send_stream_version", f->send_stream_version);
+	if (f->btrfs)
+		json_probe(&w, f);
+	json_object_end(&w);
 }
 
 static int cmd_features(const struct cmd_struct *cmd, int argc, char **argv)

@@ -18,6 +18,7 @@
 #include "fs/extents.h"
 #include "base/kernel.h"
 #include "commands.h"
+#include "json.h"
 
 static const char *const list_usage[] = {
 	"encio list [-r] [-v|-q] [--format=text|json] PATH...",
@@ -42,7 +43,7 @@ static const char *const list_usage[] = {
 struct list_ctx {
 	bool json;
 	bool recursive;
-	bool listed_one; /* a file was printed: JSON needs a comma */
+	struct json_writer w; /* each file an object on lines of its own */
 	bool warned_source;
 	bool failed;
 	struct extent_totals totals;
@@ -50,60 +51,69 @@ struct list_ctx {
 
 /* ---- JSON ---- */
 
-static void json_extent(const struct file_extent *fe, bool last)
+static void json_extent(struct json_writer *w, const struct file_extent *fe)
 {
-	printf("      {\"offset\": %" PRIu64 ", \"length\": %" PRIu64
-	       ", \"disk_bytes\": %" PRIu64 ", \"compression\": \"%s\""
-	       ", \"kind\": \"%s\", \"disk_bytenr\": %" PRIu64
-	       ", \"extent_offset\": %" PRIu64 ", \"ram_bytes\": %" PRIu64
-	       "}%s\n",
-	       fe->offset, fe->len, fe->disk_bytes,
-	       codec_alg_name(fe->compression),
-	       extent_kind_name(fe->kind), fe->disk_bytenr, fe->extent_offset,
-	       fe->ram_bytes, last ? "" : ",");
+	json_object_begin(w, NULL);
+	json_u64(w, "offset", fe->offset);
+	json_u64(w, "length", fe->len);
+	json_u64(w, "disk_bytes", fe->disk_bytes);
+	json_string(w, "compression", codec_alg_name(fe->compression));
+	json_string(w, "kind", extent_kind_name(fe->kind));
+	json_u64(w, "disk_bytenr", fe->disk_bytenr);
+	json_u64(w, "extent_offset", fe->extent_offset);
+	json_u64(w, "ram_bytes", fe->ram_bytes);
+	json_object_end(w);
 }
 
 static void json_file(struct list_ctx *ctx, const char *path,
 		      const struct extent_map *map)
 {
+	struct json_writer *w = &ctx->w;
 	size_t i;
 
-	printf("%s    {\"path\": ", ctx->listed_one ? ",\n" : "");
-	json_print_string(path);
-	printf(", \"size\": %" PRIu64 ", \"source\": \"%s\", \"extents\": [%s",
-	       map->size, extent_source_name(map->source), map->nr ? "\n" : "");
+	json_object_begin(w, NULL);
+	json_string(w, "path", path);
+	json_u64(w, "size", map->size);
+	json_string(w, "source", extent_source_name(map->source));
+	json_array_begin(w, "extents");
 	for (i = 0; i < map->nr; i++)
-		json_extent(&map->ext[i], i + 1 == map->nr);
-	printf("%s]}", map->nr ? "    " : "");
+		json_extent(w, &map->ext[i]);
+	json_array_end(w);
+	json_object_end(w);
 }
 
-static void json_row(const char *name, const struct extent_totals_row *row,
-		     bool last)
+static void json_row(struct json_writer *w, const char *name,
+		     const struct extent_totals_row *row)
 {
-	printf("      \"%s\": {\"disk\": %" PRIu64
-	       ", \"uncompressed\": %" PRIu64 ", \"referenced\": %" PRIu64,
-	       name, row->disk, row->uncompressed, row->referenced);
+	json_object_begin(w, name);
+	json_u64(w, "disk", row->disk);
+	json_u64(w, "uncompressed", row->uncompressed);
+	json_u64(w, "referenced", row->referenced);
 	if (row->uncompressed)
-		printf(", \"percent\": %" PRIu64,
-		       row->disk * 100 / row->uncompressed);
-	printf("}%s\n", last ? "" : ",");
+		json_u64(w, "percent", row->disk * 100 / row->uncompressed);
+	json_object_end(w);
 }
 
-static void json_totals(const struct extent_totals *t)
+/* Ends the "files" array json_begin() opened, and the object. */
+static void json_totals(struct json_writer *w, const struct extent_totals *t)
 {
 	int i;
 
-	printf("\n  ],\n  \"totals\": {\n");
-	printf("    \"files\": %" PRIu64 ", \"extents\": %" PRIu64
-	       ", \"refs\": %" PRIu64 ", \"inline\": %" PRIu64 ",\n",
-	       t->nr_files, t->nr_extents, t->nr_refs, t->nr_inline);
-	printf("    \"types\": {\n");
-	json_row("TOTAL", &t->all, false);
+	json_array_end(w);
+	json_object_begin(w, "totals");
+	json_u64(w, "files", t->nr_files);
+	json_u64(w, "extents", t->nr_extents);
+	json_u64(w, "refs", t->nr_refs);
+	json_u64(w, "inline", t->nr_inline);
+	json_object_begin(w, "types");
+	json_row(w, "TOTAL", &t->all);
 	for (i = BTRFS_COMPRESS_NONE; i <= BTRFS_COMPRESS_ZSTD; i++)
-		json_row(codec_alg_name(i), &t->by_type[i], false);
-	json_row("prealloc", &t->prealloc, false);
-	json_row("unknown", &t->unknown, true);
-	printf("    }\n  }\n}\n");
+		json_row(w, codec_alg_name(i), &t->by_type[i]);
+	json_row(w, "prealloc", &t->prealloc);
+	json_row(w, "unknown", &t->unknown);
+	json_object_end(w);
+	json_object_end(w);
+	json_object_end(w);
 }
 
 /* ---- text ---- */
@@ -210,7 +220,6 @@ static void list_fd(struct list_ctx *ctx, int fd, const char *path)
 		json_file(ctx, path, &map);
 	else
 		text_file(path, &map);
-	ctx->listed_one = true;
 	ret = extent_totals_add(&ctx->totals, &map);
 	if (ret) {
 		print_error("cannot count extents of '%s': %s", path,
@@ -368,12 +377,15 @@ static int cmd_list(const struct cmd_struct *cmd, int argc, char **argv)
 		return ret;
 
 	extent_totals_init(&ctx.totals);
-	if (ctx.json)
-		printf("{\n  \"files\": [\n");
+	if (ctx.json) {
+		json_init(&ctx.w, stdout, 4);
+		json_object_begin(&ctx.w, NULL);
+		json_array_begin(&ctx.w, "files");
+	}
 	for (i = optind; i < argc; i++)
 		list_path(&ctx, argv[i]);
 	if (ctx.json)
-		json_totals(&ctx.totals);
+		json_totals(&ctx.w, &ctx.totals);
 	else if (ctx.totals.nr_files || !ctx.failed)
 		text_totals(&ctx.totals);
 	extent_totals_release(&ctx.totals);

@@ -15,6 +15,7 @@
 #include "io/engine.h"
 #include "fs/extents.h"
 #include "commands.h"
+#include "json.h"
 
 static const char *const read_usage[] = {
 	"encio read [-o OFFSET] [-O OUT] [-b SIZE] [-v|-q] [--format=text|json] FILE",
@@ -42,24 +43,27 @@ void print_encoded_params(FILE *out, bool json, uint64_t offset,
 			  uint64_t bytes, enum encio_io_mode mode)
 {
 	const char *name = codec_name(a->compression);
+	struct json_writer w;
 	char num[16];
 
 	if (!name) {
 		snprintf(num, sizeof(num), "%u", a->compression);
 		name = num;
 	}
-	if (json)
-		fprintf(out,
-			"{\"offset\": %" PRIu64
-			", \"len\": %llu, \"unencoded_len\": %llu, "
-			"\"unencoded_offset\": %llu, \"compression\": %u, "
-			"\"compression_name\": \"%s\", \"encryption\": %u, "
-			"\"bytes\": %" PRIu64 ", \"io\": \"%s\"}\n",
-			offset, (unsigned long long)a->len,
-			(unsigned long long)a->unencoded_len,
-			(unsigned long long)a->unencoded_offset, a->compression,
-			name, a->encryption, bytes, encio_io_mode_name(mode));
-	else
+	if (json) {
+		json_init(&w, out, 0);
+		json_object_begin(&w, NULL);
+		json_u64(&w, "offset", offset);
+		json_u64(&w, "len", a->len);
+		json_u64(&w, "unencoded_len", a->unencoded_len);
+		json_u64(&w, "unencoded_offset", a->unencoded_offset);
+		json_u64(&w, "compression", a->compression);
+		json_string(&w, "compression_name", name);
+		json_u64(&w, "encryption", a->encryption);
+		json_u64(&w, "bytes", bytes);
+		json_string(&w, "io", encio_io_mode_name(mode));
+		json_object_end(&w);
+	} else
 		fprintf(out,
 			"offset=%" PRIu64 " len=%llu unencoded_len=%llu "
 			"unencoded_offset=%llu compression=%s encryption=%u "

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "dump_stream.h"
+#include "json.h"
 #include "base/clock.h"
 #include "receive/receive.h"
 
@@ -179,21 +180,23 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
 {
 	const struct receive_stats *s = receive_get_stats(ctx);
 	const struct encio_probe *p = receive_get_probe(ctx);
+	struct json_writer w;
 
-	printf("{\"subvols\": %llu, \"commands\": %llu, \"logical_bytes\": %llu, "
-	       "\"encoded_bytes\": %llu, \"extents_encoded\": %llu, "
-	       "\"extents_decoded\": %llu, \"stream_bytes\": %llu, "
-	       "\"errors\": %llu, \"checkpoints\": %llu, \"io_write\": \"%s\", "
-	       "\"seconds\": %.6f}\n",
-	       (unsigned long long)s->subvols, (unsigned long long)s->commands,
-	       (unsigned long long)s->bytes_written,
-	       (unsigned long long)s->encoded_bytes,
-	       (unsigned long long)s->extents_encoded,
-	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->stream_bytes,
-	       (unsigned long long)s->errors,
-	       (unsigned long long)s->checkpoints,
-	       p ? encio_io_mode_name(p->write_mode) : "none", seconds);
+	json_init(&w, stdout, 0);
+	json_object_begin(&w, NULL);
+	json_u64(&w, "subvols", s->subvols);
+	json_u64(&w, "commands", s->commands);
+	json_u64(&w, "logical_bytes", s->bytes_written);
+	json_u64(&w, "encoded_bytes", s->encoded_bytes);
+	json_u64(&w, "extents_encoded", s->extents_encoded);
+	json_u64(&w, "extents_decoded", s->extents_decoded);
+	json_u64(&w, "stream_bytes", s->stream_bytes);
+	json_u64(&w, "errors", s->errors);
+	json_u64(&w, "checkpoints", s->checkpoints);
+	json_string(&w, "io_write",
+		    p ? encio_io_mode_name(p->write_mode) : "none");
+	json_double(&w, "seconds", seconds, 6);
+	json_object_end(&w);
 }
 
 /*

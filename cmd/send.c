@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "send/send.h"
@@ -255,24 +256,25 @@ static void print_estimate(FILE *out, const struct send_stats *s)
 static void print_summary_json(FILE *out, const struct send_stats *s,
 			       bool dry_run, double seconds)
 {
-	fprintf(out,
-		"{\"dry_run\": %s, \"files\": %llu, \"dirs\": %llu, \"others\": %llu, "
-		"\"logical_bytes\": %llu, \"encoded_bytes\": %llu, "
-		"\"extents_encoded\": %llu, \"clones\": %llu, "
-		"\"clone_bytes\": %llu, \"stream_bytes\": %llu, "
-		"\"total_bytes\": %llu, \"done_bytes\": %llu, "
-		"\"io_read\": \"%s\", \"seconds\": %.6f}\n",
-		dry_run ? "true" : "false", (unsigned long long)s->files,
-		(unsigned long long)s->dirs, (unsigned long long)s->others,
-		(unsigned long long)s->bytes_logical,
-		(unsigned long long)s->bytes_encoded,
-		(unsigned long long)s->extents_encoded,
-		(unsigned long long)s->clones,
-		(unsigned long long)s->clone_bytes,
-		(unsigned long long)s->stream_bytes,
-		(unsigned long long)s->bytes_total,
-		(unsigned long long)s->bytes_done,
-		encio_io_mode_name(s->read_mode), seconds);
+	struct json_writer w;
+
+	json_init(&w, out, 0);
+	json_object_begin(&w, NULL);
+	json_bool(&w, "dry_run", dry_run);
+	json_u64(&w, "files", s->files);
+	json_u64(&w, "dirs", s->dirs);
+	json_u64(&w, "others", s->others);
+	json_u64(&w, "logical_bytes", s->bytes_logical);
+	json_u64(&w, "encoded_bytes", s->bytes_encoded);
+	json_u64(&w, "extents_encoded", s->extents_encoded);
+	json_u64(&w, "clones", s->clones);
+	json_u64(&w, "clone_bytes", s->clone_bytes);
+	json_u64(&w, "stream_bytes", s->stream_bytes);
+	json_u64(&w, "total_bytes", s->bytes_total);
+	json_u64(&w, "done_bytes", s->bytes_done);
+	json_string(&w, "io_read", encio_io_mode_name(s->read_mode));
+	json_double(&w, "seconds", seconds, 6);
+	json_object_end(&w);
 }
 
 /*
