@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "fs/extents.h"
 #include "commands.h"
+#include "json.h"
 
 static const char *const bench_usage[] = {
 	"encio bench [--io=MODE] [-d QD] [-r ROUNDS] [--write] [--hugepages N] [--no-drop] [-v|-q] [--format=text|json] FILE",
@@ -613,47 +614,58 @@ static void print_text(const struct bench_cmd *b)
 	text_pairs(b);
 }
 
-static void json_rows(const struct bench_cmd *b, bool write)
+static void json_row(struct json_writer *w, const struct bench_cmd *b,
+		     const struct bench_row *r, bool write,
+		     const struct row_stats *bs)
+{
+	struct row_stats s =
+		stats_of(write ? r->write_t : r->read_t, b->rounds);
+	double gib = (double)b->ref.logical / (1ULL << 30);
+
+	json_object_begin(w, NULL);
+	json_string(w, "mode", r->name);
+	json_string(w, "read_io", encio_io_mode_name(r->read_mode));
+	json_string(w, "write_io",
+		    write ? encio_io_mode_name(r->write_mode) : "");
+	json_u64(w, "depth", r->depth);
+	json_string(w, "buffers", row_buffers(r));
+	json_bool(w, "defer_taskrun", r->ready && r->engine.defer_taskrun);
+	json_u64(w, "iowq_workers", r->ready ? r->engine.iowq_workers : 0);
+	if (s.valid) {
+		json_double(w, "min_s", s.min, 6);
+		json_double(w, "median_s", s.median, 6);
+		json_double(w, "cpu_s",
+			    median_of(write ? r->write_cpu : r->read_cpu,
+				      b->rounds),
+			    6);
+		json_double(w, "extents_per_s", b->ref.extents / s.median, 1);
+		json_double(w, "gib_per_s", gib / s.median, 4);
+		json_double(w, "ratio_to_ioctl",
+			    bs->valid ? bs->median / s.median : 0, 3);
+	}
+	json_string(w, "note", r->note);
+	json_object_end(w);
+}
+
+static void json_rows(struct json_writer *w, const struct bench_cmd *b,
+		      bool write)
 {
 	const struct bench_row *base = &b->rows[0];
 	struct row_stats bs =
 		stats_of(write ? base->write_t : base->read_t, b->rounds);
-	double gib = (double)b->ref.logical / (1ULL << 30);
 	unsigned int i;
 
-	printf("  \"%s\": [\n", write ? "copy" : "read");
-	for (i = 0; i < b->nr_rows; i++) {
-		const struct bench_row *r = &b->rows[i];
-		struct row_stats s =
-			stats_of(write ? r->write_t : r->read_t, b->rounds);
-
-		printf("    {\"mode\": \"%s\", \"read_io\": \"%s\", \"write_io\": \"%s\", "
-		       "\"depth\": %u, \"buffers\": \"%s\", \"defer_taskrun\": %s, "
-		       "\"iowq_workers\": %u, ",
-		       r->name, encio_io_mode_name(r->read_mode),
-		       write ? encio_io_mode_name(r->write_mode) : "", r->depth,
-		       row_buffers(r),
-		       r->ready && r->engine.defer_taskrun ? "true" : "false",
-		       r->ready ? r->engine.iowq_workers : 0);
-		if (s.valid)
-			printf("\"min_s\": %.6f, \"median_s\": %.6f, \"cpu_s\": %.6f, "
-			       "\"extents_per_s\": %.1f, "
-			       "\"gib_per_s\": %.4f, \"ratio_to_ioctl\": %.3f, ",
-			       s.min, s.median,
-			       median_of(write ? r->write_cpu : r->read_cpu,
-					 b->rounds),
-			       b->ref.extents / s.median, gib / s.median,
-			       bs.valid ? bs.median / s.median : 0);
-		printf("\"note\": \"%s\"}%s\n", r->note,
-		       i + 1 < b->nr_rows ? "," : "");
-	}
-	printf("  ],\n");
+	json_array_begin(w, write ? "copy" : "read");
+	for (i = 0; i < b->nr_rows; i++)
+		json_row(w, b, &b->rows[i], write, &bs);
+	json_array_end(w);
 }
 
 static void print_json(const struct bench_cmd *b)
 {
 	const struct bench_row *plain, *fixed;
 	double med = 0, lo = 0, hi = 0;
+	struct json_writer w;
 	bool pair = false;
 
 	plain = find_row(b, ENCIO_IO_URING, BUFPOOL_NORMAL,
@@ -662,31 +674,38 @@ static void print_json(const struct bench_cmd *b)
 			 ENGINE_RING_DEFER_TASKRUN, b->depth);
 	if (plain && fixed)
 		pair = pair_spread(b, fixed, plain, &med, &lo, &hi);
-	printf("{\n  \"file\": ");
-	json_print_string(b->path);
-	printf(",\n  \"extents\": %" PRIu64 ", \"logical_bytes\": %" PRIu64
-	       ", \"encoded_bytes\": %" PRIu64 ",\n",
-	       b->ref.extents, b->ref.logical, b->ref.encoded);
-	printf("  \"rounds\": %u, \"depth\": %u, \"caches_dropped\": %s, \"verified\": %s,\n",
-	       b->rounds, b->depth, b->drop ? "true" : "false",
-	       b->verified ? "true" : "false");
-	printf("  \"fixed\": \"%s\", \"uring_write_punted\": %s,\n",
-	       b->probe.fixed == ENCIO_FIXED_HONOURED ? "honoured" :
-	       b->probe.fixed == ENCIO_FIXED_IGNORED  ? "ignored" :
-							"unknown",
-	       b->probe.write_err[ENCIO_IO_URING] != 0 ? "null" :
-	       b->probe.write_punted		       ? "true" :
-							 "false");
-	json_rows(b, false);
+	json_init(&w, stdout, 2);
+	json_object_begin(&w, NULL);
+	json_string(&w, "file", b->path);
+	json_u64(&w, "extents", b->ref.extents);
+	json_u64(&w, "logical_bytes", b->ref.logical);
+	json_u64(&w, "encoded_bytes", b->ref.encoded);
+	json_u64(&w, "rounds", b->rounds);
+	json_u64(&w, "depth", b->depth);
+	json_bool(&w, "caches_dropped", b->drop);
+	json_bool(&w, "verified", b->verified);
+	json_string(&w, "fixed",
+		    b->probe.fixed == ENCIO_FIXED_HONOURED ? "honoured" :
+		    b->probe.fixed == ENCIO_FIXED_IGNORED  ? "ignored" :
+							     "unknown");
+	if (b->probe.write_err[ENCIO_IO_URING])
+		json_null(&w, "uring_write_punted");
+	else
+		json_bool(&w, "uring_write_punted", b->probe.write_punted);
+	json_rows(&w, b, false);
 	if (b->write) {
-		json_rows(b, true);
-		printf("  \"copy_verified\": %s,\n",
-		       b->write_verified ? "true" : "false");
+		json_rows(&w, b, true);
+		json_bool(&w, "copy_verified", b->write_verified);
 	}
-	if (pair)
-		printf("  \"fixed_vs_plain\": {\"median_pct\": %.2f, \"min_pct\": %.2f, \"max_pct\": %.2f},\n",
-		       med, lo, hi);
-	printf("  \"failed\": %s\n}\n", b->failed ? "true" : "false");
+	if (pair) {
+		json_object_begin(&w, "fixed_vs_plain");
+		json_double(&w, "median_pct", med, 2);
+		json_double(&w, "min_pct", lo, 2);
+		json_double(&w, "max_pct", hi, 2);
+		json_object_end(&w);
+	}
+	json_bool(&w, "failed", b->failed);
+	json_object_end(&w);
 }
 
 static int parse_bench_options(const struct cmd_struct *cmd, int argc,

@@ -102,10 +102,6 @@ int parse_format(const char *arg);
 /* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */
 int parse_size(const char *arg, uint64_t *out);
 
-/* A JSON string; bytes that are not UTF-8 become U+0080..U+00FF. */
-void json_fprint_string(FILE *out, const char *str);
-void json_print_string(const char *str);
-
 /* Why open_regular() failed (-errno), for a message. */
 const char *open_regular_error(int err);
 

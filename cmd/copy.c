@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json.h"
 #include "base/clock.h"
 #include "copy/copy.h"
 #include "subvols/copy_subvols.h"
@@ -217,22 +218,22 @@ static void print_verify_text(const struct verify_stats *s, double seconds)
 	printf("\n");
 }
 
-static void print_verify_json_fields(const struct verify_stats *s)
+static void json_verify_fields(struct json_writer *w,
+			       const struct verify_stats *s)
 {
-	printf("\"files_verified\": %llu, \"bytes_compared\": %llu, \"bytes_read\": %llu, "
-	       "\"bytes_holes\": %llu, \"extents_compared_encoded\": %llu, "
-	       "\"extents_identical\": %llu, \"extents_decoded\": %llu, "
-	       "\"files_read_plain\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
-	       "\"specials\": %llu, \"failed\": %llu",
-	       (unsigned long long)s->files, (unsigned long long)s->bytes,
-	       (unsigned long long)(s->bytes - s->hole_bytes),
-	       (unsigned long long)s->hole_bytes,
-	       (unsigned long long)(s->extents_identical + s->extents_decoded),
-	       (unsigned long long)s->extents_identical,
-	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->files_plain, (unsigned long long)s->dirs,
-	       (unsigned long long)s->symlinks, (unsigned long long)s->specials,
-	       (unsigned long long)s->failed);
+	json_u64(w, "files_verified", s->files);
+	json_u64(w, "bytes_compared", s->bytes);
+	json_u64(w, "bytes_read", s->bytes - s->hole_bytes);
+	json_u64(w, "bytes_holes", s->hole_bytes);
+	json_u64(w, "extents_compared_encoded",
+		 s->extents_identical + s->extents_decoded);
+	json_u64(w, "extents_identical", s->extents_identical);
+	json_u64(w, "extents_decoded", s->extents_decoded);
+	json_u64(w, "files_read_plain", s->files_plain);
+	json_u64(w, "dirs", s->dirs);
+	json_u64(w, "symlinks", s->symlinks);
+	json_u64(w, "specials", s->specials);
+	json_u64(w, "failed", s->failed);
 }
 
 static void print_summary_text(const struct copy_cmd *c)
@@ -296,134 +297,130 @@ static void format_encio_error(char *buf, size_t len,
 }
 
 /* The subvolumes failed, left out and extra, as JSON members. */
-static void print_subvols_problems_json(const struct subvols_stats *s)
+static void json_subvols_problems(struct json_writer *w,
+				  const struct subvols_stats *s)
 {
 	const struct subvols_problem *pb;
 	char msg[PATH_MAX + 256];
-	const char *sep = "";
 	size_t i;
 
-	printf(", \"subvolumes_failed\": [");
+	json_array_begin(w, "subvolumes_failed");
 	for (i = 0; i < s->nr_problems; i++) {
 		pb = &s->problems[i];
 		if (!pb->e.err)
 			continue;
 		format_encio_error(msg, sizeof(msg), &pb->e);
-		printf("%s{\"path\": ", sep);
-		json_print_string(pb->dst);
-		printf(", \"errno\": \"%s\", \"error\": ",
-		       errno_name(pb->e.err));
-		json_print_string(msg);
-		printf("}");
-		sep = ", ";
+		json_object_begin(w, NULL);
+		json_string(w, "path", pb->dst);
+		json_string(w, "errno", errno_name(pb->e.err));
+		json_string(w, "error", msg);
+		json_object_end(w);
 	}
-	printf("], \"subvolumes_left_out\": [");
-	for (i = 0, sep = ""; i < s->nr_problems; i++) {
+	json_array_end(w);
+	json_array_begin(w, "subvolumes_left_out");
+	for (i = 0; i < s->nr_problems; i++) {
 		pb = &s->problems[i];
 		if (pb->e.err)
 			continue;
-		printf("%s{\"path\": ", sep);
-		json_print_string(pb->dst);
-		printf(", \"inside\": ");
-		json_print_string(pb->inside);
-		printf("}");
-		sep = ", ";
+		json_object_begin(w, NULL);
+		json_string(w, "path", pb->dst);
+		json_string(w, "inside", pb->inside);
+		json_object_end(w);
 	}
-	printf("], \"subvolumes_extra\": [");
-	for (i = 0, sep = ""; i < s->nr_extras; i++) {
-		printf("%s{\"path\": ", sep);
-		json_print_string(s->extras[i].dst);
-		printf(", \"deleted\": %s, \"kept\": ",
-		       s->extras[i].kept ? "false" : "true");
-		if (s->extras[i].kept)
-			json_print_string(s->extras[i].kept);
-		else
-			printf("null");
+	json_array_end(w);
+	json_array_begin(w, "subvolumes_extra");
+	for (i = 0; i < s->nr_extras; i++) {
+		json_object_begin(w, NULL);
+		json_string(w, "path", s->extras[i].dst);
+		json_bool(w, "deleted", !s->extras[i].kept);
+		json_string(w, "kept", s->extras[i].kept);
 		if (s->extras[i].err)
-			printf(", \"errno\": \"%s\"",
-			       errno_name(s->extras[i].err));
-		printf("}");
-		sep = ", ";
+			json_string(w, "errno", errno_name(s->extras[i].err));
+		json_object_end(w);
 	}
-	printf("]");
+	json_array_end(w);
 }
 
-static void print_summary_json(const struct copy_cmd *c)
+static void json_copy_stats(struct json_writer *w, const struct copy_cmd *c)
 {
 	const struct copy_stats *s = &c->ctx.stats;
 	const struct encio_probe *p = &c->ctx.probe;
 	const struct engine *engine = &c->ctx.engine;
 
-	printf("{\"files\": %llu, \"failed\": %d, \"logical_bytes\": %llu, \"encoded_bytes\": %llu, "
-	       "\"extents_encoded\": %llu, \"extents_decoded\": %llu, \"ranges_plain\": %llu, "
-	       "\"holes\": %llu, \"prealloc\": %llu, \"io_read\": \"%s\", \"io_write\": \"%s\", "
-	       "\"fixed_buffers\": \"%s\", \"buffers\": \"%s\", \"registered_bytes\": %zu, "
-	       "\"seconds\": %.6f",
-	       (unsigned long long)s->files, c->failed,
-	       (unsigned long long)s->logical_bytes,
-	       (unsigned long long)s->encoded_bytes,
-	       (unsigned long long)s->extents_encoded,
-	       (unsigned long long)s->extents_decoded,
-	       (unsigned long long)s->ranges_plain,
-	       (unsigned long long)s->holes, (unsigned long long)s->prealloc,
-	       encio_io_mode_name(p->read_mode),
-	       encio_io_mode_name(p->write_mode),
-	       encio_fixed_state_desc(p->fixed),
-	       bufpool_backing_name(engine->pool.backing),
-	       engine->registered_bytes, c->seconds);
-	printf(", \"encoded_logical_bytes\": %llu, \"chunks_compressed\": %llu, "
-	       "\"chunks_incompressible\": %llu, \"extents_recompressed\": %llu, "
-	       "\"extents_verified\": %llu, \"clones\": %llu, \"clone_bytes\": %llu",
-	       (unsigned long long)s->encoded_logical,
-	       (unsigned long long)s->chunks_compressed,
-	       (unsigned long long)s->chunks_incompressible,
-	       (unsigned long long)s->extents_recompressed,
-	       (unsigned long long)s->extents_verified,
-	       (unsigned long long)s->clones,
-	       (unsigned long long)s->clone_bytes);
+	json_u64(w, "files", s->files);
+	json_i64(w, "failed", c->failed);
+	json_u64(w, "logical_bytes", s->logical_bytes);
+	json_u64(w, "encoded_bytes", s->encoded_bytes);
+	json_u64(w, "extents_encoded", s->extents_encoded);
+	json_u64(w, "extents_decoded", s->extents_decoded);
+	json_u64(w, "ranges_plain", s->ranges_plain);
+	json_u64(w, "holes", s->holes);
+	json_u64(w, "prealloc", s->prealloc);
+	json_string(w, "io_read", encio_io_mode_name(p->read_mode));
+	json_string(w, "io_write", encio_io_mode_name(p->write_mode));
+	json_string(w, "fixed_buffers", encio_fixed_state_desc(p->fixed));
+	json_string(w, "buffers", bufpool_backing_name(engine->pool.backing));
+	json_u64(w, "registered_bytes", engine->registered_bytes);
+	json_double(w, "seconds", c->seconds, 6);
+	json_u64(w, "encoded_logical_bytes", s->encoded_logical);
+	json_u64(w, "chunks_compressed", s->chunks_compressed);
+	json_u64(w, "chunks_incompressible", s->chunks_incompressible);
+	json_u64(w, "extents_recompressed", s->extents_recompressed);
+	json_u64(w, "extents_verified", s->extents_verified);
+	json_u64(w, "clones", s->clones);
+	json_u64(w, "clone_bytes", s->clone_bytes);
+}
+
+static void json_tree_stats(struct json_writer *w, const struct tree_stats *t)
+{
+	json_u64(w, "dirs", t->dirs);
+	json_u64(w, "symlinks", t->symlinks);
+	json_u64(w, "hardlinks", t->hardlinks);
+	json_u64(w, "specials", t->specials);
+	json_u64(w, "skipped", t->skipped);
+	json_u64(w, "meta_updated", t->meta_updated);
+	json_u64(w, "peak_files_in_flight", t->peak_files);
+	json_u64(w, "ring_waits", t->ring_waits);
+	json_u64(w, "walker_waits", t->walker_waits);
+}
+
+static void json_subvols_stats(struct json_writer *w,
+			       const struct subvols_stats *s)
+{
+	json_u64(w, "subvolumes", s->total);
+	json_u64(w, "subvolumes_copied", s->copied);
+	json_u64(w, "subvolumes_incremental", s->incremental);
+	json_u64(w, "subvolumes_ahead", s->ahead);
+	json_u64(w, "subvolumes_skipped", s->skipped);
+	json_u64(w, "subvolumes_replaced", s->replaced);
+	json_u64(w, "subvolumes_resumed", s->resumed);
+	json_u64(w, "subvolume_entries_complete", s->complete_entries);
+	json_u64(w, "subvolume_bytes", s->bytes_written);
+	json_u64(w, "subvolume_encoded_bytes", s->encoded_bytes);
+	json_u64(w, "subvolume_clones", s->clones);
+	json_u64(w, "stream_bytes", s->stream_bytes);
+	json_u64(w, "subvolume_bases", s->bases);
+	json_subvols_problems(w, s);
+}
+
+/* One line: scripts read the summary line by line. */
+static void print_summary_json(const struct copy_cmd *c)
+{
+	struct json_writer w;
+
+	json_init(&w, stdout, 0);
+	json_object_begin(&w, NULL);
+	json_copy_stats(&w, c);
 	if (c->recursive)
-		printf(", \"dirs\": %llu, \"symlinks\": %llu, \"hardlinks\": %llu, "
-		       "\"specials\": %llu, \"skipped\": %llu, \"meta_updated\": %llu, "
-		       "\"peak_files_in_flight\": %u, "
-		       "\"ring_waits\": %llu, \"walker_waits\": %llu",
-		       (unsigned long long)c->tree.dirs,
-		       (unsigned long long)c->tree.symlinks,
-		       (unsigned long long)c->tree.hardlinks,
-		       (unsigned long long)c->tree.specials,
-		       (unsigned long long)c->tree.skipped,
-		       (unsigned long long)c->tree.meta_updated,
-		       c->tree.peak_files,
-		       (unsigned long long)c->tree.ring_waits,
-		       (unsigned long long)c->tree.walker_waits);
+		json_tree_stats(&w, &c->tree);
 	if (c->subvolumes)
-		printf(", \"subvolumes\": %llu, \"subvolumes_copied\": %llu, "
-		       "\"subvolumes_incremental\": %llu, \"subvolumes_ahead\": %llu, "
-		       "\"subvolumes_skipped\": %llu, \"subvolumes_replaced\": %llu, "
-		       "\"subvolumes_resumed\": %llu, \"subvolume_entries_complete\": %llu, "
-		       "\"subvolume_bytes\": %llu, \"subvolume_encoded_bytes\": %llu, "
-		       "\"subvolume_clones\": %llu, \"stream_bytes\": %llu, "
-		       "\"subvolume_bases\": %llu",
-		       (unsigned long long)c->subvols.total,
-		       (unsigned long long)c->subvols.copied,
-		       (unsigned long long)c->subvols.incremental,
-		       (unsigned long long)c->subvols.ahead,
-		       (unsigned long long)c->subvols.skipped,
-		       (unsigned long long)c->subvols.replaced,
-		       (unsigned long long)c->subvols.resumed,
-		       (unsigned long long)c->subvols.complete_entries,
-		       (unsigned long long)c->subvols.bytes_written,
-		       (unsigned long long)c->subvols.encoded_bytes,
-		       (unsigned long long)c->subvols.clones,
-		       (unsigned long long)c->subvols.stream_bytes,
-		       (unsigned long long)c->subvols.bases);
-	if (c->subvolumes)
-		print_subvols_problems_json(&c->subvols);
+		json_subvols_stats(&w, &c->subvols);
 	if (c->opts.verify) {
-		printf(", \"verify\": {");
-		print_verify_json_fields(&c->ctx.verify.stats);
-		printf("}");
+		json_object_begin(&w, "verify");
+		json_verify_fields(&w, &c->ctx.verify.stats);
+		json_object_end(&w);
 	}
-	printf("}\n");
+	json_object_end(&w);
 }
 
 static void clear_progress(struct copy_cmd *c)
@@ -997,6 +994,7 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 		.report = verify_report,
 		.arg = c,
 	};
+	struct json_writer w;
 	struct verify_ctx v;
 	struct encio_error e;
 	int ret;
@@ -1016,9 +1014,11 @@ static int verify_only(struct copy_cmd *c, char **srcs, int nr_src,
 	else if (ret)
 		print_copy_error(&e);
 	if (c->json) {
-		printf("{");
-		print_verify_json_fields(&v.stats);
-		printf(", \"seconds\": %.6f}\n", c->seconds);
+		json_init(&w, stdout, 0);
+		json_object_begin(&w, NULL);
+		json_verify_fields(&w, &v.stats);
+		json_double(&w, "seconds", c->seconds, 6);
+		json_object_end(&w);
 	} else if (global_opts.verbose >= 0) {
 		print_verify_entries_text(&v.stats);
 		print_verify_text(&v.stats, c->seconds);

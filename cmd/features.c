@@ -114,8 +114,7 @@ static void print_text(const char *path, const struct encio_features *f)
 		printf("%-24s unknown\n", "send stream version:");
 }
 
-static void json_errs(struct json_writer *w, const char *name,
-		      const int *errs)
+static void json_errs(struct json_writer *w, const char *name, const int *errs)
 {
 	int m;
 

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "commands.h"
 #include "json.h"
 
 /* Length of the valid UTF-8 sequence at @s, 0 if it is not one. */
@@ -172,14 +171,4 @@ void json_null(struct json_writer *w, const char *key)
 {
 	json_member(w, key);
 	fputs("null", w->out);
-}
-
-void json_fprint_string(FILE *out, const char *str)
-{
-	json_write_string(out, str);
-}
-
-void json_print_string(const char *str)
-{
-	json_write_string(stdout, str);
 }

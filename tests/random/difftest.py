@@ -2765,6 +2765,11 @@ def parse_seeds(a):
 
 
 def main():
+    # Started as a background job of a script, the tester would pass an
+    # ignored SIGINT on to the commands it interrupts with one, and encio
+    # leaves an ignored SIGINT ignored.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if len(sys.argv) > 1 and sys.argv[1] == "op":
         try:
             OPS[sys.argv[2]](*sys.argv[3:])

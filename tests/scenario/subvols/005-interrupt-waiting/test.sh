@@ -23,7 +23,7 @@ run_check btrfs -q subvolume snapshot -r "$SRC/v" "$SRC/s2"
 
 make_btrfs dst 2G
 DST=$MNT
-"$ENCIO" copy -rT --subvolumes "$SRC" "$DST/x" >"$TEST_TMP/copy.out" 2>&1 &
+env --default-signal=INT "$ENCIO" copy -rT --subvolumes "$SRC" "$DST/x" >"$TEST_TMP/copy.out" 2>&1 &
 pid=$!
 sleep 1
 start=$(date +%s%N)

@@ -157,7 +157,7 @@ mount "$DST_LOOP" "$DST" || _fail "mount $DST again"
 same s1 "$DST/m"
 
 _log "SIGINT in the writable subvolume's difference"
-"$ENCIO" -v copy -rT --subvolumes --checkpoint 2M "$SRC" "$DST/m" \
+env --default-signal=INT "$ENCIO" -v copy -rT --subvolumes --checkpoint 2M "$SRC" "$DST/m" \
 	>"$T/c.out" 2>"$T/c.err" &
 pid=$!
 until ckpt "$DST/m" v 2; do

@@ -83,7 +83,8 @@ for g in a b; do
 done
 sync
 run_check btrfs -q subvolume snapshot -r "$SRC/sv" "$SRC/snap-many"
-"$ENCIO" -q copy -r -j 1 "$SRC/snap-many/many" "$DST/resumed" 2>"$TEST_TMP/err" &
+# a background job of a script starts with SIGINT ignored: not this one
+env --default-signal=INT "$ENCIO" -q copy -r -j 1 "$SRC/snap-many/many" "$DST/resumed" 2>"$TEST_TMP/err" &
 pid=$!
 stop_when_open "$pid" "$SRC/snap-many/many/b0"
 kill -INT "$pid"

@@ -37,7 +37,7 @@ getfattr --absolute-names -n trusted.encio.staging "$DEST/t" >/dev/null 2>&1 &&
 # a staging directory of encio's, stopped in: private and marked; the
 # rerun goes on in it and puts it in place with SRC's mode
 for i in $(seq 1 40); do random_bytes 3000000 "b$i" >"$SRC/d/f$i"; done
-"$ENCIO" -q copy -r "$SRC" "$DEST/u" &
+env --default-signal=INT "$ENCIO" -q copy -r "$SRC" "$DEST/u" &
 pid=$!
 until [ -d "$DEST/.u.encio-partial/d" ] || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done
 kill -INT $pid 2>/dev/null
