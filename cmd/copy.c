@@ -21,7 +21,6 @@
 #include "subvols/copy_subvols.h"
 #include "base/fsutil.h"
 #include "tree/tree.h"
-#include "copy/verify.h"
 
 static const char *const copy_usage[] = {
 	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST",
@@ -85,7 +84,8 @@ static const char *const copy_usage[] = {
 };
 
 struct copy_cmd {
-	struct copy_ctx ctx;
+	struct copy_ctx *ctx;
+	uint64_t files; /* copied: by copy_file(), or the trees' */
 	struct copy_options opts;
 	int json;
 	double seconds;
@@ -127,21 +127,18 @@ enum {
 
 static void print_probe(const struct copy_ctx *ctx)
 {
-	const struct engine *engine = &ctx->engine;
-	const struct encio_probe *p = &ctx->probe;
+	const struct encio_probe *p = copy_ctx_probe(ctx);
 	char size[PRETTY_SIZE_LEN];
+	struct copy_buffers b;
 	int m;
 
+	copy_ctx_buffers(ctx, &b);
 	verbose(1,
 		"buffers: %u slots of %zu KiB on %s, %s registered with io_uring",
-		engine->pool.nr_slots, engine->pool.slot_size / 1024,
-		bufpool_backing_name(engine->pool.backing),
-		engine->buffers_registered ?
-			pretty_size(size, engine->registered_bytes) :
-			"none");
-	verbose(1, "ring: %s%s", engine->ring ? "io_uring" : "unavailable",
-		engine->defer_taskrun ? " with SINGLE_ISSUER|DEFER_TASKRUN" :
-					"");
+		b.nr_slots, b.slot_size / 1024, b.backing,
+		b.registered ? pretty_size(size, b.registered_bytes) : "none");
+	verbose(1, "ring: %s%s", b.ring ? "io_uring" : "unavailable",
+		b.defer_taskrun ? " with SINGLE_ISSUER|DEFER_TASKRUN" : "");
 	for (m = ENCIO_IO_URING_FIXED; m <= ENCIO_IO_IOCTL; m++)
 		verbose(1, "probe %-11s read: %-14s write: %s",
 			encio_io_mode_name(m),
@@ -238,13 +235,14 @@ static void json_verify_fields(struct json_writer *w,
 
 static void print_summary_text(const struct copy_cmd *c)
 {
-	const struct copy_stats *s = &c->ctx.stats;
-	const struct encio_probe *p = &c->ctx.probe;
+	const struct copy_stats *s = copy_ctx_stats(c->ctx);
+	const struct encio_probe *p = copy_ctx_probe(c->ctx);
 	char logical[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
 		rate[PRETTY_SIZE_LEN];
+	const struct verify_stats *vs;
 
 	printf("copied %llu file%s: %s logical, %s encoded; extents %llu encoded, %llu decoded, %llu plain ranges, %llu holes, %llu prealloc; io read %s, write %s (fixed buffers: %s); %.3fs, %s/s\n",
-	       (unsigned long long)s->files, s->files == 1 ? "" : "s",
+	       (unsigned long long)c->files, c->files == 1 ? "" : "s",
 	       pretty_size(logical, s->logical_bytes),
 	       pretty_size(encoded, s->encoded_bytes),
 	       (unsigned long long)s->extents_encoded,
@@ -271,12 +269,13 @@ static void print_summary_text(const struct copy_cmd *c)
 		       pretty_size(encoded, s->encoded_bytes),
 		       pretty_size(logical, s->encoded_logical));
 	if (c->opts.verify) {
+		vs = copy_ctx_verify_stats(c->ctx);
 		printf("verified: %llu cop%s equal to %s source%s\n",
-		       (unsigned long long)c->ctx.verify.stats.files,
-		       c->ctx.verify.stats.files == 1 ? "y" : "ies",
-		       c->ctx.verify.stats.files == 1 ? "its" : "their",
-		       c->ctx.verify.stats.files == 1 ? "" : "s");
-		print_verify_text(&c->ctx.verify.stats, -1);
+		       (unsigned long long)vs->files,
+		       vs->files == 1 ? "y" : "ies",
+		       vs->files == 1 ? "its" : "their",
+		       vs->files == 1 ? "" : "s");
+		print_verify_text(vs, -1);
 	}
 }
 
@@ -343,11 +342,11 @@ static void json_subvols_problems(struct json_writer *w,
 
 static void json_copy_stats(struct json_writer *w, const struct copy_cmd *c)
 {
-	const struct copy_stats *s = &c->ctx.stats;
-	const struct encio_probe *p = &c->ctx.probe;
-	const struct engine *engine = &c->ctx.engine;
+	const struct copy_stats *s = copy_ctx_stats(c->ctx);
+	const struct encio_probe *p = copy_ctx_probe(c->ctx);
+	struct copy_buffers b;
 
-	json_u64(w, "files", s->files);
+	json_u64(w, "files", c->files);
 	json_i64(w, "failed", c->failed);
 	json_u64(w, "logical_bytes", s->logical_bytes);
 	json_u64(w, "encoded_bytes", s->encoded_bytes);
@@ -359,8 +358,9 @@ static void json_copy_stats(struct json_writer *w, const struct copy_cmd *c)
 	json_string(w, "io_read", encio_io_mode_name(p->read_mode));
 	json_string(w, "io_write", encio_io_mode_name(p->write_mode));
 	json_string(w, "fixed_buffers", encio_fixed_state_desc(p->fixed));
-	json_string(w, "buffers", bufpool_backing_name(engine->pool.backing));
-	json_u64(w, "registered_bytes", engine->registered_bytes);
+	copy_ctx_buffers(c->ctx, &b);
+	json_string(w, "buffers", b.backing);
+	json_u64(w, "registered_bytes", b.registered_bytes);
 	json_double(w, "seconds", c->seconds, 6);
 	json_u64(w, "encoded_logical_bytes", s->encoded_logical);
 	json_u64(w, "chunks_compressed", s->chunks_compressed);
@@ -417,7 +417,7 @@ static void print_summary_json(const struct copy_cmd *c)
 		json_subvols_stats(&w, &c->subvols);
 	if (c->opts.verify) {
 		json_object_begin(&w, "verify");
-		json_verify_fields(&w, &c->ctx.verify.stats);
+		json_verify_fields(&w, copy_ctx_verify_stats(c->ctx));
 		json_object_end(&w);
 	}
 	json_object_end(&w);
@@ -494,7 +494,7 @@ static bool copied_anything(const struct copy_cmd *c)
 {
 	const struct tree_stats *t = &c->tree;
 
-	return c->ctx.stats.files || t->dirs || t->symlinks || t->hardlinks ||
+	return c->files || t->dirs || t->symlinks || t->hardlinks ||
 	       t->specials || t->skipped || t->meta_updated;
 }
 
@@ -772,8 +772,8 @@ static void tree_probed(void *arg)
 {
 	struct copy_cmd *c = arg;
 
-	print_probe(&c->ctx);
-	warn_probe(&c->ctx.probe);
+	print_probe(c->ctx);
+	warn_probe(copy_ctx_probe(c->ctx));
 }
 
 static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
@@ -794,10 +794,10 @@ static int copy_trees(struct copy_cmd *c, char **srcs, int nr_srcs,
 	int ret;
 
 	stop_signals_install();
-	ret = tree_copy(&c->ctx, &topts, srcs, nr_srcs, dst, &c->tree, &e);
+	ret = tree_copy(c->ctx, &topts, srcs, nr_srcs, dst, &c->tree, &e);
 	clear_progress(c);
 	c->failed = c->tree.failed;
-	c->ctx.stats.files = c->tree.files;
+	c->files = c->tree.files;
 	if (ret) {
 		if (ret == -EINTR)
 			print_error(
@@ -884,13 +884,13 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 	int ret;
 
 	stop_signals_install();
-	ret = subvols_copy(&c->ctx, &topts, &sopts, src, dst, &c->subvols,
+	ret = subvols_copy(c->ctx, &topts, &sopts, src, dst, &c->subvols,
 			   &c->tree, &e);
 	/* the error that says some failed, the move gone on past them */
 	went_on = ret == -EIO && e.err == EIO && c->subvols.failed;
 	clear_progress(c);
 	c->failed = c->tree.failed;
-	c->ctx.stats.files = c->tree.files;
+	c->files = c->tree.files;
 	if (ret == -EINTR && stop_signal)
 		print_error(
 			"interrupted: the subvolumes complete kept%s (a rerun resumes)",
@@ -1073,7 +1073,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		c.total_bytes = total_size(argv + optind, nr_src);
 		c.nr_files = nr_src;
 	}
-	ret = copy_ctx_init(&c.ctx, &c.opts);
+	ret = copy_ctx_new(&c.ctx, &c.opts);
 	if (ret) {
 		print_error("cannot set up the I/O engine: %s", strerror(-ret));
 		return 1;
@@ -1089,7 +1089,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		goto summary;
 	}
 	stop_signals_install();
-	ret = copy_share_begin_path(&c.ctx, dst,
+	ret = copy_share_begin_path(c.ctx, dst,
 				    (const char *const *)argv + optind, nr_src);
 	if (ret) {
 		print_error("cannot index shared extents: %s", strerror(-ret));
@@ -1097,13 +1097,13 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	}
 	for (i = 0; i < nr_src && !stop_signal; i++) {
 		c.file_index = i;
-		ret = copy_probe(&c.ctx, argv[optind + i], dst, &e);
+		ret = copy_probe(c.ctx, argv[optind + i], dst, &e);
 		if (!ret && i == 0) {
-			print_probe(&c.ctx);
-			warn_probe(&c.ctx.probe);
+			print_probe(c.ctx);
+			warn_probe(copy_ctx_probe(c.ctx));
 		}
 		if (!ret)
-			ret = copy_file(&c.ctx, argv[optind + i], dst, &e);
+			ret = copy_file(c.ctx, argv[optind + i], dst, &e);
 		if (ret == -EINTR && stop_signal)
 			break;
 		if (ret) {
@@ -1113,6 +1113,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	ret = 0;
+	c.files = copy_ctx_stats(c.ctx)->files;
 	clear_progress(&c);
 	if (stop_signal) {
 		print_error(
@@ -1120,7 +1121,7 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 		ret = -EINTR;
 	}
 summary:
-	warn_flags_refused(&c.ctx.flags_refused);
+	warn_flags_refused(copy_ctx_flags_refused(c.ctx));
 	c.seconds = clock_now() - start;
 	if (c.json)
 		print_summary_json(&c);
@@ -1135,7 +1136,7 @@ summary:
 	}
 
 	subvols_stats_release(&c.subvols);
-	copy_ctx_release(&c.ctx);
+	copy_ctx_free(c.ctx);
 stopped:
 	if (ret == -EINTR)
 		stop_signals_reraise();

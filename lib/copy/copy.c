@@ -25,14 +25,16 @@
 #include <unistd.h>
 
 #include "codec/codec.h"
-#include "copy/copy.h"
+#include "copy/copy_internal.h"
 #include "codec/cpool.h"
 #include "fs/extents.h"
 #include "base/fsutil.h"
 #include "base/invariant.h"
 #include "fs/meta.h"
 
-int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
+static void copy_ctx_release(struct copy_ctx *ctx);
+
+static int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 {
 	struct engine_config config = {
 		.depth = opts->depth,
@@ -75,7 +77,7 @@ int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts)
 	return 0;
 }
 
-void copy_ctx_release(struct copy_ctx *ctx)
+static void copy_ctx_release(struct copy_ctx *ctx)
 {
 	if (ctx->cpool_started)
 		cpool_release(&ctx->cpool);
@@ -94,6 +96,64 @@ void copy_ctx_release(struct copy_ctx *ctx)
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->clone_fd = -1;
 	ctx->holder_fd = -1;
+}
+
+int copy_ctx_new(struct copy_ctx **ret, const struct copy_options *opts)
+{
+	struct copy_ctx *ctx = calloc(1, sizeof(*ctx));
+	int err;
+
+	*ret = NULL;
+	if (!ctx)
+		return -ENOMEM;
+	err = copy_ctx_init(ctx, opts);
+	if (err) {
+		free(ctx);
+		return err;
+	}
+	*ret = ctx;
+	return 0;
+}
+
+void copy_ctx_free(struct copy_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	copy_ctx_release(ctx);
+	free(ctx);
+}
+
+const struct copy_stats *copy_ctx_stats(const struct copy_ctx *ctx)
+{
+	return &ctx->stats;
+}
+
+const struct encio_probe *copy_ctx_probe(const struct copy_ctx *ctx)
+{
+	return &ctx->probe;
+}
+
+const struct verify_stats *copy_ctx_verify_stats(const struct copy_ctx *ctx)
+{
+	return &ctx->verify.stats;
+}
+
+struct inode_flags_refused *copy_ctx_flags_refused(struct copy_ctx *ctx)
+{
+	return &ctx->flags_refused;
+}
+
+void copy_ctx_buffers(const struct copy_ctx *ctx, struct copy_buffers *b)
+{
+	const struct engine *engine = &ctx->engine;
+
+	b->nr_slots = engine->pool.nr_slots;
+	b->slot_size = engine->pool.slot_size;
+	b->backing = bufpool_backing_name(engine->pool.backing);
+	b->registered = engine->buffers_registered;
+	b->registered_bytes = engine->registered_bytes;
+	b->ring = engine->ring;
+	b->defer_taskrun = engine->defer_taskrun;
 }
 
 int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,

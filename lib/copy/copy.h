@@ -1,8 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Copy of regular files: compressed extents read and written encoded,
- * decoded where the destination cannot take them, plain data copied plain,
- * holes kept, prealloc kept, metadata preserved, rename at the end.
+ * encio copy, the public API: one file at a time through the engine
+ * (copy_file()), and the verification of copies (verify_*()). The context
+ * is opaque; lib/copy/copy_internal.h has it and the copy jobs tree
+ * drives. Regular files are copied with compressed extents read and
+ * written encoded, decoded where the destination cannot take them, plain
+ * data copied plain, holes kept, prealloc kept, metadata preserved, a name
+ * at the end.
+ *
+ * Verification of copies: every byte of each copied file compared with its
+ * source, and whole trees walked side by side (types, symlink targets,
+ * device numbers, entries missing from or added to the copy).
+ *
+ * The copy is read with encoded reads where its filesystem allows them, so
+ * what is compared is what lies on disk: its compressed extents are
+ * decoded in user space (or found byte-identical to the source's encoded
+ * extent at the same offset), its other ranges come back as plain bytes.
+ * Where encoded reads are impossible (not btrfs, no CAP_SYS_ADMIN) the copy
+ * is read plain. Ranges that are holes in both files are equal without
+ * reading; a hole and written zeros are equal content. Memory is a few
+ * fixed buffers, whatever the files' sizes.
  */
 #ifndef ENCIO_COPY_H
 #define ENCIO_COPY_H
@@ -15,15 +32,12 @@
 #include <sys/types.h>
 
 #include "codec/compress.h"
-#include "codec/cpool.h"
 #include "io/engine.h"
 #include "base/error.h"
 #include "fs/inode_flags.h"
-#include "fs/extents.h"
-#include "fs/share.h"
-#include "copy/verify.h"
 
 struct codec;
+struct copy_ctx;
 struct copy_stats;
 
 struct copy_options {
@@ -67,94 +81,6 @@ struct copy_stats {
 	uint64_t clone_bytes; /* file bytes they stand for, not written */
 };
 
-struct copy_ctx {
-	struct copy_options opts;
-	struct engine engine;
-	struct codec *codec;
-	struct cpool cpool; /* codec workers, with --compress/--recompress */
-	bool cpool_started;
-	void *decode_buf;
-	void *chunk_buf; /* a chunk padded with zeros to its unencoded_len */
-	void *encode_buf;
-	struct verify_ctx verify; /* with opts.verify */
-	struct copy_stats stats;
-	struct encio_probe probe; /* of the last source / destination probed */
-	dev_t read_dev;
-	long read_fs_type; /* statfs f_type of read_dev */
-	dev_t write_dev;
-	uint32_t write_sectorsize; /* of write_dev */
-	bool read_probed;
-	bool write_probed;
-	struct inode_flags_refused flags_refused; /* by DEST, for a warning */
-	/* with share_on (copy_share_begin()): shared ranges cloned */
-	struct share_index share;
-	bool share_on;
-	int clone_fd;	     /* the clone source opened last, or -1 */
-	uint32_t clone_file; /* its share_file */
-	int holder_fd;	     /* share.holder_on: the holder (O_TMPFILE) */
-};
-
-/*
- * One file in flight: its extent map, the ranges still to issue, and how
- * many requests it has in the engine. Several jobs can share one engine:
- * copy_job_issue() sets req->priv to the job, so a completion finds its file.
- */
-struct copy_range {
-	uint64_t start;
-	uint64_t end;
-	bool whole; /* a compressed extent, read whole */
-};
-
-/*
- * A file whose only extent is inline at offset 0 and already in memory
- * (read from the tree): the job writes it without reading the source.
- */
-struct copy_inline {
-	uint32_t compression; /* BTRFS_ENCODED_IO_COMPRESSION_* */
-	uint64_t ram_bytes;   /* >= the file's size */
-	const void *data;     /* the extent's bytes as stored */
-	uint32_t data_len;
-};
-
-struct copy_job {
-	struct copy_ctx *ctx;
-	const char *src_path;
-	const char *dst_path; /* for messages */
-	int src_fd;
-	int dst_fd;
-	uint64_t size;
-	uint32_t sectorsize; /* of the destination */
-	struct extent_map map;
-	size_t next_extent;
-	const struct copy_inline *inline_data; /* not yet issued, or NULL */
-	struct copy_range *pending;
-	uint64_t aligned_to; /* end of the data ranges widened to sectors */
-	size_t nr_pending;
-	size_t cap_pending;
-	enum encio_io_mode read_mode;
-	enum encio_io_mode write_mode;
-	enum encio_io_mode
-		plain_mode;    /* for plain reads when read_mode is NONE */
-	unsigned int inflight; /* requests in the engine */
-	unsigned int chunks;   /* chunks with the codec workers */
-	uint64_t done;	       /* bytes of the file done (bytes_done) */
-	struct stat src_st;    /* the source when the job started */
-	bool check_src;	       /* compare src_st with the source at the end */
-	struct encio_error *e;
-	int err;
-	void *owner; /* the caller's */
-	bool share;  /* its ranges are in ctx->share */
-	/* written where only root can reach it until the copy ends */
-	bool dst_private;
-	uint32_t share_file;
-	struct share_plan clones;  /* ranges to clone, in file order */
-	size_t next_clone;	   /* where job_refill() is in clones */
-	struct share_plan holders; /* extents to write into the holder */
-	size_t next_holder;	   /* the next one to read */
-	bool share_wait;    /* a clone waits for the writes of its source */
-	uint64_t share_gen; /* ctx->share.state_gen when it last looked */
-};
-
 /*
  * The bytes of data a copy of the file of @st moves, for progress totals:
  * its size less its holes, as far as st_blocks tells (data and prealloc,
@@ -168,19 +94,43 @@ static inline uint64_t copy_data_bytes(const struct stat *st)
 						   (uint64_t)st->st_size;
 }
 
-int copy_ctx_init(struct copy_ctx *ctx, const struct copy_options *opts);
-void copy_ctx_release(struct copy_ctx *ctx);
+/*
+ * A context for copies with @opts: the engine, the codecs, the share
+ * index. 0 and *@ret, or -errno.
+ */
+int copy_ctx_new(struct copy_ctx **ret, const struct copy_options *opts);
+void copy_ctx_free(struct copy_ctx *ctx);
+
+/* What the copies so far did. */
+const struct copy_stats *copy_ctx_stats(const struct copy_ctx *ctx);
+/* The probe of the last source and destination, and what it chose. */
+const struct encio_probe *copy_ctx_probe(const struct copy_ctx *ctx);
+/* With opts.verify: what the verification of the copies found. */
+const struct verify_stats *copy_ctx_verify_stats(const struct copy_ctx *ctx);
+/* The inode flags DEST refused, for one warning. */
+struct inode_flags_refused *copy_ctx_flags_refused(struct copy_ctx *ctx);
+
+/* The engine's buffers and ring, for -v. */
+struct copy_buffers {
+	unsigned int nr_slots;
+	size_t slot_size;
+	const char *backing; /* bufpool_backing_name() */
+	bool registered;     /* with io_uring, as fixed buffers */
+	size_t registered_bytes;
+	bool ring;
+	bool defer_taskrun;
+};
+
+void copy_ctx_buffers(const struct copy_ctx *ctx, struct copy_buffers *b);
 
 /*
- * Chunks are encoded by worker threads while the engine goes on; their
- * results are written by the thread that drives the engine: poll (write
- * what is ready) after each completion, wait (for at least one) when the
- * engine is idle but chunks are busy. A job is idle only when none of its
- * chunks is busy.
+ * Before the first of several copy_file() into DEST named @dest (a
+ * directory, or a file in one) from @srcs: a range of a source extent
+ * the files share is written once and cloned everywhere else (see
+ * copy_share_begin() in copy_internal.h).
  */
-void copy_ctx_poll_chunks(struct copy_ctx *ctx);
-void copy_ctx_wait_chunks(struct copy_ctx *ctx);
-unsigned int copy_ctx_chunks_busy(const struct copy_ctx *ctx);
+int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
+			  const char *const *srcs, int nr);
 
 /*
  * Probe encoded I/O for reading @src and writing to @dst as copy_file()
@@ -199,113 +149,74 @@ int copy_file(struct copy_ctx *ctx, const char *src, const char *dst,
 	      struct encio_error *e);
 
 /*
- * With opts.verify: verify_file_fds() on ctx->verify, the copy @dst_fd
- * against its source @src_fd, every byte (the engine is not used). Call it
- * only when nothing of either file is in flight. Returns 0, or -errno with
- * @e naming @dst_path and the offset of the first difference
- * (-VERIFY_DIFFERS).
+ * A difference between a copy and its source is reported with this errno,
+ * encio_error.op saying what differs (e.g. "content differs from the
+ * source") and encio_error.path naming the copy; anything else is an error
+ * that stopped the check (an unreadable file, an extent that does not
+ * decode).
  */
-int copy_verify_fds(struct copy_ctx *ctx, int src_fd, int dst_fd,
-		    const char *dst_path, struct encio_error *e);
+#define VERIFY_DIFFERS EBADMSG
 
-/* copy_probe() on open files; the engine must be idle (nothing in flight). */
-int copy_probe_fds(struct copy_ctx *ctx, int src_fd, int dir_fd,
-		   const char *src, const char *dst_dir, struct encio_error *e);
+struct verify_stats {
+	uint64_t files;		    /* regular files found equal */
+	uint64_t bytes;		    /* file content compared, holes included */
+	uint64_t hole_bytes;	    /* of @bytes: holes in both, not read */
+	uint64_t extents_identical; /* compressed extents of the copies whose
+				       encoded bytes are the source's */
+	uint64_t extents_decoded;   /* compressed extents of the copies
+				       decoded and compared */
+	uint64_t files_plain;	    /* copies read plain: no encoded reads */
+	uint64_t dirs;
+	uint64_t symlinks; /* targets compared */
+	uint64_t specials; /* FIFOs, sockets, devices (with their numbers) */
+	uint64_t failed;   /* differences and errors, each reported */
+};
 
-/*
- * The per-file steps, for pipelines of many files on one engine:
- * copy_job_start() maps @job->src_fd and sizes @job->dst_fd (the modes and
- * paths are set by the caller, after copy_probe_fds() for its source and
- * destination); copy_job_issue() puts the job's next piece
- * of work into @req (false when it has none to issue now);
- * copy_job_complete() handles a completion of @req (req->priv == job) and
- * returns true when @req went back into the engine, false when the caller
- * must put it. A job is finished when it is idle and has no work left
- * (!copy_job_has_work()), or has job->err set and is idle. The first call
- * of copy_job_has_work() that finds the job idle with no work left checks
- * that the source did not change since copy_job_start() (size, mtime,
- * ctime unless a link or unlink moved it), and fails the job with
- * COPY_ESRCCHANGED if it did.
- */
-int copy_job_start(struct copy_job *job, const struct stat *st);
-/*
- * copy_job_start() for a file whose data is @in (kept by the caller until
- * the job is finished); job->src_fd may be -1.
- */
-int copy_job_start_inline(struct copy_job *job, const struct stat *st,
-			  const struct copy_inline *in);
-bool copy_job_issue(struct copy_job *job, struct engine_req *req);
-bool copy_job_complete(struct copy_job *job, struct engine_req *req);
-bool copy_job_has_work(struct copy_job *job);
-void copy_job_release(struct copy_job *job);
+struct verify_ctx {
+	struct codec *codec;
+	void *src_buf;	 /* the source, read plain */
+	void *dst_buf;	 /* the copy: encoded or plain bytes */
+	void *src_enc;	 /* the source's encoded extent */
+	void *plain_buf; /* a decoded extent of the copy */
+	/* set by the caller (a signal handler): stop with -EINTR */
+	volatile sig_atomic_t *stop;
+	struct verify_stats stats;
+};
 
-static inline bool copy_job_idle(const struct copy_job *job)
-{
-	return job->inflight == 0 && job->chunks == 0;
-}
+int verify_ctx_init(struct verify_ctx *v);
+void verify_ctx_release(struct verify_ctx *v);
 
 /*
- * An idle job with no work to issue that is not finished either: a range
- * it clones from another file waits for that file's writes (see
- * copy_job_has_work()).
+ * Compare the whole content of the regular files @src_fd and @dst_fd (the
+ * copy). Call it only when nothing of either file is in flight. Returns 0
+ * when equal; -VERIFY_DIFFERS with @e naming @dst_path and the offset of
+ * the first difference (or where the shorter file ends); or -errno with @e
+ * filled (@src_path names the source in errors reading it; NULL: the
+ * message names the copy's source by @dst_path).
  */
-static inline bool copy_job_waiting(const struct copy_job *job)
-{
-	return !job->err && job->share_wait;
-}
+int verify_file_fds(struct verify_ctx *v, int src_fd, int dst_fd,
+		    const char *src_path, const char *dst_path,
+		    struct encio_error *e);
+
+struct verify_tree_options {
+	/* trees: directories are walked, the root is not followed (cp -r) */
+	bool recursive;
+	bool no_target_dir; /* DEST is the copy even if it exists (cp -T) */
+	/* a difference or an error, with the walk going on */
+	void (*report)(void *arg, const struct encio_error *e);
+	void *arg;
+};
 
 /*
- * Sharing (lib/copy/copy_share.c). copy_share_begin() before the first file of
- * a run whose sources are @srcs and whose destination is the directory
- * @dest_fd: if DEST is btrfs, a range of a source extent referenced more
- * than once is written once and cloned (FICLONERANGE) everywhere else.
- * copy_share_plan() at a job's start: the ranges written before become
- * its clones, its others are remembered. copy_share_clone() once its
- * writes are done and its source was checked: it makes its written ranges
- * available to others, then clones what it can; what cannot be cloned
- * (a source failed, a destination that refuses) is handed back as ranges
- * to write (true), and what waits on a source still being written sets
- * job->share_wait. copy_share_end() when the job is released.
+ * Compare the copies of @srcs in @dest, named as encio copy names them:
+ * @dest/basename(SRC) when @dest is an existing directory (and not
+ * opts->no_target_dir), else @dest itself (one source only). Each
+ * difference and each error goes to opts->report and is counted in
+ * v->stats.failed. Returns 0 when every entry was looked at, or -errno with
+ * @e filled when the check could not run or stopped (-EINTR on v->stop).
  */
-int copy_share_begin(struct copy_ctx *ctx, int dest_fd, const char *const *srcs,
-		     int nr);
-/* copy_share_begin() for DEST named @dest: a directory, or a file in one. */
-int copy_share_begin_path(struct copy_ctx *ctx, const char *dest,
-			  const char *const *srcs, int nr);
-int copy_share_plan(struct copy_job *job);
-/*
- * Whether no one but root, the user running the copy and @owner can write
- * the file of @st (the group bits of a file with an ACL are its mask, so
- * they bound every entry but the owner's): a file of DEST offered as a
- * clone source, or cloned from into a file of @owner, must be. A file a
- * rerun found complete is offered only if its stat as found passes with
- * its own source's owner, so that it was not someone else's to change.
- */
-bool copy_share_writers_only(const struct stat *st, uid_t owner);
-/*
- * A file a rerun found complete in DEST (@dst_fd, of the source @src_fd,
- * @st, @map; in a tree only root could ever reach: @private_tree): its
- * ranges offered as if this run wrote them, so that the files sharing
- * their extents clone them instead of writing them again.
- */
-void copy_share_note_complete(struct copy_ctx *ctx, int src_fd,
-			      const struct stat *st,
-			      const struct extent_map *map, int dst_fd,
-			      bool private_tree);
-bool copy_share_clone(struct copy_job *job);
-void copy_share_end(struct copy_job *job);
-/*
- * copy_job.c: the job's first error (@err, naming the destination if
- * @on_dst, else the source, at @offset), returned as -errno
- */
-int copy_job_fail(struct copy_job *job, int err, const char *op, bool on_dst,
-		  uint64_t offset);
-/* [start, end) of the file done (clipped at EOF), for progress */
-void copy_job_progress(struct copy_job *job, uint64_t start, uint64_t end);
-/* [start, end) of the file preallocated (KEEP_SIZE), or -errno */
-int copy_job_fallocate(struct copy_job *job, uint64_t start, uint64_t end);
-/* a range of the file to read and write again */
-int copy_job_push_range(struct copy_job *job, uint64_t start, uint64_t end,
-			bool whole);
+int verify_trees(struct verify_ctx *v, const struct verify_tree_options *opts,
+		 char *const *srcs, int nr_srcs, const char *dest,
+		 struct encio_error *e);
 
 #endif

@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
-#include "copy/copy.h"
+#include "copy/copy_internal.h"
 #include "base/error.h"
 #include "base/invariant.h"
 

@@ -23,7 +23,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "copy/copy.h"
+#include "copy/copy_internal.h"
 #include "fs/inode_flags.h"
 #include "base/kernel.h"
 

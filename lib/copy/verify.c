@@ -20,7 +20,7 @@
 #include "fs/extents.h"
 #include "base/fsutil.h"
 #include "base/kernel.h"
-#include "copy/verify.h"
+#include "copy/copy.h"
 
 /*
  * The size of every buffer: an encoded read returns at most one extent

@@ -232,7 +232,7 @@ static int copy_tree(struct subvols *s, const char *src, const char *dest,
 		     bool subvol, struct tree_stats *ts)
 {
 	char *srcs[1] = { (char *)src };
-	const struct copy_stats *c = &s->ctx->stats;
+	const struct copy_stats *c = copy_ctx_stats(s->ctx);
 	uint64_t encoded = c->encoded_bytes, clones = c->clones;
 	int ret;
 
@@ -347,7 +347,7 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
 	/* as receive_options' no_root_nocow leaves a difference's */
 	ret = s->opts->no_root_nocow ? inode_flags_set(fd, 0, FS_NOCOW_FL,
-						       &s->ctx->flags_refused) :
+						       copy_ctx_flags_refused(s->ctx)) :
 				       0;
 	if (ret >= 0)
 		ret = subvols_partial_unmark(fd);

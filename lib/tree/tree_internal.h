@@ -28,6 +28,7 @@
 #include "fs/inode_flags.h"
 #include "fs/meta.h"
 #include "fs/prefetch.h"
+#include "copy/copy_internal.h"
 #include "tree/tree.h"
 
 #define CHECKPOINT_FILES 4096

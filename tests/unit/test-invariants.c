@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "copy/copy.h"
+#include "copy/copy_internal.h"
 #include "io/engine.h"
 #include "receive/receive_internal.h"
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "copy/verify.h"
+#include "copy/copy.h"
 
 #define SIZE (1024 * 1024 + 4097)
 
