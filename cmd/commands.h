@@ -96,8 +96,6 @@ void progress_end(bool *shown);
 /* "1:02:03" or "2:03" for @secs; "--:--" when not known. */
 void format_eta(char *buf, size_t len, double secs);
 
-/* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
-int parse_format(const char *arg);
 
 /* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */
 int parse_size(const char *arg, uint64_t *out);

@@ -123,7 +123,8 @@ const char *pretty_size(char *buf, unsigned long long bytes)
 	return buf;
 }
 
-int parse_format(const char *arg)
+/* Parse --format=text|json; returns 0 text, 1 json, -1 bad. */
+static int parse_format(const char *arg)
 {
 	if (strcmp(arg, "text") == 0)
 		return 0;

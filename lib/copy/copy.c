@@ -8,6 +8,14 @@
  * them; plain ranges are read in slot-sized pieces and written plain; holes
  * are skipped; prealloc ranges are fallocated. Every extent lands at its own
  * offset, so completion order does not matter.
+ *
+ * Where the decisions are made: which I/O path reads and which writes, in
+ * copy_probe_fds() here on lib/io/engine.c's probe (per filesystem);
+ * whether an encoded extent is written encoded, decoded or recompressed,
+ * and whether a plain chunk is compressed (--compress), here when its read
+ * completes; whether a range is cloned instead of written, in
+ * copy_share.c; whether a source changed while it was copied, in
+ * copy_job_has_work() here.
  */
 #include <ctype.h>
 #include <dirent.h>

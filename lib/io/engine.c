@@ -4,6 +4,13 @@
  * registered slots ("uring-fixed"), plain URING_CMD ("uring") or the ioctls,
  * behind one submit/reap interface. Requests complete in any order; each
  * owns its args struct, iovec vector and slot until it is reaped.
+ *
+ * Where the decisions are made: which path `auto` takes for reads and
+ * for writes, in probe_choose() after engine_probe_read() and
+ * engine_probe_write() tried each on the file and directory at hand
+ * (uring encoded writes punted to io-wq workers lose to the ioctl);
+ * whether registered buffers are honoured, in the fixed-buffer probe;
+ * the buffers' backing (hugetlb, THP, plain pages), in lib/io/bufpool.c.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -46,9 +46,9 @@
  * tree_internal.h has what they share.
  *
  * Where the decisions are made: whether a range a file shares with one
- * copied before is cloned or written, in copy_share.c (copy_share_plan()
- * when a job starts, copy_share_clone() when its writes are done), on the
- * index of shared source extents of share.c; whether a file DEST has is
+ * copied before is cloned or written, in lib/copy/copy_share.c
+ * (copy_share_plan() when a job starts, copy_share_clone() when its writes
+ * are done), on the index of shared source extents of lib/fs/share.c; whether a file DEST has is
  * complete and kept, in tree_file.c (tree_file_open_source()); which
  * subvolumes are left out, in tree_walk_thread.c; where a tree is staged and
  * when it is put in place, in tree_entry.c (stage_root(),
