@@ -80,19 +80,20 @@ static int mark_turn_take(void)
 	return fd;
 }
 
-/* Up to 10 ms times @tries, so that two markers fall apart. */
+/*
+ * Up to 10 ms times @tries, so that two markers fall apart: below a
+ * second for every try (MARK_TRIES * 10 ms).
+ */
 static void mark_pause(int tries)
 {
 	struct timespec ts = { 0 };
 	uint32_t r = 0;
 
+	_Static_assert(MARK_TRIES * 10000000L < 1000000000L,
+		       "a pause fits tv_nsec");
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint32_t)tries * 7919;
 	ts.tv_nsec = (long)(r % 10000000U) * tries;
-	while (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	nanosleep(&ts, NULL);
 }
 
