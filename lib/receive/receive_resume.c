@@ -62,7 +62,7 @@
 #include "base/pack.h"
 #include "receive/receive_internal.h"
 
-#define RECORD_MAGIC "encio-resume-record-2"
+#define RECORD_MAGIC "encio-resume-record-3"
 #define CHECKPOINT_BYTES (1ULL << 30)
 #define CHECKPOINT_SECONDS 10.0
 /* a record past this is no record of ours */
@@ -528,9 +528,12 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 	if (first) {
 		stream_cmd_without_total(cmd, &len, &crc);
 		rs->base = cmd->offset + (cmd->len - len);
+		rs->point.layout = stream_cmd_layout(cmd);
 	}
 	rs->point.fingerprint = resume_fingerprint_add(rs->point.fingerprint,
 						       cmd->type, len, crc);
+	rs->point.shape =
+		resume_fingerprint_add(rs->point.shape, cmd->type, len, 0);
 	rs->point.commands++;
 	rs->point.position = ctx->reader->offset - rs->base;
 	if (first && ctx->opts.checkpoint_late)
@@ -682,7 +685,8 @@ static bool same_point(const struct resume_point *a,
 	       !memcmp(a->parent_uuid, b->parent_uuid, BTRFS_UUID_SIZE) &&
 	       a->parent_ctransid == b->parent_ctransid &&
 	       a->version == b->version && a->position == b->position &&
-	       a->fingerprint == b->fingerprint && a->commands == b->commands;
+	       a->fingerprint == b->fingerprint && a->shape == b->shape &&
+	       a->commands == b->commands && a->layout == b->layout;
 }
 
 int rcv_resume(const struct resume_point *p, void *arg)

@@ -654,6 +654,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 		uuid[6] = (uuid[6] & 0x0f) | 0x40;
 		uuid[8] = (uuid[8] & 0x3f) | 0x80;
 	}
+	ctx->w.layout = send_layout(ctx, true, 0, NULL, 0);
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SUBVOL);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
@@ -922,13 +923,26 @@ static bool resumes(const char *path, const struct resume_point *p)
 	       info.ctransid == p->ctransid;
 }
 
-/* The writer found what it regenerated is not what the point names. */
+/*
+ * The writer found what it regenerated is not what the point names, or
+ * that the point is of a stream laid out otherwise.
+ */
 static int resume_differs(struct send_ctx *ctx)
 {
+	if (ctx->w.err == -EPROTO)
+		return encio_error_set(
+			ctx->e, EPROTO,
+			"resume (the token is of a stream sent with other options, -p, -c, -e, --proto or --no-data, or by an encio that lays streams out otherwise: send it whole again)",
+			"send", false, 0);
 	return encio_error_set(
 		ctx->e, ESTALE,
 		"resume (the stream regenerated is not the one received up to the resume point: send it whole again)",
 		"send", false, 0);
+}
+
+static bool resume_refused(int err)
+{
+	return err == -ESTALE || err == -EPROTO;
 }
 
 /* The PATH -t resumes: the ones before it are not sent. */
@@ -972,7 +986,7 @@ static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			continue;
 		}
 		if (i == first && ctx->opts.resume)
-			stream_writer_skip(&ctx->w, ctx->opts.resume);
+			stream_writer_skip(&ctx->w, ctx->opts.resume, true);
 		else if (i && !ctx->opts.one_stream)
 			stream_put_header(&ctx->w);
 		if (!kernel) {
@@ -984,7 +998,7 @@ static int send_all(struct send_ctx *ctx, const char *const *paths, size_t nr)
 			ret = send_roots_add(&roots, paths[i], ctx->e);
 	}
 	send_roots_release(&roots);
-	return ctx->w.err == -ESTALE ? resume_differs(ctx) : ret;
+	return resume_refused(ctx->w.err) ? resume_differs(ctx) : ret;
 }
 
 int send_run(const char *const *paths, size_t nr, int out_fd,
@@ -1028,7 +1042,7 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	if (ret)
 		stream_writer_abandon(&ctx->w);
 	ret2 = stream_writer_finish(&ctx->w);
-	if (!ret && ret2 == -ESTALE)
+	if (!ret && resume_refused(ret2))
 		ret = resume_differs(ctx);
 	else if (!ret && ret2)
 		ret = encio_error_set(e, ret2, "write stream to", out_name,

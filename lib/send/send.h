@@ -55,8 +55,12 @@ struct send_options {
 	 * -t: the stream resumed at this point, for the PATH whose subvolume
 	 * it names (by UUID and ctransid): the PATHs before it are taken as
 	 * received whole and not sent, its commands before the point not
-	 * either (regenerated and checked against the point's fingerprint:
-	 * -ESTALE where they differ), the rest and the PATHs after it are.
+	 * either, the rest and the PATHs after it are. A walked tree skips
+	 * to the point from its metadata, no data read, and checks the
+	 * commands' shape; the kernel's stream is regenerated and checked
+	 * against the point's fingerprint (-ESTALE where they differ). A
+	 * point of another layout (options, encio's stream layout) is
+	 * refused, -EPROTO.
 	 */
 	const struct resume_point *resume;
 	bool one_stream; /* -e: one header, END after the last PATH only */
@@ -94,6 +98,11 @@ struct send_stats {
 	uint64_t passes_reused; /* kernel passes read from opts->pass */
 	uint64_t bytes_total;	/* the stream's size: estimated, then real */
 	uint64_t bytes_done;	/* of the stream, written */
+	/*
+	 * -t: the point the stream resumed at (the stats above are of the
+	 * stream after it); 0: not resumed
+	 */
+	uint64_t resumed_at;
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 

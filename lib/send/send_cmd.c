@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * encio send: what every file of send calls, at the bottom of the family:
- * its errors, a stop asked by a signal, the end of a command, progress.
+ * its errors, a stop asked by a signal, the end of a command, progress,
+ * the layout a subvolume's stream is given.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -25,14 +26,48 @@ int send_stopped(struct send_ctx *ctx)
 	return 0;
 }
 
+/*
+ * The resume point reached: the stats from now on are of the stream
+ * written, the part before it having been sent by the run that was cut.
+ */
+static void send_resumed(struct send_ctx *ctx)
+{
+	struct send_stats *st = ctx->stats;
+
+	st->resumed_at = ctx->w.skip_pos;
+	st->files = st->dirs = st->others = 0;
+	st->bytes_logical = st->bytes_encoded = st->extents_encoded = 0;
+	st->clones = st->clone_bytes = 0;
+}
+
 int send_end_cmd(struct send_ctx *ctx)
 {
+	bool skipping = ctx->w.skip;
 	int ret = stream_end_cmd(&ctx->w);
 
 	if (ret)
 		return encio_error_set(ctx->e, ret, "write stream to",
 				       ctx->out_name, false, 0);
+	if (skipping && !ctx->w.skip)
+		send_resumed(ctx);
 	return 0;
+}
+
+uint64_t send_layout(const struct send_ctx *ctx, bool walked,
+		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids)
+{
+	uint64_t h = resume_fingerprint_add(0, SEND_LAYOUT_VERSION, walked,
+					    ctx->w.version);
+	size_t i;
+
+	h = resume_fingerprint_add(h, ctx->opts.one_stream,
+				   (uint32_t)ctx->write_max, ctx->opts.no_data);
+	h = resume_fingerprint_add(h, 0, (uint32_t)parent_id,
+				   (uint32_t)(parent_id >> 32));
+	for (i = 0; i < nr_ids; i++)
+		h = resume_fingerprint_add(h, 1, (uint32_t)ids[i],
+					   (uint32_t)(ids[i] >> 32));
+	return h ?: 1;
 }
 
 void send_progress(struct send_ctx *ctx)

@@ -47,7 +47,8 @@ int send_emit_pieces(struct send_ctx *ctx, int fd, const char *path,
 		}
 		if (!ret && !*eof)
 			ret = send_piece_emit_read(ctx, fd, path, p, eof);
-		engine_put_req(&ctx->engine, p->req);
+		if (p->req)
+			engine_put_req(&ctx->engine, p->req);
 		p->req = NULL;
 	}
 	send_clone_checks_end(ctx);

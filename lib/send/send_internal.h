@@ -83,6 +83,7 @@ struct send_piece {
 	bool whole; /* one encoded read of a (compressed) extent */
 	bool clone; /* a CLONE of (file, src_off): nothing read */
 	bool plain; /* pread at its turn: part of a compressed extent */
+	bool counted; /* its read estimated from its extent, not made */
 	uint32_t file;
 	uint64_t src_off;
 	struct file_extent fe; /* the extent it is read from (not a clone) */
@@ -144,6 +145,8 @@ struct send_ctx {
 	bool check_map_made;
 	struct extent_map check_src_map; /* of the last clone source */
 	uint32_t check_src;		 /* its share file + 1; 0: none */
+	/* counted data reached the resume point: read from this offset */
+	uint64_t data_from;
 };
 
 /*
@@ -161,8 +164,24 @@ int send_fail(struct send_ctx *ctx, int err, const char *op, uint64_t off,
 	      bool has_off);
 /* -EINTR if a signal asked to stop, else 0. */
 int send_stopped(struct send_ctx *ctx);
-/* Finish the command being built; -errno naming the stream on error. */
+/*
+ * Finish the command being built; -errno naming the stream on error. The
+ * command that reaches a resume point starts the stats again.
+ */
 int send_end_cmd(struct send_ctx *ctx);
+/*
+ * encio's layout of a walked tree's stream: raised whenever the stream of
+ * one tree with the same options changes (commands, their order, their
+ * attributes, how data is cut), so that no resume mixes two layouts.
+ */
+#define SEND_LAYOUT_VERSION 1
+/*
+ * The layout of a subvolume's stream (stream.h: STREAM_A_LAYOUT): walked
+ * or the kernel's, from @parent_id with the clone sources @ids, and the
+ * options that shape it; never 0.
+ */
+uint64_t send_layout(const struct send_ctx *ctx, bool walked,
+		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
 
 /* send_meta.c */
 int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
@@ -304,7 +323,7 @@ int send_push_range(struct send_ctx *ctx, const struct file_extent *fe,
  * ENCODED_WRITE, and what it lacks read again. *@eof where @fd ended.
  */
 int send_piece_emit_read(struct send_ctx *ctx, int fd, const char *path,
-			 const struct send_piece *p, bool *eof);
+			 struct send_piece *p, bool *eof);
 /*
  * The pieces of reads: send_map_pieces() appends the data ranges of @map
  * to ctx->pieces; send_issue_pieces() issues pieces [first, last) of @fd

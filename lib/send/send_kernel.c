@@ -441,6 +441,10 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	}
 	send_kernel_init(&ks, root_fd, parent_id, clone_ids, nr_clone_ids,
 			 ctx->w.version, ctx->opts.no_data);
+	/* the kernel's stream holds its data: checked to the point by it */
+	ctx->w.skip_by_shape = false;
+	ctx->w.layout =
+		send_layout(ctx, false, parent_id, clone_ids, nr_clone_ids);
 	/* a pass made before, if made for this: else the kernel's, now */
 	if (ctx->opts.pass)
 		pass_fd = send_pass_open(ctx->opts.pass, &ks);

@@ -18,15 +18,41 @@
 #include "send/send_internal.h"
 #include "stream/stream.h"
 
-/* WRITE commands of ctx->write_max bytes at most. */
+/*
+ * Data counted, not read (send -n, or before a resume point), reached a
+ * command the writer does write: its data must be read from ctx->data_from.
+ */
+#define SEND_DATA_WANTED 2
+
+/*
+ * The data of a command about to be put: whether it is there, or, counted
+ * (@data NULL) where the writer no longer drops it, wanted from @offset.
+ */
+static int data_wanted(struct send_ctx *ctx, const void *data, uint64_t offset)
+{
+	if (data || stream_writer_drops(&ctx->w))
+		return 0;
+	ctx->data_from = offset;
+	return SEND_DATA_WANTED;
+}
+
+/*
+ * WRITE commands of ctx->write_max bytes at most; @data NULL: counted
+ * (SEND_DATA_WANTED where it is needed).
+ */
 static int send_write(struct send_ctx *ctx, const char *path, const char *data,
 		      size_t len, uint64_t offset)
 {
+	bool sent;
 	int ret;
 
 	while (len) {
 		size_t n = len < ctx->write_max ? len : ctx->write_max;
 
+		ret = data_wanted(ctx, data, offset);
+		if (ret)
+			return ret;
+		sent = !ctx->w.skip;
 		stream_begin_cmd(&ctx->w, BTRFS_SEND_C_WRITE);
 		stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 		stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, offset);
@@ -34,20 +60,29 @@ static int send_write(struct send_ctx *ctx, const char *path, const char *data,
 		ret = send_end_cmd(ctx);
 		if (ret)
 			return ret;
-		ctx->stats->bytes_logical += n;
-		data += n;
+		if (sent)
+			ctx->stats->bytes_logical += n;
+		if (data)
+			data += n;
 		len -= n;
 		offset += n;
 	}
 	return 0;
 }
 
-/* An encoded read's extent as ENCODED_WRITE, standing for @len bytes. */
+/*
+ * An encoded read's extent as ENCODED_WRITE, standing for @len bytes;
+ * @counted: the read was not made (SEND_DATA_WANTED where it is needed).
+ */
 static int send_encoded(struct send_ctx *ctx, const char *path,
-			const struct engine_req *req, uint64_t len)
+			const struct engine_req *req, uint64_t len,
+			bool counted)
 {
 	const struct btrfs_ioctl_encoded_io_args *a = &req->args;
+	int ret = data_wanted(ctx, counted ? NULL : req, req->offset);
 
+	if (ret)
+		return ret;
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_ENCODED_WRITE);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_FILE_OFFSET, req->offset);
@@ -59,7 +94,9 @@ static int send_encoded(struct send_ctx *ctx, const char *path,
 	/* optional, and left out when none, as the kernel's send does */
 	if (a->encryption)
 		stream_put_u32(&ctx->w, BTRFS_SEND_A_ENCRYPTION, a->encryption);
-	stream_put_data(&ctx->w, engine_req_buf(&ctx->engine, req), req->res);
+	stream_put_data(&ctx->w,
+			counted ? NULL : engine_req_buf(&ctx->engine, req),
+			req->res);
 	ctx->stats->bytes_logical += len;
 	ctx->stats->bytes_encoded += req->res;
 	ctx->stats->extents_encoded++;
@@ -74,7 +111,7 @@ static int send_encoded(struct send_ctx *ctx, const char *path,
  */
 static int send_read_result(struct send_ctx *ctx, const char *path,
 			    const struct engine_req *req, uint64_t limit,
-			    uint64_t *covered)
+			    bool counted, uint64_t *covered)
 {
 	uint64_t len;
 
@@ -89,7 +126,9 @@ static int send_read_result(struct send_ctx *ctx, const char *path,
 		if (req->offset + len > limit && limit > req->offset)
 			len = limit - req->offset;
 		*covered = len;
-		return send_write(ctx, path, engine_req_buf(&ctx->engine, req),
+		return send_write(ctx, path,
+				  counted ? NULL :
+					    engine_req_buf(&ctx->engine, req),
 				  len, req->offset);
 	}
 	len = req->args.len;
@@ -97,7 +136,7 @@ static int send_read_result(struct send_ctx *ctx, const char *path,
 	    !(limit % SEND_BLOCK))
 		len = limit - req->offset;
 	*covered = len;
-	return send_encoded(ctx, path, req, len);
+	return send_encoded(ctx, path, req, len, counted);
 }
 
 /* One encoded read of @fd at @offset alone (nothing else in flight). */
@@ -113,7 +152,7 @@ static int read_one(struct send_ctx *ctx, int fd, const char *path,
 			    offset);
 	if (engine_wait(&ctx->engine, req) < 0 && engine_inflight(&ctx->engine))
 		return send_fail(ctx, EIO, "io_uring wait", offset, true);
-	ret = send_read_result(ctx, path, req, limit, covered);
+	ret = send_read_result(ctx, path, req, limit, false, covered);
 	engine_put_req(&ctx->engine, req);
 	return ret;
 }
@@ -207,9 +246,10 @@ int send_reap_all(struct send_ctx *ctx)
 }
 
 /*
- * -n: what the encoded read of @p would return, from its extent, nothing
- * read: a compressed extent whole (the kernel returns its bytes on disk),
- * plain data as the piece's bytes of compression NONE.
+ * -n, or before a resume point: what the encoded read of @p would return,
+ * from its extent, nothing read: a compressed extent whole (the kernel
+ * returns its bytes on disk), plain data as the piece's bytes of
+ * compression NONE.
  */
 static void estimate_read(struct send_ctx *ctx, struct send_piece *p)
 {
@@ -229,6 +269,7 @@ static void estimate_read(struct send_ctx *ctx, struct send_piece *p)
 			fe->compression, SEND_BLOCK);
 	}
 	p->req = req;
+	p->counted = true;
 }
 
 void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
@@ -238,9 +279,10 @@ void send_issue_pieces(struct send_ctx *ctx, int fd, size_t first, size_t last)
 	for (i = first; i < last; i++) {
 		struct send_piece *p = &ctx->pieces[i];
 
+		p->counted = false;
 		if (p->clone || p->plain)
 			continue;
-		if (ctx->opts.estimate) {
+		if (stream_writer_drops(&ctx->w)) {
 			estimate_read(ctx, p);
 			continue;
 		}
@@ -259,21 +301,26 @@ int send_range_plain(struct send_ctx *ctx, int fd, const char *path,
 {
 	struct stat st;
 	uint64_t stop;
+	int ret;
 
-	/* -n: the WRITEs of the range as the file's size bounds it */
-	if (ctx->opts.estimate) {
+	/* counted: the WRITEs of the range as the file's size bounds it */
+	if (stream_writer_drops(&ctx->w)) {
 		if (fstat(fd, &st))
 			return send_fail(ctx, errno, "stat", 0, false);
 		stop = end < (uint64_t)st.st_size ? end : (uint64_t)st.st_size;
-		return send_write(ctx, path, ctx->buf, stop > pos ? stop - pos : 0, pos) ?:
-			       stop < end;
+		ret = send_write(ctx, path, NULL, stop > pos ? stop - pos : 0,
+				 pos);
+		if (ret != SEND_DATA_WANTED)
+			return ret ?: stop < end;
+		/* the resume point: read from there on */
+		pos = ctx->data_from;
 	}
 	while (pos < end) {
 		size_t want = end - pos < ctx->write_max ? end - pos :
 							   ctx->write_max;
 		ssize_t n;
-		int ret = send_stopped(ctx);
 
+		ret = send_stopped(ctx);
 		if (ret)
 			return ret;
 		n = pread(fd, ctx->buf, want, pos);
@@ -324,16 +371,45 @@ static int top_up_plain(struct send_ctx *ctx, int fd, struct engine_req *req,
 	return 0;
 }
 
+/*
+ * The counted piece @p reached the resume point at ctx->data_from: read
+ * from there, its commands cut as the whole piece's would be (plain data
+ * in WRITEs of write_max from the piece's start, pread to fill them; a
+ * compressed extent read whole).
+ */
+static int emit_wanted(struct send_ctx *ctx, int fd, const char *path,
+		       struct send_piece *p, bool *eof)
+{
+	bool plain = p->req->args.compression ==
+		     BTRFS_ENCODED_IO_COMPRESSION_NONE;
+	uint64_t covered = 1, pos = ctx->data_from;
+	int ret = 0;
+
+	engine_put_req(&ctx->engine, p->req);
+	p->req = NULL;
+	if (plain) {
+		ret = send_range_plain(ctx, fd, path, pos, p->end);
+		*eof |= ret == 1;
+		return ret == 1 ? 0 : ret;
+	}
+	for (; !ret && covered && pos < p->end; pos += covered)
+		ret = read_one(ctx, fd, path, pos, p->end, &covered);
+	*eof |= !covered;
+	return ret;
+}
+
 int send_piece_emit_read(struct send_ctx *ctx, int fd, const char *path,
-			 const struct send_piece *p, bool *eof)
+			 struct send_piece *p, bool *eof)
 {
 	uint64_t covered, pos;
 	int ret;
 
-	ret = top_up_plain(ctx, fd, p->req, p->end);
+	ret = p->counted ? 0 : top_up_plain(ctx, fd, p->req, p->end);
 	if (ret)
 		return ret;
-	ret = send_read_result(ctx, path, p->req, p->end, &covered);
+	ret = send_read_result(ctx, path, p->req, p->end, p->counted, &covered);
+	if (ret == SEND_DATA_WANTED)
+		return emit_wanted(ctx, fd, path, p, eof);
 	if (!covered)
 		*eof = true;
 	/* Shorter than mapped (the file changed): the rest. */

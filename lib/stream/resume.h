@@ -4,13 +4,16 @@
  *
  * A resume point names one subvolume's stream (its UUID and ctransid as
  * its SUBVOL or SNAPSHOT command gave them, the parent's for a
- * snapshot, the stream version), a position in it (the bytes of its
- * commands from that first one on, up to a command boundary) and a
- * fingerprint of the commands before the position. encio receive -s
- * keeps one with the partial subvolume; encio receive --resume-token
- * prints it as a token; encio send -t regenerates the stream, checks the
- * fingerprint of what it would send before the position, and sends the
- * rest after an ENCIO_RESUME command that names the point again.
+ * snapshot, the stream version, the layout its sender gave it), a
+ * position in it (the bytes of its commands from that first one on, up
+ * to a command boundary) and two fingerprints of the commands before the
+ * position: of their bytes, and of their shape (types and lengths).
+ * encio receive -s keeps one with the partial subvolume; encio receive
+ * --resume-token prints it as a token; encio send -t sends the rest after
+ * an ENCIO_RESUME command that names the point again. A stream the kernel
+ * computes is regenerated up to the point and checked against the first
+ * fingerprint; a tree encio walks is skipped up to the point from its
+ * metadata alone, no data read, and checked against the second.
  */
 #ifndef ENCIO_RESUME_H
 #define ENCIO_RESUME_H
@@ -22,9 +25,10 @@
 
 #include "base/kernel.h"
 
-#define RESUME_TOKEN_VERSION 1
-/* "1-" and the hex of the point and its crc32c */
-#define RESUME_TOKEN_MAX (2 + 2 * (96 + NAME_MAX + 4) + 1)
+#define RESUME_POINT_PACKED_MAX (112 + NAME_MAX)
+#define RESUME_TOKEN_VERSION 2
+/* "2-" and the hex of the point and its crc32c */
+#define RESUME_TOKEN_MAX (2 + 2 * (RESUME_POINT_PACKED_MAX + 4) + 1)
 
 struct resume_point {
 	char name[NAME_MAX + 1]; /* the subvolume's name in the stream */
@@ -35,10 +39,20 @@ struct resume_point {
 	uint32_t version; /* of the stream */
 	uint64_t position;
 	uint64_t fingerprint;
+	uint64_t shape;	   /* the fingerprint of types and lengths only */
 	uint64_t commands; /* before the position */
+	/*
+	 * What the sender's SUBVOL or SNAPSHOT command said of how its
+	 * stream is laid out (encio's layout version, the options that
+	 * shape it); 0: nothing (btrfs send)
+	 */
+	uint64_t layout;
 };
 
-/* The fingerprint of the commands so far, after one more command. */
+/*
+ * The fingerprint of the commands so far, after one more command; the
+ * shape's is the same with a zero crc32c.
+ */
 uint64_t resume_fingerprint_add(uint64_t fp, uint16_t type, uint32_t len,
 				uint32_t crc);
 
@@ -52,6 +66,5 @@ size_t resume_point_pack(const struct resume_point *p, uint8_t *buf);
 /* 0, or -EINVAL; *@used the bytes read. */
 int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 			size_t *used);
-#define RESUME_POINT_PACKED_MAX (96 + NAME_MAX)
 
 #endif

@@ -630,6 +630,13 @@ void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 	*crc = cmd_crc32c(cmd->type, *len, cmd->body);
 }
 
+uint64_t stream_cmd_layout(const struct stream_cmd *cmd)
+{
+	const struct stream_attr *a = &cmd->attr[STREAM_A_LAYOUT];
+
+	return a->present && a->len == 8 ? le_get64(a->data) : 0;
+}
+
 static int dispatch_subvol(struct cmd_ctx *c, const struct stream_ops *ops,
 			   void *arg, struct cmd_strings *s)
 {
@@ -690,6 +697,8 @@ static int dispatch_resume(struct cmd_ctx *c, const struct stream_ops *ops,
 	p.position = attr_u64(c, BTRFS_SEND_A_FILE_OFFSET);
 	p.fingerprint = attr_u64(c, BTRFS_SEND_A_SIZE);
 	p.commands = attr_u64(c, BTRFS_SEND_A_INO);
+	p.shape = attr_u64(c, STREAM_A_RESUME_SHAPE);
+	p.layout = attr_u64(c, STREAM_A_RESUME_LAYOUT);
 	note_sender_total(c, STREAM_A_RESUME_TOTAL);
 	if (c->err)
 		return c->err;
@@ -986,14 +995,16 @@ void stream_put_data(struct stream_writer *w, const void *data, size_t len)
 	if (!p)
 		return;
 	memcpy(p, &type, sizeof(type));
-	if (w->fd != STREAM_COUNT_ONLY)
+	if (w->fd != STREAM_COUNT_ONLY && data)
 		memcpy(p + sizeof(type), data, len);
 }
 
-void stream_writer_skip(struct stream_writer *w, const struct resume_point *p)
+void stream_writer_skip(struct stream_writer *w, const struct resume_point *p,
+			bool by_shape)
 {
 	w->skip = p;
-	w->skip_pos = w->skip_fp = w->skip_cmds = 0;
+	w->skip_by_shape = by_shape;
+	w->skip_pos = w->skip_fp = w->skip_shape = w->skip_cmds = 0;
 	w->len = w->cmd_start = 0; /* the header, before anything is written */
 }
 
@@ -1008,6 +1019,8 @@ static void put_resume(struct stream_writer *w, const struct resume_point *p)
 	stream_put_u64(w, BTRFS_SEND_A_FILE_OFFSET, p->position);
 	stream_put_u64(w, BTRFS_SEND_A_SIZE, p->fingerprint);
 	stream_put_u64(w, BTRFS_SEND_A_INO, p->commands);
+	stream_put_u64(w, STREAM_A_RESUME_SHAPE, p->shape);
+	stream_put_u64(w, STREAM_A_RESUME_LAYOUT, p->layout);
 	if (w->total)
 		stream_put_u64(w, STREAM_A_RESUME_TOTAL, w->total);
 	w->total = 0;
@@ -1015,6 +1028,8 @@ static void put_resume(struct stream_writer *w, const struct resume_point *p)
 
 void stream_put_total(struct stream_writer *w)
 {
+	if (w->layout)
+		stream_put_u64(w, STREAM_A_LAYOUT, w->layout);
 	if (!w->total || w->skip)
 		return;
 	stream_put_u64(w, BTRFS_SEND_A_SIZE, w->total);
@@ -1028,15 +1043,20 @@ static int skip_cmd(struct stream_writer *w, uint16_t type, uint32_t len,
 	const struct resume_point *p = w->skip;
 
 	w->len = w->cmd_start;
+	/* the first command, SUBVOL or SNAPSHOT, says how the rest is laid out */
+	if (!w->skip_cmds && w->layout != p->layout)
+		return w->err = -EPROTO;
 	w->skip_pos += BTRFS_SEND_CMD_HEADER_LEN + len;
 	w->skip_fp = resume_fingerprint_add(w->skip_fp, type, len, crc);
+	w->skip_shape = resume_fingerprint_add(w->skip_shape, type, len, 0);
 	w->skip_cmds++;
 	if (w->skip_pos < p->position)
 		return 0;
 	/* counting only (send -n), nothing was read: no crc32c to compare */
-	if (w->fd != STREAM_COUNT_ONLY &&
-	    (w->skip_pos > p->position || w->skip_fp != p->fingerprint ||
-	     w->skip_cmds != p->commands))
+	if (w->skip_pos > p->position || w->skip_shape != p->shape ||
+	    w->skip_cmds != p->commands ||
+	    (w->fd != STREAM_COUNT_ONLY && !w->skip_by_shape &&
+	     w->skip_fp != p->fingerprint))
 		return w->err = -ESTALE;
 	w->skip = NULL;
 	put_header(w, STREAM_VERSION_RESUMED | w->version);

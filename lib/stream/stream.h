@@ -43,6 +43,15 @@
 #define STREAM_A_RESUME_TOTAL BTRFS_SEND_A_CLONE_LEN
 /* the total's attribute: its TLV header and a u64 */
 #define STREAM_TOTAL_ATTR_LEN (BTRFS_SEND_TLV_HEADER_LEN + 8)
+/*
+ * How encio send laid the subvolume's stream out (resume.h: a point's
+ * layout), a u64 before the total in each SUBVOL or SNAPSHOT command it
+ * writes (btrfs receive ignores it), and in ENCIO_RESUME; there too the
+ * point's shape fingerprint.
+ */
+#define STREAM_A_LAYOUT BTRFS_SEND_A_INO
+#define STREAM_A_RESUME_LAYOUT BTRFS_SEND_A_RDEV
+#define STREAM_A_RESUME_SHAPE BTRFS_SEND_A_MODE
 
 struct stream_attr {
 	const unsigned char *data;
@@ -180,9 +189,13 @@ struct stream_writer {
 	 * ENCIO_RESUME command, then the rest.
 	 */
 	const struct resume_point *skip;
-	uint64_t skip_pos, skip_fp, skip_cmds;
+	uint64_t skip_pos, skip_fp, skip_shape, skip_cmds;
+	/* the commands dropped carry no data: their shape alone is checked */
+	bool skip_by_shape;
 	/* the estimate carried by the next SUBVOL, SNAPSHOT or ENCIO_RESUME */
 	uint64_t total;
+	/* the layout each SUBVOL or SNAPSHOT command carries; 0: none */
+	uint64_t layout;
 };
 
 /*
@@ -194,9 +207,18 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
 /*
  * Drop what comes before @p, checking it is what @p fingerprinted (a
  * stream that differs there gives -ESTALE at the first command past it,
- * or at stream_writer_finish()); @p must live while the writer does.
+ * or at stream_writer_finish(); one of another layout, -EPROTO at its
+ * first command); @p must live while the writer does. With @by_shape the
+ * commands dropped may be put without their data (stream_put_data() of
+ * NULL) and only their shape is checked.
  */
-void stream_writer_skip(struct stream_writer *w, const struct resume_point *p);
+void stream_writer_skip(struct stream_writer *w, const struct resume_point *p,
+			bool by_shape);
+/* What is put now is not written (send -n, or before a resume point). */
+static inline bool stream_writer_drops(const struct stream_writer *w)
+{
+	return w->fd == STREAM_COUNT_ONLY || w->skip;
+}
 int stream_writer_finish(struct stream_writer *w); /* flush; first error */
 /*
  * The stream failed: if none of it reached the output yet, none will (a
@@ -204,9 +226,10 @@ int stream_writer_finish(struct stream_writer *w); /* flush; first error */
  */
 void stream_writer_abandon(struct stream_writer *w);
 /*
- * Before ending the output's first SUBVOL or SNAPSHOT command: w->total as
- * its last attribute, once (not in a command dropped before a resume
- * point: the ENCIO_RESUME command carries it then).
+ * Before ending a SUBVOL or SNAPSHOT command: w->layout, then, in the
+ * output's first, w->total as its last attribute (not in a command
+ * dropped before a resume point: the ENCIO_RESUME command carries it
+ * then).
  */
 void stream_put_total(struct stream_writer *w);
 /*
@@ -216,6 +239,8 @@ void stream_put_total(struct stream_writer *w);
  */
 void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 			      uint32_t *crc);
+/* The layout a SUBVOL or SNAPSHOT command of encio send carries; 0: none. */
+uint64_t stream_cmd_layout(const struct stream_cmd *cmd);
 void stream_writer_release(struct stream_writer *w);
 
 void stream_begin_cmd(struct stream_writer *w, uint16_t cmd);
@@ -228,7 +253,11 @@ void stream_put_timespec(struct stream_writer *w, uint16_t attr,
 			 const struct timespec *ts);
 void stream_put_bytes(struct stream_writer *w, uint16_t attr, const void *data,
 		      size_t len);
-/* The DATA attribute; from version 2 it must come last in its command. */
+/*
+ * The DATA attribute; from version 2 it must come last in its command.
+ * @data NULL where the writer drops what is put (its bytes left as they
+ * are).
+ */
 void stream_put_data(struct stream_writer *w, const void *data, size_t len);
 int stream_end_cmd(struct stream_writer *w);
 /*

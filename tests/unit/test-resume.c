@@ -32,7 +32,9 @@ static void point_fill(struct resume_point *p)
 	p->version = 2;
 	p->position = 1 << 20;
 	p->fingerprint = 0x0123456789abcdefULL;
+	p->shape = 0xfedcba9876543210ULL;
 	p->commands = 77;
+	p->layout = 0x5555aaaa5555aaaaULL;
 }
 
 static void test_token_round_trip(void **state)
@@ -63,15 +65,16 @@ static void test_token_refused(void **state)
 		bad[i] = bad[i] == '0' ? '1' : '0';
 		assert_int_equal(resume_token_decode(bad, &q), -EINVAL);
 	}
+	/* another token version: the one before had no shape nor layout */
 	strcpy(bad, token);
-	bad[0] = '2';
+	bad[0] = '1';
 	assert_int_equal(resume_token_decode(bad, &q), -EINVAL);
 	strcpy(bad, token);
 	bad[strlen(bad) - 2] = '\0';
 	assert_int_equal(resume_token_decode(bad, &q), -EINVAL);
 	assert_int_equal(resume_token_decode(token + 1, &q), -EINVAL);
 	assert_int_equal(resume_token_decode("", &q), -EINVAL);
-	assert_int_equal(resume_token_decode("1-zz", &q), -EINVAL);
+	assert_int_equal(resume_token_decode("2-zz", &q), -EINVAL);
 }
 
 static void test_fingerprint_order(void **state)
@@ -86,22 +89,31 @@ static void test_fingerprint_order(void **state)
 	assert_true(a != b);
 }
 
-/* Three WRITE commands, the second's data @mark, and END, written to @fd. */
-static int put_stream(int fd, const struct resume_point *skip, char mark)
+/*
+ * Three WRITE commands, the second's data @mark, and END, written to @fd;
+ * skipped to @skip (@by_shape: the data of the commands it drops left out,
+ * @layout the writer's).
+ */
+static int put_stream_as(int fd, const struct resume_point *skip, char mark,
+			 bool by_shape, uint64_t layout)
 {
 	struct stream_writer w;
 	char data[64];
 	int i, ret;
 
 	assert_int_equal(stream_writer_init(&w, fd, 2), 0);
+	w.layout = layout;
 	if (skip)
-		stream_writer_skip(&w, skip);
+		stream_writer_skip(&w, skip, by_shape);
 	for (i = 0; i < 3; i++) {
 		memset(data, i == 1 ? mark : 'a' + i, sizeof(data));
 		stream_begin_cmd(&w, BTRFS_SEND_C_WRITE);
 		stream_put_string(&w, BTRFS_SEND_A_PATH, "f");
 		stream_put_u64(&w, BTRFS_SEND_A_FILE_OFFSET, i * 64);
-		stream_put_data(&w, data, sizeof(data));
+		if (stream_writer_drops(&w) && by_shape)
+			stream_put_data(&w, NULL, sizeof(data));
+		else
+			stream_put_data(&w, data, sizeof(data));
 		ret = stream_end_cmd(&w);
 		if (ret)
 			break;
@@ -113,6 +125,11 @@ static int put_stream(int fd, const struct resume_point *skip, char mark)
 	ret = ret ?: stream_writer_finish(&w);
 	stream_writer_release(&w);
 	return ret;
+}
+
+static int put_stream(int fd, const struct resume_point *skip, char mark)
+{
+	return put_stream_as(fd, skip, mark, false, 0);
 }
 
 struct met {
@@ -219,6 +236,7 @@ static void test_writer_skip(void **state)
 	assert_int_equal(stream_read_cmd(&r, &cmd, &e), 1);
 	p.position = r.offset - cmd.offset;
 	p.fingerprint = resume_fingerprint_add(0, cmd.type, cmd.len, cmd.crc);
+	p.shape = resume_fingerprint_add(0, cmd.type, cmd.len, 0);
 	p.commands = 1;
 	stream_reader_release(&r);
 	read_all(whole, &met_ops, &all);
@@ -259,6 +277,7 @@ static void test_writer_skip_refuses(void **state)
 		if (!i)
 			p.position = cmd.offset;
 		fp = resume_fingerprint_add(fp, cmd.type, cmd.len, cmd.crc);
+		p.shape = resume_fingerprint_add(p.shape, cmd.type, cmd.len, 0);
 	}
 	p.position = r.offset - p.position;
 	p.fingerprint = fp;
@@ -270,6 +289,54 @@ static void test_writer_skip_refuses(void **state)
 	/* a point past the stream's end */
 	p.position *= 10;
 	assert_int_equal(put_stream(fd, &p, 'b'), -ESTALE);
+	assert_int_equal(lseek(fd, 0, SEEK_END), 0);
+	close(fd);
+}
+
+/*
+ * A walked tree's resume: the commands before the point are put without
+ * their data and only their shape is checked; the rest is written whole.
+ * A point of another layout is refused at the first command, a shape that
+ * differs at the point.
+ */
+static void test_writer_skip_by_shape(void **state)
+{
+	int fd = memfd_create("shape", 0);
+	struct resume_point p = { .name = "s", .layout = 7 };
+	struct met rest = { 0 };
+	struct stream_reader r;
+	struct stream_cmd cmd;
+	struct encio_error e;
+
+	(void)state;
+	assert_int_equal(put_stream_as(fd, NULL, 'b', false, 7), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(stream_reader_init(&r, fd, "s", &e), 0);
+	assert_int_equal(stream_read_cmd(&r, &cmd, &e), 1);
+	p.position = r.offset - cmd.offset;
+	p.fingerprint = 1; /* not the data's: never compared by shape */
+	p.shape = resume_fingerprint_add(0, cmd.type, cmd.len, 0);
+	p.commands = 1;
+	stream_reader_release(&r);
+
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(put_stream_as(fd, &p, 'b', true, 7), 0);
+	read_all(fd, &met_ops, &rest);
+	assert_int_equal(rest.resumes, 1);
+	assert_int_equal(rest.point.shape, p.shape);
+	assert_int_equal(rest.point.layout, 7);
+	assert_int_equal(rest.writes, 2);
+	assert_int_equal(rest.first_write_offset, 64);
+
+	/* the same point by another layout: refused, nothing written */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(put_stream_as(fd, &p, 'b', true, 8), -EPROTO);
+	assert_int_equal(lseek(fd, 0, SEEK_END), 0);
+	/* a shape that differs: refused */
+	p.shape ^= 1;
+	assert_int_equal(put_stream_as(fd, &p, 'b', true, 7), -ESTALE);
 	assert_int_equal(lseek(fd, 0, SEEK_END), 0);
 	close(fd);
 }
@@ -293,6 +360,7 @@ static void test_resume_header_rules(void **state)
 	assert_int_equal(stream_read_cmd(&r, &cmd, &e), 1);
 	p.position = r.offset - cmd.offset;
 	p.fingerprint = resume_fingerprint_add(0, cmd.type, cmd.len, cmd.crc);
+	p.shape = resume_fingerprint_add(0, cmd.type, cmd.len, 0);
 	p.commands = 1;
 	stream_reader_release(&r);
 
@@ -323,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_fingerprint_order),
 		cmocka_unit_test(test_writer_skip),
 		cmocka_unit_test(test_writer_skip_refuses),
+		cmocka_unit_test(test_writer_skip_by_shape),
 		cmocka_unit_test(test_resume_header_rules),
 	};
 

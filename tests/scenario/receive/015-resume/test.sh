@@ -8,7 +8,7 @@
 # whole one. Refused, with nothing written: a corrupt token, a token whose
 # snapshot changed since, a partial changed since its record, a resumed
 # stream given to a receive without -s or without the partial, a stream
-# regenerated otherwise (--proto 1), and a fresh stream where a partial
+# of another layout (--proto 1), and a fresh stream where a partial
 # is kept.
 source "$(dirname "$0")/../../../common.sh"
 require_root
@@ -143,7 +143,7 @@ bad=${token%?}0
 run_mustfail "a corrupt token" "$ENCIO" send -t "$bad" -f "$T/x" "$SRC/s1"
 [ ! -e "$T/x" ] || _fail "a corrupt token wrote a stream"
 run_mustfail "another protocol" "$ENCIO" send --proto 1 -t "$token" -f "$T/x" "$SRC/s1"
-grep -q 'regenerated' <<<"$ERR_OUT" || _fail "--proto 1: $ERR_OUT"
+grep -q 'other options' <<<"$ERR_OUT" || _fail "--proto 1: $ERR_OUT"
 [ ! -e "$T/x" ] || _fail "a stream regenerated otherwise was written"
 "$ENCIO" -q send -t "$token" "$SRC/s1" >"$T/r.resumed" || _fail "send -t failed"
 run_mustfail "without -s" "$ENCIO" receive -f "$T/r.resumed" "$DST/r"
