@@ -1122,18 +1122,28 @@ SEND_C_SNAPSHOT = 2
 SEND_C_FALLOCATE = 23
 SEND_C_FILEATTR = 24
 SEND_A_SIZE = 4
+SEND_A_INO = 3
 
 
 def total_attr_bytes(data, pos, length):
-    """12 where a SUBVOL or SNAPSHOT command ends in a u64 SIZE attribute:
-    encio send's estimate of the stream, which btrfs send has not."""
-    end, last = pos + 10 + length, None
+    """The bytes of what encio send adds at the end of a SUBVOL or SNAPSHOT
+    command, which btrfs send has not: the stream's layout (a u64 INO) and,
+    last, the estimate of the stream (a u64 SIZE)."""
+    end, attrs = pos + 10 + length, []
     p = pos + 10
     while p + 4 <= end:
         t, n = struct.unpack_from("<HH", data, p)
-        last = (t, n)
+        attrs.append((t, n))
         p += 4 + n
-    return 12 if p == end and last == (SEND_A_SIZE, 8) else 0
+    if p != end:
+        return 0
+    total = 0
+    if attrs and attrs[-1] == (SEND_A_SIZE, 8):
+        total += 12
+        attrs.pop()
+    if attrs and attrs[-1] == (SEND_A_INO, 8):
+        total += 12
+    return total
 
 
 def shape_bytes(path):
