@@ -69,6 +69,8 @@ struct pending_node {
 	char target[PATH_MAX];
 	/* its creation was refused (EPERM): made again if rcv_flags_lift() lifts */
 	bool refused;
+	/* its creation failed: the command that made it pending is undone */
+	bool failed;
 };
 
 /* btrfs' handles are 20 bytes; 40 with a parent, which is not asked for */
@@ -357,7 +359,7 @@ int rcv_resume_subvol_finish(struct receive_ctx *ctx);
 void rcv_resume_subvol_leave(struct receive_ctx *ctx);
 int rcv_resume_applied(const struct stream_cmd *cmd, void *arg);
 int rcv_resume(const struct resume_point *p, void *arg);
-void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed);
+void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed, int err);
 /* The receive is over: NAME's lock let go, what is no partial removed. */
 void rcv_resume_release(struct receive_ctx *ctx);
 
@@ -374,6 +376,7 @@ int rcv_subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 #define CKPT_PREFIX "ckpt."
 #define RECORD_NAME "record"
 #define RECORD_NEW "record.new"
+#define RESERVE_NAME "reserve"
 void rcv_pd_init(struct partial_dir *pd);
 /* NAME's directory opened (made if @create) in DEST @dest_fd, not locked. */
 int rcv_pd_open(int dest_fd, struct partial_dir *pd, bool create);

@@ -441,6 +441,7 @@ int rcv_pending_flush(struct receive_ctx *ctx)
 	ret = rcv_path_create_node(ctx, p->path, p->kind, p->type, p->rdev,
 				   p->target);
 	p->refused = ret == -EPERM;
+	p->failed = ret != 0;
 	return ret;
 }
 
@@ -484,5 +485,6 @@ int rcv_pending_create_at(struct receive_ctx *ctx, const char *to)
 	else
 		rcv_dir_cache_forget(ctx, to);
 	p->refused = ret == -EPERM;
+	p->failed = ret != 0;
 	return ret;
 }

@@ -13,6 +13,7 @@
  *   work      the working subvolume; only its END gives it NAME in DEST
  *   ckpt.SEQ  checkpoints: read-only snapshots of it
  *   record    the resume point and what it is to be resumed from
+ *   reserve   room for the record, given back when DEST is full
  *   new       a plain receive's subvolume (no -s), private as "work" is
  *             until its END, which gives it NAME
  *
@@ -29,7 +30,8 @@
  * A stream that stopped in a read (EOF, a broken pipe, a signal between
  * two commands) leaves the working subvolume itself, synced and made
  * read-only, as what the record names: the resume goes on in it, so the
- * subvolume received has the Parent UUID an uncut receive gives. After a
+ * subvolume received has the Parent UUID an uncut receive gives; so does
+ * a command that failed for want of space (failed_whole()). After another
  * failed command the last checkpoint is kept and the working subvolume
  * deleted: what it has past the checkpoint is not known to be whole.
  *
@@ -296,6 +298,36 @@ static int checkpoint(struct receive_ctx *ctx)
 }
 
 /*
+ * Room for the record where the receive runs out of space: a file of
+ * RESERVE_BYTES in NAME's directory, made when the receive of NAME starts
+ * (if there is room), removed to write the record when nothing else can.
+ */
+#define RESERVE_BYTES (1024 * 1024)
+
+static void reserve_make(struct receive_ctx *ctx)
+{
+	int fd;
+
+	unlinkat(ctx->part.name_fd, RESERVE_NAME, 0);
+	fd = openat(ctx->part.name_fd, RESERVE_NAME,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (fallocate(fd, 0, 0, RESERVE_BYTES))
+		unlinkat(ctx->part.name_fd, RESERVE_NAME, 0);
+	close(fd);
+}
+
+/* The reserve given back, its space free once the transaction commits. */
+static int reserve_release(struct receive_ctx *ctx)
+{
+	if (unlinkat(ctx->part.name_fd, RESERVE_NAME, 0) ||
+	    syncfs(ctx->part.name_fd))
+		return -errno;
+	return 0;
+}
+
+/*
  * The stream stopped between two commands: the working subvolume, synced
  * and made read-only, is what the record names from now on.
  */
@@ -323,6 +355,8 @@ static int park(struct receive_ctx *ctx)
 		memcpy(rec.base_uuid, info.uuid, BTRFS_UUID_SIZE);
 		rec.base_ctransid = info.ctransid;
 		ret = record_write(ctx, &rec);
+		if (ret == -ENOSPC && !reserve_release(ctx))
+			ret = record_write(ctx, &rec);
 	}
 	if (ret) {
 		btrfs_util_set_subvolume_read_only_fd(ctx->subvol_fd, false);
@@ -413,6 +447,7 @@ int rcv_resume_subvol_begin(struct receive_ctx *ctx, const char *name,
 	}
 	/* what a killed receive left without a record */
 	rcv_pd_clear(&ctx->part);
+	reserve_make(ctx);
 	snprintf(made, NAME_MAX + 1, WORK_NAME);
 	return 0;
 }
@@ -544,7 +579,20 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 	return 0;
 }
 
-void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed)
+/*
+ * A command that failed for want of space changed nothing the resume does
+ * not do again: btrfs reserves what an operation needs before it makes
+ * it, and what encio's commands do in several steps (a WRITE's writes, a
+ * CLONE's ranges) gives the same bytes done twice. Not so a node made
+ * late for an earlier command (rcv_pending_flush()): that command would
+ * be taken as applied.
+ */
+static bool failed_whole(struct receive_ctx *ctx, int err)
+{
+	return err == ENOSPC && !ctx->pending.failed;
+}
+
+void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed, int err)
 {
 	struct resume_state *rs = &ctx->rs;
 	bool kept;
@@ -552,7 +600,8 @@ void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed)
 	rcv_resume_subvol_leave(ctx);
 	if (!ctx->opts.resumable || !rs->active || ctx->subvol_fd < 0)
 		return;
-	if (read_failed && !ctx->subvol_errors && !park(ctx)) {
+	if ((read_failed || failed_whole(ctx, err)) && !ctx->subvol_errors &&
+	    !park(ctx)) {
 		kept = true;
 	} else {
 		kept = rs->ckpt_seq != 0;
@@ -673,6 +722,7 @@ static int resume_from(struct receive_ctx *ctx, const struct record *rec)
 	ctx->rs.ckpt_pos = rec->point.position;
 	ctx->rs.ckpt_time = clock_now();
 	ctx->rs.active = true;
+	reserve_make(ctx);
 	return 0;
 }
 

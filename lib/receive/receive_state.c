@@ -345,7 +345,8 @@ void rcv_pd_clear(struct partial_dir *pd)
 		    !strncmp(de->d_name, CKPT_PREFIX, strlen(CKPT_PREFIX)))
 			rcv_drop_subvol(pd->name_fd, de->d_name, NULL, 0);
 		else if (!strcmp(de->d_name, RECORD_NAME) ||
-			 !strcmp(de->d_name, RECORD_NEW))
+			 !strcmp(de->d_name, RECORD_NEW) ||
+			 !strcmp(de->d_name, RESERVE_NAME))
 			unlinkat(pd->name_fd, de->d_name, 0);
 	}
 	closedir(dir);
