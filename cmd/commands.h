@@ -126,6 +126,7 @@ extern const struct cmd_struct cmd_struct_copy;
 extern const struct cmd_struct cmd_struct_dump;
 extern const struct cmd_struct cmd_struct_receive;
 extern const struct cmd_struct cmd_struct_send;
+extern const struct cmd_struct cmd_struct_stream_cut;
 extern const struct cmd_struct cmd_struct_features;
 extern const struct cmd_struct cmd_struct_read;
 extern const struct cmd_struct cmd_struct_write;

@@ -509,6 +509,35 @@ static int find_resumed(struct send_args *args, struct send_options *opts)
 	return check_read_only(opts->parent, "parent");
 }
 
+/*
+ * -f FILE stopped short: what was written kept, and the command that
+ * goes on, with this send's parent, clone sources and PATHs.
+ */
+static void keep_partial(struct send_output *out, const char *file,
+			 const struct send_options *opts,
+			 const char *const *paths, size_t nr)
+{
+	char kept[NAME_MAX + 1], part[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+	size_t i;
+
+	if (send_output_keep(out, kept))
+		return;
+	snprintf(part, sizeof(part), "%.*s%s",
+		 slash ? (int)(slash - file) + 1 : 0, file, kept);
+	fprintf(stderr,
+		"the stream written so far is kept in %s; to resume it:\n"
+		"  encio send -t \"$(encio stream-cut '%s')\"",
+		part, part);
+	if (opts->parent)
+		fprintf(stderr, " -p '%s'", opts->parent);
+	for (i = 0; i < opts->nr_clones; i++)
+		fprintf(stderr, " -c '%s'", opts->clones[i]);
+	for (i = 0; i < nr; i++)
+		fprintf(stderr, " '%s'", paths[i]);
+	fprintf(stderr, " >> '%s' && mv '%s' '%s'\n", part, part, file);
+}
+
 static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct send_options opts = { .io_mode = global_opts.io_mode,
@@ -580,10 +609,12 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 				      file ? file : "stdout", false, 0);
 	if (file && !ret)
 		ret = send_output_commit(&out, file, &e);
-	else if (file)
-		send_output_abort(&out);
 	if (ret)
 		print_encio_error(&e);
+	if (file && ret && stats.stream_bytes)
+		keep_partial(&out, file, &opts, paths, nr);
+	else if (file && ret)
+		send_output_abort(&out);
 	/* JSON also after a failure, with what was sent: the status says. */
 	if ((!ret || args.json) &&
 	    print_summary(&args, &stats, clock_now() - progress.start))

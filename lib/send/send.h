@@ -146,6 +146,14 @@ int send_output_commit(struct send_output *out, const char *file,
 		       struct encio_error *e);
 /* Close and remove the temporary: FILE stays as it was. */
 void send_output_abort(struct send_output *out);
+/*
+ * The send stopped short: what it wrote, flushed, kept beside FILE as
+ * FILE.encio-partial (its name into @kept, NAME_MAX + 1 bytes), replacing
+ * one there, for encio stream-cut; FILE stays as it was. -ENOENT where
+ * FILE itself was written (not a regular file).
+ */
+#define SEND_PARTIAL_SUFFIX ".encio-partial"
+int send_output_keep(struct send_output *out, char *kept);
 
 /*
  * Write the stream of the @nr trees @paths, one subvolume each, to @out_fd

@@ -156,6 +156,29 @@ out:
 	return 0;
 }
 
+int send_output_keep(struct send_output *out, char *kept)
+{
+	int ret = 0;
+
+	if (out->dir_fd < 0) {
+		send_output_abort(out);
+		return -ENOENT;
+	}
+	if (snprintf(kept, NAME_MAX + 1, "%s" SEND_PARTIAL_SUFFIX, out->name) >
+	    NAME_MAX)
+		ret = -ENAMETOOLONG;
+	else if (fsync(out->fd))
+		ret = -errno;
+	else if (!out->tmp[0])
+		ret = output_link(out);
+	if (!ret && renameat(out->dir_fd, out->tmp, out->dir_fd, kept))
+		ret = -errno;
+	if (!ret)
+		out->tmp[0] = '\0';
+	send_output_abort(out);
+	return ret;
+}
+
 void send_output_abort(struct send_output *out)
 {
 	if (out->fd >= 0)

@@ -51,6 +51,8 @@ size_t resume_point_pack(const struct resume_point *p, uint8_t *buf)
 	q = put64(q, p->shape);
 	q = put64(q, p->commands);
 	q = put64(q, p->layout);
+	le_put32(q, p->flags);
+	q += 4;
 	*q++ = (uint8_t)name_len;
 	memcpy(q, p->name, name_len);
 	return (size_t)(q - buf) + name_len;
@@ -59,7 +61,7 @@ size_t resume_point_pack(const struct resume_point *p, uint8_t *buf)
 int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 			size_t *used)
 {
-	const size_t fixed = 1 + 2 * (BTRFS_UUID_SIZE + 8) + 6 * 8 + 1;
+	const size_t fixed = 1 + 2 * (BTRFS_UUID_SIZE + 8) + 6 * 8 + 4 + 1;
 	const uint8_t *q = buf + 1;
 	size_t name_len;
 
@@ -83,6 +85,9 @@ int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 	p->shape = le_get64(q + 24);
 	p->commands = le_get64(q + 32);
 	p->layout = le_get64(q + 40);
+	p->flags = le_get32(q + 48);
+	if (p->flags & ~RESUME_POINT_APPEND)
+		return -EINVAL;
 	memcpy(p->name, buf + fixed, name_len);
 	p->name[name_len] = '\0';
 	if (strlen(p->name) != name_len || strchr(p->name, '/'))

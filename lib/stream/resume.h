@@ -25,7 +25,7 @@
 
 #include "base/kernel.h"
 
-#define RESUME_POINT_PACKED_MAX (112 + NAME_MAX)
+#define RESUME_POINT_PACKED_MAX (116 + NAME_MAX)
 #define RESUME_TOKEN_VERSION 2
 /* "2-" and the hex of the point and its crc32c */
 #define RESUME_TOKEN_MAX (2 + 2 * (RESUME_POINT_PACKED_MAX + 4) + 1)
@@ -47,7 +47,15 @@ struct resume_point {
 	 * shape it); 0: nothing (btrfs send)
 	 */
 	uint64_t layout;
+	uint32_t flags; /* RESUME_POINT_* */
 };
+
+/*
+ * The point ends a stream file cut short (stream_file_point()): the rest
+ * is appended to it, without a header or ENCIO_RESUME, so that the file
+ * reads as one stream.
+ */
+#define RESUME_POINT_APPEND 1u
 
 /*
  * The fingerprint of the commands so far, after one more command; the
@@ -60,6 +68,17 @@ uint64_t resume_fingerprint_add(uint64_t fp, uint16_t type, uint32_t len,
 void resume_token_encode(const struct resume_point *p, char *token);
 /* 0, or -EINVAL for a token that is not one (its checksum included). */
 int resume_token_decode(const char *token, struct resume_point *p);
+
+/*
+ * The resume point at the end of the last whole command of the stream
+ * file @fd (@name in messages), of the last subvolume it begins; *@end
+ * that command's end, where the file is to be cut. -ENODATA where no
+ * subvolume's first command is whole, -EPROTO for a resumed stream
+ * (ENCIO_RESUME), else 0 or -errno with @e filled.
+ */
+struct encio_error;
+int stream_file_point(int fd, const char *name, struct resume_point *p,
+		      uint64_t *end, struct encio_error *e);
 
 /* The point's fields, little-endian, for a record: returns the length. */
 size_t resume_point_pack(const struct resume_point *p, uint8_t *buf);

@@ -1059,6 +1059,9 @@ static int skip_cmd(struct stream_writer *w, uint16_t type, uint32_t len,
 	     w->skip_fp != p->fingerprint))
 		return w->err = -ESTALE;
 	w->skip = NULL;
+	/* the rest of a file cut short: it follows what the file has */
+	if (p->flags & RESUME_POINT_APPEND)
+		return 0;
 	put_header(w, STREAM_VERSION_RESUMED | w->version);
 	put_resume(w, p);
 	return stream_end_cmd(w);

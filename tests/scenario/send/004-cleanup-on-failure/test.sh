@@ -3,8 +3,10 @@
 # temporary snapshot of --snapshot is deleted on SIGINT, on SIGTERM and when
 # the reader goes away (EPIPE, exit 1), the exit status being the signal's;
 # a stream of -f FILE gets FILE's name only when whole, so a send stopped or
-# failing midway leaves neither FILE (an older FILE stays as it was) nor a
-# temporary. A FILE that is not a regular file is written itself. An
+# failing midway leaves no FILE (an older FILE stays as it was) and no
+# temporary, but what it wrote as FILE.encio-partial, for encio stream-cut
+# (one that wrote nothing leaves nothing). A FILE that is not a regular
+# file is written itself. An
 # incremental send (the kernel's stream relayed) stops alike.
 # encio-test: alone
 source "$(dirname "$0")/../../../common.sh"
@@ -176,11 +178,13 @@ for older in "" "an older stream"; do
 	cat "$TEST_TMP/err"
 	[ $rc = 143 ] || _fail "send -f stopped by SIGTERM: exit $rc, not 143"
 	if [ -z "$older" ]; then
-		[ -z "$(ls -A "$OUT")" ] || _fail "left after SIGTERM: $(ls -A "$OUT")"
+		[ "$(ls -A "$OUT")" = s.stream.encio-partial ] || _fail "left after SIGTERM: $(ls -A "$OUT")"
 	else
-		[ "$(ls -A "$OUT")" = s.stream ] || _fail "left after SIGTERM: $(ls -A "$OUT")"
+		[ "$(ls -A "$OUT")" = "$(printf 's.stream\ns.stream.encio-partial')" ] ||
+			_fail "left after SIGTERM: $(ls -A "$OUT")"
 		[ "$(cat "$OUT/s.stream")" = "$older" ] || _fail "the older FILE was changed"
 	fi
+	grep -q "encio stream-cut '$OUT/s.stream.encio-partial'" "$TEST_TMP/err" || _fail "no resume command said"
 done
 
 _log "-f FILE failing midway (no space left)"
@@ -188,10 +192,12 @@ make_tmpfs full 8M
 FULL=$MNT
 run_mustfail "send to a full file system" "$ENCIO" send -f "$FULL/s.stream" "$SRC/snap"
 echo "$ERR_OUT" | grep -q "s.stream.*No space left" || _fail "no ENOSPC naming FILE: $ERR_OUT"
-[ -z "$(ls -A "$FULL")" ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+[ "$(ls -A "$FULL")" = s.stream.encio-partial ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+rm "$FULL/s.stream.encio-partial"
 echo "an older stream" >"$FULL/s.stream"
 run_mustfail "send --snapshot to a full file system" "$ENCIO" send --snapshot -f "$FULL/s.stream" "$V"
-[ "$(ls -A "$FULL")" = s.stream ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+[ "$(ls -A "$FULL")" = "$(printf 's.stream\ns.stream.encio-partial')" ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+rm "$FULL/s.stream.encio-partial"
 [ "$(cat "$FULL/s.stream")" = "an older stream" ] || _fail "the older FILE was changed by a failed send"
 no_snapshot_left "ENOSPC"
 
@@ -219,7 +225,7 @@ if command -v strace >/dev/null; then
 	[ $rc = 1 ] || _fail "send to a full file system with a dot-name temporary: exit $rc"
 	grep -q "openat([0-9]*, \"\.s\.stream\.encio-send-[0-9]*\", O_WRONLY|O_CREAT|O_EXCL" "$TEST_TMP/strace.named" ||
 		_fail "no dot-name temporary made on the full file system"
-	[ -z "$(ls -A "$FULL")" ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
+	[ "$(ls -A "$FULL")" = s.stream.encio-partial ] || _fail "left after ENOSPC: $(ls -A "$FULL")"
 	rm -f "$OUT"/*
 fi
 
