@@ -145,6 +145,8 @@ static void show_progress(const struct receive_stats *s, void *arg)
  */
 static void show_progress_end(const struct receive_stats *s, struct progress *p)
 {
+	if (!p->total && s->stream_total)
+		p->total_told = true;
 	if (p->total_told)
 		p->total = s->stream_bytes;
 	p->last = 0;

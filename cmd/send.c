@@ -199,6 +199,13 @@ static void show_progress(const struct send_stats *s, void *arg)
 	p->last = t;
 	p->shown = true;
 	bps = t > p->start ? s->bytes_done / (t - p->start) : 0;
+	/* the estimate comes from a thread beside the send: not yet */
+	if (!s->bytes_total) {
+		fprintf(stderr, "\r%s, %s/s\033[K",
+			pretty_size(done, s->bytes_done),
+			pretty_size(rate, (unsigned long long)bps));
+		return;
+	}
 	left = s->bytes_total > s->bytes_done ? s->bytes_total - s->bytes_done :
 						0;
 	/* No time left shown before a second of sending gives a rate. */
@@ -272,6 +279,7 @@ static void print_summary_json(FILE *out, const struct send_stats *s,
 	json_u64(&w, "stream_bytes", s->stream_bytes);
 	json_u64(&w, "total_bytes", s->bytes_total);
 	json_u64(&w, "done_bytes", s->bytes_done);
+	json_u64(&w, "estimated_bytes", s->bytes_estimated);
 	json_string(&w, "io_read", encio_io_mode_name(s->read_mode));
 	json_double(&w, "seconds", seconds, 6);
 	json_object_end(&w);

@@ -560,11 +560,12 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 	len = cmd->len;
 	crc = cmd->crc;
 	/* the point is of the stream as send -t regenerates it: no total */
+	stream_cmd_without_total(cmd, &len, &crc);
 	if (first) {
-		stream_cmd_without_total(cmd, &len, &crc);
-		rs->base = cmd->offset + (cmd->len - len);
+		rs->base = cmd->offset;
 		rs->point.layout = stream_cmd_layout(cmd);
 	}
+	rs->base += cmd->len - len;
 	rs->point.fingerprint = resume_fingerprint_add(rs->point.fingerprint,
 						       cmd->type, len, crc);
 	rs->point.shape =

@@ -718,6 +718,7 @@ out:
 
 static void ctx_release(struct send_ctx *ctx)
 {
+	send_estimate_end(&ctx->est);
 	send_walk_release(&ctx->walk);
 	free(ctx->share_nodes);
 	send_clone_checks_end(ctx);
@@ -789,23 +790,21 @@ static int subvol_name(const char *path, char *base, char **name,
 }
 
 /*
- * The stream's size for progress, found first as send -n finds it (the
- * kernel's pass counted, or the walk's extent maps), with the attribute
- * that carries it to the receiver; 0 if it fails.
+ * Progress: the stream's size estimated from the subvolumes' metadata on a
+ * thread beside the send (send_estimate.c), of what changed since the
+ * parent was made where there is one; the exact size is -n's pass.
  */
-static void estimate_total(const char *const *paths, size_t nr,
-			   const struct send_options *opts,
-			   struct send_stats *stats)
+static void estimate_start(struct send_ctx *ctx, const char *const *paths,
+			   size_t nr)
 {
-	struct send_options o = *opts;
-	struct send_stats est;
-	struct encio_error e;
+	struct btrfs_util_subvolume_info info;
+	uint64_t since = 0;
 
-	o.estimate = true;
-	o.progress = NULL;
-	if (!send_run(paths, nr, STREAM_COUNT_ONLY, "the estimate", &o, &est,
-		      &e))
-		stats->bytes_total = est.stream_bytes + STREAM_TOTAL_ATTR_LEN;
+	if (ctx->opts.parent &&
+	    !btrfs_util_subvolume_info(ctx->opts.parent, 0, &info))
+		since = info.otransid;
+	send_estimate_start(&ctx->est, paths, nr, since,
+			    (uint32_t)ctx->write_max);
 }
 
 /* The kernel computes the stream: a parent, clone sources, --no-data, v1. */
@@ -1024,12 +1023,11 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		if (ret)
 			return ret;
 	}
-	if (opts->progress && !opts->estimate)
-		estimate_total(paths, nr, opts, stats);
 	ret = ctx_new(&ctx, out_fd, out_name, opts, stats, e);
 	if (ret)
 		return ret;
-	ctx->w.total = stats->bytes_total;
+	if (opts->progress && !opts->estimate)
+		estimate_start(ctx, paths, nr);
 	if (!kernel_computes(opts)) {
 		ret = send_share_begin(ctx, paths, nr);
 		if (ret) {
@@ -1041,6 +1039,11 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	ret = send_all(ctx, paths, nr);
 	if (ret)
 		stream_writer_abandon(&ctx->w);
+	/* the estimate a quick send outran, for what it reports */
+	if (!ret && ctx->opts.progress) {
+		send_estimate_wait(&ctx->est);
+		send_progress_estimate(ctx);
+	}
 	ret2 = stream_writer_finish(&ctx->w);
 	if (!ret && resume_refused(ret2))
 		ret = resume_differs(ctx);

@@ -72,8 +72,9 @@ struct send_options {
 	dev_t replaces_dev;
 	ino_t replaces_ino;
 	/*
-	 * With a callback: bytes_total is the stream's size, estimated first
-	 * (as -n finds it), and bytes_done the stream written so far.
+	 * With a callback: bytes_total is the stream's size, estimated from
+	 * metadata beside the send (0 until known), and bytes_done the
+	 * stream written so far.
 	 */
 	send_progress_fn progress;
 	void *progress_arg;
@@ -97,6 +98,7 @@ struct send_stats {
 	uint64_t stream_bytes;
 	uint64_t passes_reused; /* kernel passes read from opts->pass */
 	uint64_t bytes_total;	/* the stream's size: estimated, then real */
+	uint64_t bytes_estimated; /* progress's estimate of it; 0: none yet */
 	uint64_t bytes_done;	/* of the stream, written */
 	/*
 	 * -t: the point the stream resumed at (the stats above are of the

@@ -70,10 +70,32 @@ uint64_t send_layout(const struct send_ctx *ctx, bool walked,
 	return h ?: 1;
 }
 
+/*
+ * The estimate, once known: the total from now on, and carried to the
+ * receiver by the next command that can (stream.h). A resumed stream's is
+ * of what follows its point.
+ */
+void send_progress_estimate(struct send_ctx *ctx)
+{
+	uint64_t bytes = send_estimate_bytes(&ctx->est);
+	uint64_t from = ctx->opts.resume ? ctx->opts.resume->position : 0;
+
+	if (!bytes)
+		return;
+	bytes = bytes > from ? bytes - from : 1;
+	ctx->stats->bytes_estimated = bytes;
+	if (ctx->stats->bytes_total)
+		return;
+	ctx->stats->bytes_total = bytes;
+	ctx->w.total = bytes;
+}
+
 void send_progress(struct send_ctx *ctx)
 {
 	if (!ctx->opts.progress)
 		return;
+	if (!ctx->stats->bytes_estimated)
+		send_progress_estimate(ctx);
 	ctx->stats->bytes_done = ctx->w.written + ctx->w.len;
 	ctx->opts.progress(ctx->stats, ctx->opts.progress_arg);
 }

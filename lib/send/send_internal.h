@@ -7,6 +7,7 @@
  *
  *   send_cmd.c       errors, a stop asked for, a command's end, progress
  *   send_output.c    -f FILE: the stream's file, named once whole
+ *   send_estimate.c  the stream's size from metadata, for progress
  *   send_roots.c     the parent and clone sources, chosen
  *   send_snapshot.c  --snapshot: the read-only snapshot sent from
  *   send_pass.c      the kernel's pass on a thread, kept ahead
@@ -96,6 +97,27 @@ struct send_subvol_id {
 	uint64_t ctransid;
 };
 
+/*
+ * send_estimate.c: send_estimate_start() estimates, on a thread, the
+ * stream of the @nr subvolumes @roots (of what changed after generation
+ * @since, 0: all of it), which must live until send_estimate_end();
+ * send_estimate_bytes() is 0 until it is known; send_estimate_end() stops
+ * the thread if it still runs.
+ */
+struct send_estimate {
+	const char *const *roots;
+	size_t nr;
+	int root_fd;
+	uint64_t sum;
+	uint64_t since;
+	uint32_t write_max;
+	uint64_t bytes; /* atomic */
+	bool stop;	/* atomic */
+	int err;
+	pthread_t thread;
+	bool started;
+};
+
 struct send_ctx {
 	struct stream_writer w;
 	struct engine engine;
@@ -147,6 +169,8 @@ struct send_ctx {
 	uint32_t check_src;		 /* its share file + 1; 0: none */
 	/* counted data reached the resume point: read from this offset */
 	uint64_t data_from;
+	/* progress: the stream's size, estimated beside the send */
+	struct send_estimate est;
 };
 
 /*
@@ -183,6 +207,13 @@ int send_end_cmd(struct send_ctx *ctx);
 uint64_t send_layout(const struct send_ctx *ctx, bool walked,
 		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
 
+int send_estimate_start(struct send_estimate *est, const char *const *roots,
+			size_t nr, uint64_t since, uint32_t write_max);
+uint64_t send_estimate_bytes(const struct send_estimate *est);
+/* send_estimate_wait(): the thread let finish; _end(): stopped first. */
+void send_estimate_wait(struct send_estimate *est);
+void send_estimate_end(struct send_estimate *est);
+
 /* send_meta.c */
 int send_file_fileattr(struct send_ctx *ctx, int dirfd, int fd,
 		       const char *name, const char *path,
@@ -206,6 +237,8 @@ int send_snapshot_delete(struct temp_snapshot *t, struct encio_error *e,
 			 int ret);
 /* Progress: the stream so far, to the callback. */
 void send_progress(struct send_ctx *ctx);
+/* The estimate, if known now, taken as the total (stats, the stream). */
+void send_progress_estimate(struct send_ctx *ctx);
 /* A file of procfs and the like: size 0, its content what reads return. */
 int send_data_to_eof(struct send_ctx *ctx, int fd, const char *path);
 /*

@@ -561,6 +561,15 @@ static int dispatch_encoded_write(struct cmd_ctx *c,
 					    0;
 }
 
+/* The sender's estimate of the stream, where a command gives one (stream.h). */
+static void note_sender_total(struct cmd_ctx *c, unsigned int attr)
+{
+	const struct stream_attr *a = &c->cmd->attr[attr];
+
+	if (a->present && a->len == 8 && !c->r->sender_total)
+		c->r->sender_total = le_get64(a->data);
+}
+
 static int dispatch_inode(struct cmd_ctx *c, const struct stream_ops *ops,
 			  void *arg, struct cmd_strings *s)
 {
@@ -583,6 +592,7 @@ static int dispatch_inode(struct cmd_ctx *c, const struct stream_ops *ops,
 		b = attr_u64(c, BTRFS_SEND_A_GID);
 		return c->err ?: ops->chown ? ops->chown(path, a, b, arg) : 0;
 	case BTRFS_SEND_C_UTIMES:
+		note_sender_total(c, BTRFS_SEND_A_SIZE);
 		at = attr_timespec(c, BTRFS_SEND_A_ATIME);
 		mt = attr_timespec(c, BTRFS_SEND_A_MTIME);
 		ct = attr_timespec(c, BTRFS_SEND_A_CTIME);
@@ -607,15 +617,6 @@ static int dispatch_inode(struct cmd_ctx *c, const struct stream_ops *ops,
 	return -EINVAL;
 }
 
-/* The sender's estimate of the stream, where its first command gives one. */
-static void note_sender_total(struct cmd_ctx *c, unsigned int attr)
-{
-	const struct stream_attr *a = &c->cmd->attr[attr];
-
-	if (a->present && a->len == 8 && !c->r->sender_total)
-		c->r->sender_total = le_get64(a->data);
-}
-
 void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 			      uint32_t *crc)
 {
@@ -623,7 +624,10 @@ void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 
 	*len = cmd->len;
 	*crc = cmd->crc;
-	if (!a->present || a->len != 8 || cmd->len < STREAM_TOTAL_ATTR_LEN ||
+	if ((cmd->type != BTRFS_SEND_C_SUBVOL &&
+	     cmd->type != BTRFS_SEND_C_SNAPSHOT &&
+	     cmd->type != BTRFS_SEND_C_UTIMES) ||
+	    !a->present || a->len != 8 || cmd->len < STREAM_TOTAL_ATTR_LEN ||
 	    a->data != cmd->body + cmd->len - 8)
 		return;
 	*len = cmd->len - STREAM_TOTAL_ATTR_LEN;
@@ -1076,6 +1080,14 @@ int stream_end_cmd(struct stream_writer *w)
 	if (w->err)
 		return w->err;
 	type = le_get16(p + 4);
+	/* an estimate known after the first command: the next UTIMES has it */
+	if (type == BTRFS_SEND_C_UTIMES && w->total && !w->skip) {
+		stream_put_u64(w, BTRFS_SEND_A_SIZE, w->total);
+		w->total = 0;
+		if (w->err)
+			return w->err;
+		p = w->buf + w->cmd_start;
+	}
 	len = htole32(
 		(uint32_t)(w->len - w->cmd_start - BTRFS_SEND_CMD_HEADER_LEN));
 	memcpy(p, &len, sizeof(len));

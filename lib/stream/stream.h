@@ -37,7 +37,8 @@
 /*
  * encio send's estimate of its whole output, for the receiver's progress:
  * a SIZE attribute after the others in the output's first SUBVOL or
- * SNAPSHOT command (btrfs receive ignores it), or in a resumed stream's
+ * SNAPSHOT command, or in the first UTIMES after it where the estimate
+ * came later (btrfs receive ignores it there), or in a resumed stream's
  * ENCIO_RESUME command under this attribute (SIZE is its fingerprint).
  */
 #define STREAM_A_RESUME_TOTAL BTRFS_SEND_A_CLONE_LEN
@@ -233,9 +234,9 @@ void stream_writer_abandon(struct stream_writer *w);
  */
 void stream_put_total(struct stream_writer *w);
 /*
- * A SUBVOL or SNAPSHOT command's length and crc32c as they are without the
- * total stream_put_total() added (as encio send -t regenerates it, for the
- * resume point's position and fingerprint); as read where it has none.
+ * A SUBVOL, SNAPSHOT or UTIMES command's length and crc32c as they are
+ * without the total the writer added (as encio send -t regenerates it, for
+ * the resume point's position and fingerprint); as read where it has none.
  */
 void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 			      uint32_t *crc);

@@ -62,17 +62,17 @@ int stream_file_point(int fd, const char *name, struct resume_point *p,
 				name, false, 0);
 			goto out;
 		}
-		len = cmd.len;
-		crc = cmd.crc;
+		stream_cmd_without_total(&cmd, &len, &crc);
 		if (cmd.type == BTRFS_SEND_C_SUBVOL ||
 		    cmd.type == BTRFS_SEND_C_SNAPSHOT) {
 			point_begin(p, &cmd, &r);
-			stream_cmd_without_total(&cmd, &len, &crc);
-			base = cmd.offset + (cmd.len - len);
+			base = cmd.offset;
 			begun = true;
 		}
 		if (!begun)
 			continue;
+		/* the totals encio send adds are not of the stream resumed */
+		base += cmd.len - len;
 		p->fingerprint = resume_fingerprint_add(p->fingerprint,
 							cmd.type, len, crc);
 		p->shape = resume_fingerprint_add(p->shape, cmd.type, len, 0);

@@ -1119,6 +1119,7 @@ def send_args(step):
 
 SEND_C_SUBVOL = 1
 SEND_C_SNAPSHOT = 2
+SEND_C_UTIMES = 20
 SEND_C_FALLOCATE = 23
 SEND_C_FILEATTR = 24
 SEND_A_SIZE = 4
@@ -1148,7 +1149,8 @@ def total_attr_bytes(data, pos, length):
 
 def shape_bytes(path):
     """The bytes of a send stream's FALLOCATE and FILEATTR commands, and of
-    the stream's size encio send puts in it."""
+    the stream's size and layout encio send puts in it (in SUBVOL or
+    SNAPSHOT, or the size in a UTIMES where its estimate came later)."""
     total = 0
     with open(path, "rb") as f:
         data = f.read()
@@ -1160,7 +1162,7 @@ def shape_bytes(path):
         length, cmd = struct.unpack_from("<IH", data, pos)
         if cmd in (SEND_C_FALLOCATE, SEND_C_FILEATTR):
             total += 10 + length
-        elif cmd in (SEND_C_SUBVOL, SEND_C_SNAPSHOT):
+        elif cmd in (SEND_C_SUBVOL, SEND_C_SNAPSHOT, SEND_C_UTIMES):
             total += total_attr_bytes(data, pos, length)
         pos += 10 + length
     return total

@@ -68,7 +68,7 @@ EOF
 	done
 }
 
-SEND_KEYS="dry_run files dirs others logical_bytes encoded_bytes extents_encoded clones clone_bytes stream_bytes total_bytes done_bytes io_read seconds"
+SEND_KEYS="dry_run files dirs others logical_bytes encoded_bytes extents_encoded clones clone_bytes stream_bytes total_bytes done_bytes estimated_bytes io_read seconds"
 RECV_KEYS="subvols commands logical_bytes encoded_bytes extents_encoded extents_decoded stream_bytes errors checkpoints io_write seconds"
 
 # compare_tree DIR: DIR holds what the snapshot holds.
