@@ -5,9 +5,9 @@
  * (send_kernel.c, send_pass.c). Not an API: lib/send/send.h is. Each file
  * calls only those above it:
  *
+ *   send_estimate.c  the stream's size from metadata, for progress
  *   send_cmd.c       errors, a stop asked for, a command's end, progress
  *   send_output.c    -f FILE: the stream's file, named once whole
- *   send_estimate.c  the stream's size from metadata, for progress
  *   send_roots.c     the parent and clone sources, chosen
  *   send_snapshot.c  --snapshot: the read-only snapshot sent from
  *   send_pass.c      the kernel's pass on a thread, kept ahead
