@@ -8,6 +8,8 @@
 #   encio send -p | encio receive   against  btrfs send --compressed-data -p | btrfs receive
 #   encio send -p >/dev/null        against  btrfs send --compressed-data -p >/dev/null
 #   encio send -n -p (the estimate) against  btrfs send --no-data -p >/dev/null
+#   encio send --progress -p, into the pipe and to /dev/null, against -q
+#                                   (the cost of progress and its estimate)
 # and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
 # part of encio send -p (its difference without data), a bound for it;
 # with the parent received once beforehand (by btrfs receive; both
@@ -27,7 +29,7 @@ ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-estimate${ENCIO_BASE:+ base-pipe base-null}"
+METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-estimate encio-progress encio-progress-null${ENCIO_BASE:+ base-pipe base-null}"
 
 SIZES=()
 source "$top/bench/corpus.sh"
@@ -125,6 +127,14 @@ run_one()
 		"$ENCIO" -q send -n -p "$parent" "$snap" >/dev/null ||
 			echo "encio send -n -p failed" >&2
 		;;
+	encio-progress)
+		"$ENCIO" send --progress -p "$parent" "$snap" 2>/dev/null | "$ENCIO" -q receive "$to" ||
+			echo "encio send --progress -p | encio receive failed" >&2
+		;;
+	encio-progress-null)
+		"$ENCIO" send --progress -p "$parent" "$snap" 2>/dev/null >/dev/null ||
+			echo "encio send --progress -p failed" >&2
+		;;
 	esac
 	run_end "$corpus-$method"
 	if [ -e "$to/$corpus-snap2" ]; then
@@ -161,6 +171,14 @@ done
 echo
 for c in many big; do
 	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s; encio send -n -p (the estimate) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")" "$(med "${TIMES[$c-encio-estimate]}")"
+done
+echo
+for c in many big; do
+	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-encio-progress]}")" \
+		-v e="$(med "${TIMES[$c-encio-null]}")" -v f="$(med "${TIMES[$c-encio-progress-null]}")" \
+		'BEGIN { printf "%s: --progress (its estimate beside the send) into the pipe %.2f s, %+.1f%% against -q; to /dev/null %.2f s, %+.1f%%\n", c, b, (b - a) * 100 / a, f, (f - e) * 100 / e }'
+	printf '  %-5s progress pipe %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-progress]}")"
+	printf '  %-5s progress null %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-encio-progress-null]}")"
 done
 if [ -n "$ENCIO_BASE" ]; then
 	echo

@@ -5,6 +5,8 @@
 #   encio receive -f STREAM         against  btrfs receive -f STREAM
 #   encio send | encio receive -s   against  encio send | encio receive
 #                                   (the cost of resumable receives' checkpoints)
+#   encio send --progress | encio receive  against  the same with -q
+#                                   (the cost of progress and its estimate)
 # (STREAM saved once from btrfs send --compressed-data). Each run starts on
 # a fresh destination filesystem with caches dropped, times include the
 # final sync, every result is checked with diff -r. The methods take turns
@@ -27,7 +29,7 @@ ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
 CHECKPOINT_OFTEN=${CHECKPOINT_OFTEN:-}
-METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable${ENCIO_BASE:+ base-pipe}${CHECKPOINT_OFTEN:+ encio-often}"
+METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable encio-progress${ENCIO_BASE:+ base-pipe}${CHECKPOINT_OFTEN:+ encio-often}"
 
 source "$top/bench/corpus.sh"
 declare -A CKPTS
@@ -54,6 +56,10 @@ run_one()
 	encio-resumable)
 		"$ENCIO" -q send "$snap" | "$ENCIO" -q receive -s "$DST" ||
 			echo "encio send|receive -s failed" >&2
+		;;
+	encio-progress)
+		"$ENCIO" send --progress "$snap" 2>/dev/null | "$ENCIO" -q receive "$DST" ||
+			echo "encio send --progress|receive failed" >&2
 		;;
 	encio-often)
 		"$ENCIO" -q send "$snap" |
@@ -118,6 +124,9 @@ for c in many big; do
 	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-resumable]}")" \
 		'BEGIN { printf "%s: encio send | encio receive -s %.2f s, %+.1f%% against without -s (the checkpoints)\n", c, s, (s - a) * 100 / a }'
 	printf '  %-5s -s       %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-resumable]}")"
+	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-progress]}")" \
+		'BEGIN { printf "%s: encio send --progress | encio receive %.2f s, %+.1f%% against -q (the progress and its estimate)\n", c, s, (s - a) * 100 / a }'
+	printf '  %-5s progress %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-progress]}")"
 done
 if [ -n "$CHECKPOINT_OFTEN" ]; then
 	echo
