@@ -20,7 +20,7 @@ static const char *const stream_cut_usage[] = {
 	"encio stream-cut FILE",
 	"Cut a stream file stopped short and print the token that resumes it.",
 	"",
-	"FILE holds a send stream that stopped before its end: a 'encio send",
+	"FILE holds a send stream that stopped before its end: an 'encio send",
 	"-f' that was interrupted (which keeps what it wrote as",
 	"FILE.encio-partial), or a stream cut on its way to a file. The file",
 	"is cut after its last whole command (every command before it is",
