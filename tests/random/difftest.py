@@ -1192,13 +1192,31 @@ class Streams:
                 cmd = ["btrfs", "send", "-q", "--compressed-data"] + send_args(step) + ["-f", f, step["path"]]
             elif self.ck.send_total:
                 # the estimate in the stream, as a send that draws progress puts it
-                cmd = [self.ck.encio, "send", "--progress"] + send_args(step) + ["-f", f, step["path"]]
+                cmd = [self.ck.encio, "send", "--progress", "--format=json"] + send_args(step) + \
+                    ["-f", f, step["path"]]
             else:
                 cmd = [self.ck.encio, "send", "-q"] + send_args(step) + ["-f", f, step["path"]]
             p = self.ck.env.run(cmd)
+            if sender != "btrfs" and self.ck.send_total and p.returncode == 0:
+                self.note_estimate(step, p.stdout)
             self.files[key] = f
             self.results[key] = (p.returncode, p.stderr.decode(errors="replace"), cmd)
         return self.files[key], self.results[key]
+
+
+    def note_estimate(self, step, out):
+        """With ESTIMATE_LOG set, a line for send --progress's estimate of
+        the stream against its size (send_args and the seed with it)."""
+        path = os.environ.get("ESTIMATE_LOG")
+        if not path:
+            return
+        try:
+            j = json.loads(out.decode())
+        except ValueError:
+            return
+        with open(path, "a") as f:
+            f.write("%d %s %d %d %s\n" % (self.ck.seed, step["name"], j.get("estimated_bytes", 0),
+                                         j.get("stream_bytes", 0), "incremental" if send_args(step) else "full"))
 
 
 class Method:
