@@ -179,7 +179,7 @@ struct send_ctx {
  * send_data.c, send_share.c, send_walk.c, send_roots.c, send_output.c,
  * send_snapshot.c and send_pass.c; send_data.c asks send_share.c which
  * ranges are clones; send_share.c cuts maps into send_piece.c's pieces;
- * all of them call send_cmd.c, which calls none of them.
+ * all of them call send_cmd.c, which calls only send_estimate.c.
  *
  * send_cmd.c: -errno, with ctx->e naming ctx->src, @op and the offset if
  * @has_off.
