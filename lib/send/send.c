@@ -794,6 +794,26 @@ static int subvol_name(const char *path, char *base, char **name,
  * thread beside the send (send_estimate.c), of what changed since the
  * parent was made where there is one; the exact size is -n's pass.
  */
+static int count_tree(const char *root, void *arg, uint64_t *sum)
+{
+	const struct send_ctx *ctx = arg;
+	struct send_options o = ctx->opts;
+	struct send_stats stats;
+	struct encio_error e;
+	int ret;
+
+	o.estimate = true;
+	o.progress = NULL;
+	o.resume = NULL;
+	o.name = NULL;
+	ret = send_run(&root, 1, STREAM_COUNT_ONLY, "the estimate", &o, &stats,
+		       &e);
+	/* and the attribute that carries the total to the receiver */
+	if (!ret)
+		*sum += stats.stream_bytes + STREAM_TOTAL_ATTR_LEN;
+	return ret;
+}
+
 static void estimate_start(struct send_ctx *ctx, const char *const *paths,
 			   size_t nr)
 {
@@ -804,7 +824,7 @@ static void estimate_start(struct send_ctx *ctx, const char *const *paths,
 	    !btrfs_util_subvolume_info(ctx->opts.parent, 0, &info))
 		since = info.otransid;
 	send_estimate_start(&ctx->est, paths, nr, since,
-			    (uint32_t)ctx->write_max);
+			    (uint32_t)ctx->write_max, count_tree, ctx);
 }
 
 /* The kernel computes the stream: a parent, clone sources, --no-data, v1. */

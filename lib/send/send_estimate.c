@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "base/kernel.h"
@@ -341,16 +342,29 @@ static int estimate_search(struct send_estimate *est, struct est_table *t,
 	}
 }
 
-/* One subvolume's stream, added to est->bytes once whole. */
+/*
+ * One tree's stream, added to est->sum: a subvolume's from its items; a
+ * directory in one, or a tree elsewhere, whose items no search can tell
+ * from the rest, counted by the caller's est->count (-n's walk).
+ */
 static int estimate_root(struct send_estimate *est, const char *root,
 			 struct btrfs_ioctl_search_args_v2 *args)
 {
 	struct est_table t = { 0 };
+	struct statfs sfs;
+	struct stat st;
 	int ret;
 
 	est->root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (est->root_fd < 0)
 		return -errno;
+	if (fstat(est->root_fd, &st) || fstatfs(est->root_fd, &sfs) ||
+	    sfs.f_type != BTRFS_SUPER_MAGIC ||
+	    st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
+		close(est->root_fd);
+		est->root_fd = -1;
+		return est->count(root, est->count_arg, &est->sum);
+	}
 	ret = estimate_search(est, &t, args);
 	/* its SUBVOL or SNAPSHOT and its END */
 	if (!ret)
@@ -382,9 +396,12 @@ static void *estimate_thread(void *arg)
 }
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, uint64_t since, uint32_t write_max)
+			size_t nr, uint64_t since, uint32_t write_max,
+			send_count_fn count, void *count_arg)
 {
 	memset(est, 0, sizeof(*est));
+	est->count = count;
+	est->count_arg = count_arg;
 	est->roots = roots;
 	est->nr = nr;
 	est->since = since;

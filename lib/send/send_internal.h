@@ -100,11 +100,17 @@ struct send_subvol_id {
 /*
  * send_estimate.c: send_estimate_start() estimates, on a thread, the
  * stream of the @nr subvolumes @roots (of what changed after generation
- * @since, 0: all of it), which must live until send_estimate_end();
+ * @since, 0: all of it), which must live until send_estimate_end(); a
+ * tree that is no subvolume's root counted by @count, -n's walk;
  * send_estimate_bytes() is 0 until it is known; send_estimate_end() stops
  * the thread if it still runs.
  */
+/* -n's count of the tree @root, added to *@sum: 0 or -errno. */
+typedef int (*send_count_fn)(const char *root, void *arg, uint64_t *sum);
+
 struct send_estimate {
+	send_count_fn count;
+	void *count_arg;
 	const char *const *roots;
 	size_t nr;
 	int root_fd;
@@ -208,7 +214,8 @@ uint64_t send_layout(const struct send_ctx *ctx, bool walked,
 		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, uint64_t since, uint32_t write_max);
+			size_t nr, uint64_t since, uint32_t write_max,
+			send_count_fn count, void *count_arg);
 uint64_t send_estimate_bytes(const struct send_estimate *est);
 /* send_estimate_wait(): the thread let finish; _end(): stopped first. */
 void send_estimate_wait(struct send_estimate *est);

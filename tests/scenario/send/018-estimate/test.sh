@@ -5,7 +5,8 @@
 # one run, its counts are the real send's, and its stream size the real
 # stream's. send --progress counts the stream against an estimate made
 # beside the send from metadata (no second pass), within 10% of the
-# stream (JSON estimated_bytes), and the last line shows it all sent; JSON
+# stream (JSON estimated_bytes; for a directory that is no subvolume's
+# root, -n's count made beside it), and the last line shows it all sent; JSON
 # total_bytes and done_bytes are the stream's size.
 source "$(dirname "$0")/../../../common.sh"
 require_root
@@ -94,3 +95,8 @@ for args in "$SRC/s1" "-p $SRC/s1 $SRC/s2"; do
 		_fail "$args: the estimate $est is not within 10% of the stream's $real bytes"
 	_log "$args: estimated $est, stream $real bytes"
 done
+# a directory that is no subvolume's root: -n's walk beside the send
+json=$("$ENCIO" send --progress --format=json -f "$TEST_TMP/j.stream" "$SRC/s1/d" 2>/dev/null) ||
+	_fail "send --progress of a directory failed"
+[ "$(field estimated_bytes <<<"$json")" = "$(field stream_bytes <<<"$json")" ] ||
+	_fail "a directory's estimate is not -n's count: $json"
