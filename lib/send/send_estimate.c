@@ -317,6 +317,8 @@ static int estimate_search(struct send_estimate *est, struct est_table *t,
 	k->max_objectid = BTRFS_LAST_FREE_OBJECTID;
 	k->max_type = BTRFS_EXTENT_DATA_KEY;
 	k->max_offset = UINT64_MAX;
+	/* an incremental's: only the leaves written since (find-new's way) */
+	k->min_transid = est->since ? est->since + 1 : 0;
 	k->max_transid = UINT64_MAX;
 	for (;;) {
 		if (__atomic_load_n(&est->stop, __ATOMIC_RELAXED))
