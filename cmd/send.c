@@ -334,7 +334,8 @@ static void json_subvolumes(struct json_writer *w, const struct send_args *a)
  * Every counter of the send, under the names encio(8)'s other JSON uses
  * for the same things (copy's logical_bytes, encoded_bytes, io_read,
  * fixed_buffers). -n sends nothing: done_bytes 0. A resumed send's
- * counts, like its stream, are of what followed resumed_at.
+ * counts, like its stream, are of what followed resumed_at, the byte of
+ * the uncut stream it resumed at.
  */
 static void print_summary_json(FILE *out, const struct send_args *a,
 			       const struct send_stats *s, double seconds)
@@ -360,11 +361,15 @@ static void print_summary_json(FILE *out, const struct send_args *a,
 	json_u64(&w, "total_bytes", s->bytes_total);
 	json_u64(&w, "done_bytes", a->dry_run ? 0 : s->bytes_done);
 	json_u64(&w, "estimated_bytes", s->bytes_estimated);
-	json_u64(&w, "resumed_at", s->resumed_at);
+	/* the token's point counts the commands only: here, the bytes */
+	json_u64(&w, "resumed_at",
+		 s->resumed_at ? s->resumed_at + BTRFS_SEND_STREAM_HEADER_LEN :
+				 0);
 	json_string(&w, "io_read", encio_io_mode_name(s->read_mode));
-	if (engine_last_read_probe(&p))
-		json_string(&w, "fixed_buffers",
-			    encio_fixed_state_desc(p.fixed));
+	json_string(&w, "fixed_buffers",
+		    encio_fixed_state_desc(engine_last_read_probe(&p) ?
+						   p.fixed :
+						   ENCIO_FIXED_UNKNOWN));
 	json_double(&w, "seconds", seconds, 6);
 	json_object_end(&w);
 }

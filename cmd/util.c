@@ -268,8 +268,9 @@ void format_eta_of(char *buf, size_t len, double secs, uint64_t done,
 		snprintf(buf, len, "0:00");
 	else if (secs < 1 || !done || done < enough)
 		format_eta(buf, len, 0);
-	else
-		format_eta(buf, len, secs * (double)(total - done) / done);
+	else /* a part of a second left is not none */
+		format_eta(buf, len,
+			   secs * (double)(total - done) / done + 0.999);
 }
 
 void uuid_format(char *out, const uint8_t *u)
