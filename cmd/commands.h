@@ -138,12 +138,12 @@ void verbose_fixed_buffers(const struct encio_probe *p);
 void warn_encoded_reads(const struct encio_probe *p, const char *instead);
 
 /*
- * A stream file compressed whole (zstd, gzip, xz, bzip2, lzop, lz4):
- * an error naming the compressor and how to decompress it into @cmdline,
- * and 1; 0 for any other, or where @fd cannot be read at its start (a
- * pipe).
+ * A stream file compressed whole (zstd, gzip, xz, bzip2, lzop, lz4) at
+ * @fd, @file or standard input (NULL): an error naming the compressor and
+ * how to decompress it into @cmdline, and 1; 0 for any other, or where @fd
+ * cannot be read at its start (a pipe).
  */
-int refuse_compressed_stream(int fd, const char *name, const char *cmdline);
+int refuse_compressed_stream(int fd, const char *file, const char *cmdline);
 
 
 /* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */

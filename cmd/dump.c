@@ -67,7 +67,7 @@ static int cmd_dump(const struct cmd_struct *cmd, int argc, char **argv)
 			return 1;
 		}
 	}
-	if (refuse_compressed_stream(fd, file ? file : "stdin", "encio dump")) {
+	if (refuse_compressed_stream(fd, file, "encio dump")) {
 		ret = 1;
 		goto out;
 	}

@@ -629,7 +629,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 			return 1;
 		}
 	}
-	ret = refuse_compressed_stream(fd, args.file ? args.file : "stdin",
+	ret = refuse_compressed_stream(fd, args.file,
 				       args.dump ? "encio receive --dump" :
 						   "encio receive ...");
 	if (ret)

@@ -340,7 +340,7 @@ static const struct {
 	{ "lz4", "lz4 -dc", 4, "\x04\x22\x4d\x18" },
 };
 
-int refuse_compressed_stream(int fd, const char *name, const char *cmdline)
+int refuse_compressed_stream(int fd, const char *file, const char *cmdline)
 {
 	char head[8];
 	ssize_t n = pread(fd, head, sizeof(head), 0);
@@ -354,9 +354,10 @@ int refuse_compressed_stream(int fd, const char *name, const char *cmdline)
 			   compressed_magic[i].len))
 			continue;
 		print_error(
-			"cannot read '%s': the stream is compressed with %s: decompress it first (%s '%s' | %s)",
-			name, compressed_magic[i].name,
-			compressed_magic[i].decompress, name, cmdline);
+			"cannot read '%s': the stream is compressed with %s: decompress it first (%s %s%s%s | %s)",
+			file ? file : "stdin", compressed_magic[i].name,
+			compressed_magic[i].decompress, file ? "'" : "",
+			file ? file : "FILE", file ? "'" : "", cmdline);
 		return 1;
 	}
 	return 0;
