@@ -634,14 +634,18 @@ static void keep_partial(struct send_output *out, const char *file,
 	fprintf(stderr, " >> '%s' && mv '%s' '%s'\n", part, part, file);
 }
 
-/* What copy says of its reads, said of the send's (a walked tree's). */
+/*
+ * What copy says of its reads, said of the send's (a walked tree's); of
+ * a tree not on btrfs, plain reads lose nothing: no warning.
+ */
 static void say_probe(void)
 {
 	struct encio_probe p;
 
 	if (!engine_last_read_probe(&p))
 		return;
-	warn_encoded_reads(&p, "sending plain data");
+	if (p.read_none_err != ENOTTY)
+		warn_encoded_reads(&p, "sending plain data");
 	verbose_fixed_buffers(&p);
 }
 

@@ -207,7 +207,7 @@ tr '\r' '\n' <tty.out | grep -qE 'B written, [0-9.]+[KMGTP]?i?B/s' &&
 # receive's messages start a line of their own, not inside send's line
 tr '\r' '\n' <tty.out | grep -q '^\(.\[K\)\?At subvol snap' ||
 	_fail "receive's message ran into send's progress line: $(cat -v tty.out)"
-grep -q '^received 1 subvolume' tty.out || _fail "no receive summary: $(cat -v tty.out)"
+tr '\r' '\n' <tty.out | grep -q '^\(.\[K\)\?received 1 subvolume' || _fail "no receive summary: $(cat -v tty.out)"
 compare_tree "$DST/snap"
 btrfs -q subvolume delete "$DST/snap" >/dev/null || _fail "delete"
 timeout 120 script -qec "'$ENCIO' receive -f stream '$DST'" /dev/null >tty2.out </dev/null ||
