@@ -320,15 +320,6 @@ static bool stream_from_pipe(int fd, uint64_t *size)
 	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
-static void print_uuid(char *out, const uint8_t *u)
-{
-	snprintf(
-		out, 37,
-		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
 /* For the JSON object; one that cannot be kept is left out of it. */
 static void keep_subvol(struct progress *p, const char *name,
 			const uint8_t *uuid, const uint8_t *parent_uuid)
@@ -366,7 +357,7 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 			uint64_t ctransid, const uint8_t *parent_uuid,
 			uint64_t parent_ctransid, void *arg)
 {
-	char u[37], p[37];
+	char u[UUID_TEXT_LEN], p[UUID_TEXT_LEN];
 
 	progress_end(&((struct progress *)arg)->shown);
 	keep_subvol(arg, name, uuid, parent_uuid);
@@ -383,13 +374,13 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 		print_error("cannot write to stdout: %s", strerror(errno));
 	if (global_opts.verbose < 1)
 		return;
-	print_uuid(u, uuid);
+	uuid_format(u, uuid);
 	if (!parent_uuid) {
 		verbose(1, "receiving subvol %s uuid=%s, stransid=%llu", name,
 			u, (unsigned long long)ctransid);
 		return;
 	}
-	print_uuid(p, parent_uuid);
+	uuid_format(p, parent_uuid);
 	verbose(1,
 		"receiving snapshot %s uuid=%s, ctransid=%llu parent_uuid=%s, parent_ctransid=%llu",
 		name, u, (unsigned long long)ctransid, p,
