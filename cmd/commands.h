@@ -95,6 +95,55 @@ void progress_end(bool *shown);
 
 /* "1:02:03" or "2:03" for @secs; "--:--" when not known. */
 void format_eta(char *buf, size_t len, double secs);
+/*
+ * The time left to move @total bytes, @done of them in @secs: "--:--"
+ * until the pace is one to go by (a second gone and some of it done),
+ * "0:00" once all is done.
+ */
+void format_eta_of(char *buf, size_t len, double secs, uint64_t done,
+		   uint64_t total);
+
+/*
+ * Whether a progress line may be on standard error's line, which a message
+ * erases first (on a terminal): one of this process's, drawn and not
+ * ended (set by whoever draws it, cleared by progress_end() or a message),
+ * or one the writer of the pipe a command reads may draw on the same
+ * terminal (encio send | encio receive). Elsewhere a message starts as it
+ * is, with no terminal codes.
+ */
+extern bool progress_line_up;
+extern bool progress_line_foreign;
+/* What a message starts with on @f: "\r\033[K" or "". */
+const char *line_start(FILE *f);
+
+/* A UUID as text, 36 characters and a NUL into @out. */
+#define UUID_TEXT_LEN 37
+void uuid_format(char *out, const uint8_t *u);
+bool uuid_is_zero(const uint8_t *u);
+/* The UUIDs of the subvolume whose root @path is, as btrfs keeps them. */
+struct subvol_uuids {
+	uint8_t uuid[16];
+	uint8_t received_uuid[16]; /* zero: not received */
+	uint8_t parent_uuid[16];   /* zero: not a snapshot */
+};
+/* 0, -ENOTDIR where @path is not a subvolume's root, or -errno. */
+int subvol_uuids_of(const char *path, struct subvol_uuids *u);
+
+/*
+ * What copy and send say of the probe alike: under -v whether the kernel
+ * honours fixed buffers; a warning where encoded reads are impossible
+ * (not root, not btrfs), @instead saying what is done instead.
+ */
+void verbose_fixed_buffers(const struct encio_probe *p);
+void warn_encoded_reads(const struct encio_probe *p, const char *instead);
+
+/*
+ * A stream file compressed whole (zstd, gzip, xz, bzip2, lzop, lz4) at
+ * @fd, @file or standard input (NULL): an error naming the compressor and
+ * how to decompress it into @cmdline, and 1; 0 for any other, or where @fd
+ * cannot be read at its start (a pipe).
+ */
+int refuse_compressed_stream(int fd, const char *file, const char *cmdline);
 
 
 /* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */

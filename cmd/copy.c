@@ -148,7 +148,7 @@ static void print_probe(const struct copy_ctx *ctx)
 			p->write_err[m] < 0 ? "not tried" :
 			p->write_err[m]	    ? strerror(p->write_err[m]) :
 					      "works");
-	verbose(1, "fixed buffers: %s", encio_fixed_state_desc(p->fixed));
+	verbose_fixed_buffers(p);
 	if (p->write_punted)
 		verbose(1,
 			"uring encoded writes run on io-wq workers: writing through ioctl");
@@ -160,9 +160,7 @@ static void print_probe(const struct copy_ctx *ctx)
 static void warn_probe(const struct encio_probe *p)
 {
 	if (p->read_mode == ENCIO_IO_NONE)
-		print_warning(
-			"encoded reads impossible (%s): copying plain data",
-			strerror(p->read_none_err));
+		warn_encoded_reads(p, "copying plain data");
 	else if (p->write_mode == ENCIO_IO_NONE && p->write_none_err == ENOTTY)
 		print_warning(
 			"the destination is not btrfs: decoding compressed extents in user space");
@@ -428,6 +426,7 @@ static void clear_progress(struct copy_cmd *c)
 	if (c->progress_shown)
 		fprintf(stderr, "\r\033[K");
 	c->progress_shown = false;
+	progress_line_up = false;
 }
 
 /*
@@ -453,6 +452,7 @@ static void show_progress(struct copy_cmd *c, uint64_t done, uint64_t total,
 		pretty_size(done_s, done), pretty_size(total_s, total), what,
 		pretty_size(rate, bps), eta);
 	c->progress_shown = true;
+	progress_line_up = true;
 }
 
 static void tree_progress(void *arg, const struct tree_stats *t,
@@ -828,6 +828,7 @@ static void subvol_progress(void *arg, const struct subvols_stats *s)
 					       secs :
 				       0));
 	c->progress_shown = true;
+	progress_line_up = true;
 }
 
 static void subvol_begin(void *arg, const char *dst, enum subvols_how how,

@@ -67,11 +67,16 @@ static int cmd_dump(const struct cmd_struct *cmd, int argc, char **argv)
 			return 1;
 		}
 	}
+	if (refuse_compressed_stream(fd, file, "encio dump")) {
+		ret = 1;
+		goto out;
+	}
 	ret = dump_stream(fd, file ? file : "stdin", stdout, &e);
 	if (fflush(stdout) && !ret)
 		ret = encio_error_set(&e, errno, "write", "stdout", false, 0);
 	if (ret)
 		print_encio_error(&e);
+out:
 	if (file)
 		close(fd);
 	return ret ? 1 : 0;

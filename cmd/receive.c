@@ -100,6 +100,15 @@ struct progress {
 	uint64_t total;	 /* the stream's size when it is a file, else 0 */
 	bool total_told; /* the stream's sender (encio send) told its size */
 	bool json;	 /* stdout holds the JSON object only */
+	/* the subvolumes the stream named, for the JSON object */
+	struct received_subvol *subvols;
+	size_t nr_subvols;
+};
+
+struct received_subvol {
+	char *name;
+	uint8_t uuid[BTRFS_UUID_SIZE];	      /* its received UUID */
+	uint8_t parent_uuid[BTRFS_UUID_SIZE]; /* zero: a full stream's */
 };
 
 /*
@@ -119,6 +128,7 @@ static void show_progress(const struct receive_stats *s, void *arg)
 		return;
 	p->last = t;
 	p->shown = true;
+	progress_line_up = true;
 	if (!p->total && s->stream_total) {
 		p->total = s->stream_total;
 		p->total_told = true;
@@ -129,11 +139,7 @@ static void show_progress(const struct receive_stats *s, void *arg)
 		fprintf(stderr, "\r%s written, %s/s\033[K", bytes, rate);
 		return;
 	}
-	format_eta(eta, sizeof(eta),
-		   secs >= 1 && s->stream_bytes && p->total > s->stream_bytes ?
-			   secs * (p->total - s->stream_bytes) /
-				   s->stream_bytes :
-			   0);
+	format_eta_of(eta, sizeof(eta), secs, s->stream_bytes, p->total);
 	fprintf(stderr, "\r%s of %s read, %s written, %s/s, ETA %s\033[K",
 		pretty_size(read, s->stream_bytes),
 		pretty_size(total, p->total), bytes, rate, eta);
@@ -153,18 +159,27 @@ static void show_progress_end(const struct receive_stats *s, struct progress *p)
 	show_progress(s, p);
 }
 
+/*
+ * The file data the stream made, and of it what came as data and what
+ * was cloned (shared with a file received before, not written again),
+ * then what this receive wrote.
+ */
 static void print_summary_text(struct receive_ctx *ctx, double seconds)
 {
 	const struct receive_stats *s = receive_get_stats(ctx);
 	const struct encio_probe *p = receive_get_probe(ctx);
 	char bytes[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
-		rate[PRETTY_SIZE_LEN];
+		rate[PRETTY_SIZE_LEN], data[PRETTY_SIZE_LEN],
+		cloned[PRETTY_SIZE_LEN], written[PRETTY_SIZE_LEN];
 
 	fprintf(stderr,
-		"received %llu subvolume%s: %llu commands, %s written, %s encoded; extents %llu encoded, %llu decoded; io write %s; %.3fs, %s/s\n",
-		(unsigned long long)s->subvols, s->subvols == 1 ? "" : "s",
-		(unsigned long long)s->commands,
+		"%sreceived %llu subvolume%s: %llu commands, %s of file data (%s data, %s cloned), %s written, %s encoded; extents %llu encoded, %llu decoded; io write %s; %.3fs, %s/s\n",
+		line_start(stderr), (unsigned long long)s->subvols,
+		s->subvols == 1 ? "" : "s", (unsigned long long)s->commands,
 		pretty_size(bytes, s->bytes_written),
+		pretty_size(data, s->data_bytes),
+		pretty_size(cloned, s->clone_bytes),
+		pretty_size(written, s->written_bytes),
 		pretty_size(encoded, s->encoded_bytes),
 		(unsigned long long)s->extents_encoded,
 		(unsigned long long)s->extents_decoded,
@@ -174,11 +189,65 @@ static void print_summary_text(struct receive_ctx *ctx, double seconds)
 }
 
 /*
+ * The subvolume received as @r: found at DEST/NAME (NAME under -C, the
+ * receive chrooted into DEST) with @r's received UUID, its own UUID.
+ */
+static bool received_uuid_of(const struct received_subvol *r, const char *dest,
+			     bool chroot, uint8_t *uuid)
+{
+	struct subvol_uuids u;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", chroot ? "" : dest, r->name);
+	if (subvol_uuids_of(path, &u) ||
+	    memcmp(u.received_uuid, r->uuid, BTRFS_UUID_SIZE))
+		return false;
+	memcpy(uuid, u.uuid, BTRFS_UUID_SIZE);
+	return true;
+}
+
+/*
+ * Each subvolume the stream named: its name, UUID (null where it was not
+ * received whole), received UUID (the sender's) and, for a snapshot, its
+ * parent's UUID as the stream named it.
+ */
+static void json_subvolumes(struct json_writer *w, const struct progress *p,
+			    const char *dest, bool chroot)
+{
+	char text[UUID_TEXT_LEN];
+	uint8_t uuid[BTRFS_UUID_SIZE];
+	size_t i;
+
+	json_array_begin(w, "subvolumes");
+	for (i = 0; i < p->nr_subvols; i++) {
+		json_object_begin(w, NULL);
+		json_string(w, "name", p->subvols[i].name);
+		if (received_uuid_of(&p->subvols[i], dest, chroot, uuid)) {
+			uuid_format(text, uuid);
+			json_string(w, "uuid", text);
+		} else {
+			json_null(w, "uuid");
+		}
+		uuid_format(text, p->subvols[i].uuid);
+		json_string(w, "received_uuid", text);
+		if (!uuid_is_zero(p->subvols[i].parent_uuid)) {
+			uuid_format(text, p->subvols[i].parent_uuid);
+			json_string(w, "parent_uuid", text);
+		}
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
+/*
  * Every counter of the receive, under the names encio(8)'s other JSON
  * uses for the same things (send's and copy's logical_bytes and
- * encoded_bytes, io_write).
+ * encoded_bytes, io_write): logical_bytes is data_bytes and clone_bytes,
+ * written_bytes what was written of it (clones shared are not).
  */
-static void print_summary_json(struct receive_ctx *ctx, double seconds)
+static void print_summary_json(struct receive_ctx *ctx, double seconds,
+			       const struct progress *progress,
+			       const char *dest, bool chroot)
 {
 	const struct receive_stats *s = receive_get_stats(ctx);
 	const struct encio_probe *p = receive_get_probe(ctx);
@@ -186,9 +255,13 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
 
 	json_init(&w, stdout, 0);
 	json_object_begin(&w, NULL);
+	json_subvolumes(&w, progress, dest, chroot);
 	json_u64(&w, "subvols", s->subvols);
 	json_u64(&w, "commands", s->commands);
 	json_u64(&w, "logical_bytes", s->bytes_written);
+	json_u64(&w, "data_bytes", s->data_bytes);
+	json_u64(&w, "clone_bytes", s->clone_bytes);
+	json_u64(&w, "written_bytes", s->written_bytes);
 	json_u64(&w, "encoded_bytes", s->encoded_bytes);
 	json_u64(&w, "extents_encoded", s->extents_encoded);
 	json_u64(&w, "extents_decoded", s->extents_decoded);
@@ -208,13 +281,15 @@ static void print_summary_json(struct receive_ctx *ctx, double seconds)
  * what failed). A summary nobody got is an error: a script
  * would take the receive for done.
  */
-static int print_summary(struct receive_ctx *ctx, bool json, int ret,
-			 double seconds)
+static int print_summary(struct receive_ctx *ctx,
+			 const struct progress *progress, const char *dest,
+			 bool chroot, int ret, double seconds)
 {
+	bool json = progress->json;
 	FILE *f = json ? stdout : stderr;
 
 	if (json)
-		print_summary_json(ctx, seconds);
+		print_summary_json(ctx, seconds, progress, dest, chroot);
 	else if (!ret && (global_opts.progs_names ? global_opts.verbose > 0 :
 						    global_opts.verbose >= 0))
 		print_summary_text(ctx, seconds);
@@ -245,13 +320,36 @@ static bool stream_from_pipe(int fd, uint64_t *size)
 	return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
-static void print_uuid(char *out, const uint8_t *u)
+/* For the JSON object; one that cannot be kept is left out of it. */
+static void keep_subvol(struct progress *p, const char *name,
+			const uint8_t *uuid, const uint8_t *parent_uuid)
 {
-	snprintf(
-		out, 37,
-		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		u[10], u[11], u[12], u[13], u[14], u[15]);
+	struct received_subvol *r;
+
+	if (!p->json)
+		return;
+	r = realloc(p->subvols, (p->nr_subvols + 1) * sizeof(*r));
+	if (!r)
+		return;
+	p->subvols = r;
+	r += p->nr_subvols;
+	r->name = strdup(name);
+	if (!r->name)
+		return;
+	memcpy(r->uuid, uuid, sizeof(r->uuid));
+	memset(r->parent_uuid, 0, sizeof(r->parent_uuid));
+	if (parent_uuid)
+		memcpy(r->parent_uuid, parent_uuid, sizeof(r->parent_uuid));
+	p->nr_subvols++;
+}
+
+static void free_subvols(struct progress *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_subvols; i++)
+		free(p->subvols[i].name);
+	free(p->subvols);
 }
 
 /* As btrfs receive: "At subvol NAME" unless quiet, the UUIDs with -v. */
@@ -259,9 +357,10 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 			uint64_t ctransid, const uint8_t *parent_uuid,
 			uint64_t parent_ctransid, void *arg)
 {
-	char u[37], p[37];
+	char u[UUID_TEXT_LEN], p[UUID_TEXT_LEN];
 
 	progress_end(&((struct progress *)arg)->shown);
+	keep_subvol(arg, name, uuid, parent_uuid);
 	/*
 	 * Where btrfs receive prints them, which its scripts read; "At
 	 * snapshot" on stderr when stdout holds the JSON object.
@@ -270,17 +369,18 @@ static void show_subvol(const char *name, const uint8_t *uuid,
 		verbose(0, "At %s %s", parent_uuid ? "snapshot" : "subvol",
 			name);
 	else if (global_opts.verbose >= 0 &&
-		 (printf("At snapshot %s\n", name) < 0 || fflush(stdout)))
+		 (printf("%sAt snapshot %s\n", line_start(stdout), name) < 0 ||
+		  fflush(stdout)))
 		print_error("cannot write to stdout: %s", strerror(errno));
 	if (global_opts.verbose < 1)
 		return;
-	print_uuid(u, uuid);
+	uuid_format(u, uuid);
 	if (!parent_uuid) {
 		verbose(1, "receiving subvol %s uuid=%s, stransid=%llu", name,
 			u, (unsigned long long)ctransid);
 		return;
 	}
-	print_uuid(p, parent_uuid);
+	uuid_format(p, parent_uuid);
 	verbose(1,
 		"receiving snapshot %s uuid=%s, ctransid=%llu parent_uuid=%s, parent_ctransid=%llu",
 		name, u, (unsigned long long)ctransid, p,
@@ -520,6 +620,11 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 			return 1;
 		}
 	}
+	ret = refuse_compressed_stream(fd, args.file,
+				       args.dump ? "encio receive --dump" :
+						   "encio receive ...");
+	if (ret)
+		goto out;
 	if (args.dump) {
 		ret = receive_dump(fd, args.file ? args.file : "stdin");
 		goto out;
@@ -535,7 +640,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		show_chroot(argv[optind]);
 	progress.json = args.json;
 	progress.start = clock_now(); /* the first call shows, as send's */
-	if (!stream_from_pipe(fd, &progress.total) && isatty(STDERR_FILENO))
+	progress_line_foreign = stream_from_pipe(fd, &progress.total);
+	if (!progress_line_foreign && isatty(STDERR_FILENO))
 		args.progress = true;
 	if (args.progress && global_opts.verbose >= 0)
 		receive_set_progress(ctx, show_progress, &progress);
@@ -559,7 +665,9 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (ret && receive_get_stats(ctx)->partial_kept[0])
 		show_resume_hint(argv[optind],
 				 receive_get_stats(ctx)->partial_kept);
-	ret = print_summary(ctx, args.json, ret, clock_now() - progress.start);
+	ret = print_summary(ctx, &progress, argv[optind], opts->chroot, ret,
+			    clock_now() - progress.start);
+	free_subvols(&progress);
 	receive_ctx_free(ctx);
 	stop_signals_reraise();
 out:

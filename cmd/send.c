@@ -116,7 +116,10 @@ struct send_args {
 	struct resume_point resume; /* -t's point */
 	char found[2][PATH_MAX];    /* PATH and PARENT found by UUID */
 	int json;		    /* --format=json */
-	FILE *json_out; /* where it goes: not where the stream goes */
+	FILE *json_out;		  /* where it goes: not where the stream goes */
+	const char *const *paths; /* the PATHs sent, for the JSON */
+	size_t nr;
+	const char *parent; /* -p, or the parent the token names */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
@@ -192,12 +195,12 @@ static void show_progress(const struct send_stats *s, void *arg)
 		rate[PRETTY_SIZE_LEN], eta[32];
 	struct progress *p = arg;
 	double t = clock_now(), bps;
-	uint64_t left;
 
 	if (t - p->last < 0.25)
 		return;
 	p->last = t;
 	p->shown = true;
+	progress_line_up = true;
 	bps = t > p->start ? s->bytes_done / (t - p->start) : 0;
 	/* the estimate comes from a thread beside the send: not yet */
 	if (!s->bytes_total) {
@@ -206,31 +209,54 @@ static void show_progress(const struct send_stats *s, void *arg)
 			pretty_size(rate, (unsigned long long)bps));
 		return;
 	}
-	left = s->bytes_total > s->bytes_done ? s->bytes_total - s->bytes_done :
-						0;
-	/* No time left shown before a second of sending gives a rate. */
-	format_eta(eta, sizeof(eta),
-		   t - p->start >= 1 && s->bytes_done ? left / bps : 0);
+	format_eta_of(eta, sizeof(eta), t - p->start, s->bytes_done,
+		      s->bytes_total);
 	fprintf(stderr, "\r%s of %s, %s/s, ETA %s\033[K",
 		pretty_size(done, s->bytes_done),
 		pretty_size(total, s->bytes_total),
 		pretty_size(rate, (unsigned long long)bps), eta);
 }
 
+/*
+ * The reads' mode, and for uring-fixed what the kernel does with the
+ * flag, in copy's words.
+ */
+static void format_read_mode(char *buf, size_t len, enum encio_io_mode mode)
+{
+	struct encio_probe p;
+
+	if (mode == ENCIO_IO_URING_FIXED && engine_last_read_probe(&p))
+		snprintf(buf, len, "%s (fixed buffers: %s)",
+			 encio_io_mode_name(mode),
+			 encio_fixed_state_desc(p.fixed));
+	else
+		snprintf(buf, len, "%s", encio_io_mode_name(mode));
+}
+
+/*
+ * The kernel's stream (an incremental) also says what it removed and its
+ * commands: one that only changes what exists creates nothing.
+ */
 static void print_summary_text(const struct send_stats *s, double seconds)
 {
 	char logical[PRETTY_SIZE_LEN], encoded[PRETTY_SIZE_LEN],
-		stream[PRETTY_SIZE_LEN];
+		stream[PRETTY_SIZE_LEN], changes[96], mode[96];
 
+	changes[0] = '\0';
+	if (s->commands)
+		snprintf(changes, sizeof(changes),
+			 " new, %llu removed, in %llu commands",
+			 (unsigned long long)s->removed,
+			 (unsigned long long)s->commands);
+	format_read_mode(mode, sizeof(mode), s->read_mode);
 	fprintf(stderr,
-		"sent %llu files, %llu directories, %llu other: %s logical, %s encoded in %llu extents; stream %s; io read %s; %.3fs\n",
+		"sent %llu files, %llu directories, %llu other%s: %s logical, %s encoded in %llu extents; stream %s; io read %s; %.3fs\n",
 		(unsigned long long)s->files, (unsigned long long)s->dirs,
-		(unsigned long long)s->others,
+		(unsigned long long)s->others, changes,
 		pretty_size(logical, s->bytes_logical),
 		pretty_size(encoded, s->bytes_encoded),
 		(unsigned long long)s->extents_encoded,
-		pretty_size(stream, s->stream_bytes),
-		encio_io_mode_name(s->read_mode), seconds);
+		pretty_size(stream, s->stream_bytes), mode, seconds);
 	if (s->clones)
 		fprintf(stderr,
 			"shared: %llu range%s sent as CLONE of data sent before, %s not sent again\n",
@@ -256,21 +282,76 @@ static void print_estimate(FILE *out, const struct send_stats *s)
 		pretty_size(cloned, s->clone_bytes));
 }
 
+/* A subvolume's UUID of @path's, where it has one */
+static void json_uuid_member(struct json_writer *w, const char *key,
+			     const uint8_t *uuid)
+{
+	char text[UUID_TEXT_LEN];
+
+	if (uuid_is_zero(uuid))
+		return;
+	uuid_format(text, uuid);
+	json_string(w, key, text);
+}
+
+/*
+ * Each PATH by its name in the stream and its UUIDs: null where it is not
+ * a subvolume (its stream has a UUID of its own); its received UUID where
+ * it was received; -p's UUID.
+ */
+static void json_subvolumes(struct json_writer *w, const struct send_args *a)
+{
+	struct subvol_uuids u, parent;
+	bool has_parent = a->parent && !subvol_uuids_of(a->parent, &parent);
+	size_t i, len;
+	char *name;
+
+	json_array_begin(w, "subvolumes");
+	for (i = 0; i < a->nr; i++) {
+		len = path_trimmed_len(a->paths[i]);
+		name = strndup(a->paths[i], len);
+		json_object_begin(w, NULL);
+		json_string(w, "path", a->paths[i]);
+		json_string(w, "name",
+			    name && strrchr(name, '/') ?
+				    strrchr(name, '/') + 1 :
+				    name);
+		free(name);
+		if (subvol_uuids_of(a->paths[i], &u)) {
+			json_null(w, "uuid");
+		} else {
+			json_uuid_member(w, "uuid", u.uuid);
+			json_uuid_member(w, "received_uuid", u.received_uuid);
+		}
+		if (has_parent)
+			json_uuid_member(w, "parent_uuid", parent.uuid);
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
 /*
  * Every counter of the send, under the names encio(8)'s other JSON uses
- * for the same things (copy's logical_bytes, encoded_bytes, io_read).
+ * for the same things (copy's logical_bytes, encoded_bytes, io_read,
+ * fixed_buffers). -n sends nothing: done_bytes 0. A resumed send's
+ * counts, like its stream, are of what followed resumed_at, the byte of
+ * the uncut stream it resumed at.
  */
-static void print_summary_json(FILE *out, const struct send_stats *s,
-			       bool dry_run, double seconds)
+static void print_summary_json(FILE *out, const struct send_args *a,
+			       const struct send_stats *s, double seconds)
 {
 	struct json_writer w;
+	struct encio_probe p;
 
 	json_init(&w, out, 0);
 	json_object_begin(&w, NULL);
-	json_bool(&w, "dry_run", dry_run);
+	json_bool(&w, "dry_run", a->dry_run);
+	json_subvolumes(&w, a);
 	json_u64(&w, "files", s->files);
 	json_u64(&w, "dirs", s->dirs);
 	json_u64(&w, "others", s->others);
+	json_u64(&w, "removed", s->removed);
+	json_u64(&w, "commands", s->commands);
 	json_u64(&w, "logical_bytes", s->bytes_logical);
 	json_u64(&w, "encoded_bytes", s->bytes_encoded);
 	json_u64(&w, "extents_encoded", s->extents_encoded);
@@ -278,9 +359,17 @@ static void print_summary_json(FILE *out, const struct send_stats *s,
 	json_u64(&w, "clone_bytes", s->clone_bytes);
 	json_u64(&w, "stream_bytes", s->stream_bytes);
 	json_u64(&w, "total_bytes", s->bytes_total);
-	json_u64(&w, "done_bytes", s->bytes_done);
+	json_u64(&w, "done_bytes", a->dry_run ? 0 : s->bytes_done);
 	json_u64(&w, "estimated_bytes", s->bytes_estimated);
+	/* the token's point counts the commands only: here, the bytes */
+	json_u64(&w, "resumed_at",
+		 s->resumed_at ? s->resumed_at + BTRFS_SEND_STREAM_HEADER_LEN :
+				 0);
 	json_string(&w, "io_read", encio_io_mode_name(s->read_mode));
+	json_string(&w, "fixed_buffers",
+		    encio_fixed_state_desc(engine_last_read_probe(&p) ?
+						   p.fixed :
+						   ENCIO_FIXED_UNKNOWN));
 	json_double(&w, "seconds", seconds, 6);
 	json_object_end(&w);
 }
@@ -320,7 +409,7 @@ static int print_summary(const struct send_args *args,
 	FILE *f = args->json ? args->json_out : args->dry_run ? stdout : stderr;
 
 	if (args->json)
-		print_summary_json(f, s, args->dry_run, seconds);
+		print_summary_json(f, args, s, seconds);
 	else if (args->dry_run && global_opts.verbose >= 0)
 		print_estimate(f, s);
 	else if (global_opts.progs_names ? global_opts.verbose > 0 :
@@ -479,10 +568,9 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	}
 	if (argc - optind < 1 && !opts->resume)
 		return usage_error(cmd, "need a path");
-	if (args->dry_run && args->file) {
-		print_error("-n writes no stream: leave out -f %s", args->file);
-		return 1;
-	}
+	if (args->dry_run && args->file)
+		return usage_error(cmd, "-n writes no stream: leave out -f %s",
+				   args->file);
 	if (global_opts.verbose < 0 || args->dry_run)
 		args->progress = false;
 	return 0;
@@ -546,6 +634,21 @@ static void keep_partial(struct send_output *out, const char *file,
 	fprintf(stderr, " >> '%s' && mv '%s' '%s'\n", part, part, file);
 }
 
+/*
+ * What copy says of its reads, said of the send's (a walked tree's); of
+ * a tree not on btrfs, plain reads lose nothing: no warning.
+ */
+static void say_probe(void)
+{
+	struct encio_probe p;
+
+	if (!engine_last_read_probe(&p))
+		return;
+	if (p.read_none_err != ENOTTY)
+		warn_encoded_reads(&p, "sending plain data");
+	verbose_fixed_buffers(&p);
+}
+
 static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	struct send_options opts = { .io_mode = global_opts.io_mode,
@@ -597,6 +700,9 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		}
 	}
 	args.json_out = args.dry_run ? stdout : json_output(&out, file);
+	args.paths = paths;
+	args.nr = nr;
+	args.parent = opts.parent;
 	progress.start = clock_now(); /* the first call shows */
 	for (i = 0; say_at_subvol() && i < nr; i++)
 		fprintf(stderr, "At subvol %s\n", paths[i]);
@@ -611,6 +717,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		show_progress(&stats, &progress);
 	}
 	progress_end(&progress.shown);
+	say_probe();
 	/* a signal after the last command still leaves no FILE */
 	if (!ret && stop_signal)
 		ret = encio_error_set(&e, EINTR, "finish (interrupted)",

@@ -3,12 +3,15 @@
  * Messages, usage and formatting shared by the commands.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -44,17 +47,30 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+bool progress_line_up;
+bool progress_line_foreign;
+
+const char *line_start(FILE *f)
+{
+	int err = errno; /* for %m: isatty() sets it off a terminal */
+	bool erase = (progress_line_up || progress_line_foreign) &&
+		     isatty(fileno(f));
+
+	errno = err;
+	return erase ? "\r\033[K" : "";
+}
+
 /*
- * On a terminal a message starts by erasing the line: a progress line drawn
- * there, ours or that of the other end of a pipe (encio send | encio
- * receive), would otherwise run into it.
+ * A progress line on the terminal, ours or that of the other end of a pipe
+ * (encio send | encio receive), is erased first: the message would
+ * otherwise run into it. Ours is drawn again at its next turn.
  */
 static void message(const char *prefix, const char *fmt, va_list ap)
 {
-	int err = errno; /* for %m: isatty() sets it off a terminal */
+	int err = errno;
 
-	if (isatty(STDERR_FILENO))
-		fputs("\r\033[K", stderr);
+	fputs(line_start(stderr), stderr);
+	progress_line_up = false;
 	fputs(prefix, stderr);
 	errno = err;
 	vfprintf(stderr, fmt, ap);
@@ -223,6 +239,7 @@ void progress_end(bool *shown)
 		return;
 	fputs(isatty(STDERR_FILENO) ? "\r\033[K" : "\n", stderr);
 	*shown = false;
+	progress_line_up = false;
 }
 
 void format_eta(char *buf, size_t len, double secs)
@@ -239,6 +256,111 @@ void format_eta(char *buf, size_t len, double secs)
 			 s % 60);
 	else
 		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+}
+
+void format_eta_of(char *buf, size_t len, double secs, uint64_t done,
+		   uint64_t total)
+{
+	/* a MiB, or a hundredth of a smaller whole, gives a pace */
+	uint64_t enough = total / 100 < (1 << 20) ? total / 100 : 1 << 20;
+
+	if (total && done >= total)
+		snprintf(buf, len, "0:00");
+	else if (secs < 1 || !done || done < enough)
+		format_eta(buf, len, 0);
+	else /* a part of a second left is not none */
+		format_eta(buf, len,
+			   secs * (double)(total - done) / done + 0.999);
+}
+
+void uuid_format(char *out, const uint8_t *u)
+{
+	snprintf(
+		out, UUID_TEXT_LEN,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+bool uuid_is_zero(const uint8_t *u)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(u, zero, sizeof(zero));
+}
+
+int subvol_uuids_of(const char *path, struct subvol_uuids *u)
+{
+	struct btrfs_ioctl_get_subvol_info_args info;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* success can come back as 1 (a tree search's "not found exactly") */
+	if (fstat(fd, &st) || ioctl(fd, BTRFS_IOC_GET_SUBVOL_INFO, &info) < 0)
+		ret = -errno;
+	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = -ENOTDIR;
+	close(fd);
+	if (ret)
+		return ret;
+	memcpy(u->uuid, info.uuid, sizeof(u->uuid));
+	memcpy(u->received_uuid, info.received_uuid, sizeof(u->received_uuid));
+	memcpy(u->parent_uuid, info.parent_uuid, sizeof(u->parent_uuid));
+	return 0;
+}
+
+void verbose_fixed_buffers(const struct encio_probe *p)
+{
+	verbose(1, "fixed buffers: %s", encio_fixed_state_desc(p->fixed));
+}
+
+void warn_encoded_reads(const struct encio_probe *p, const char *instead)
+{
+	if (p->read_mode == ENCIO_IO_NONE)
+		print_warning("encoded reads impossible (%s): %s",
+			      strerror(p->read_none_err), instead);
+}
+
+/* Whole-file compressors' magic, for a stream kept compressed. */
+static const struct {
+	const char *name;
+	const char *decompress;
+	size_t len;
+	const char *magic;
+} compressed_magic[] = {
+	{ "zstd", "zstd -dc", 4, "\x28\xb5\x2f\xfd" },
+	{ "gzip", "gzip -dc", 2, "\x1f\x8b" },
+	{ "xz", "xz -dc", 6,
+	  "\xfd"
+	  "7zXZ\0" },
+	{ "bzip2", "bzip2 -dc", 3, "BZh" },
+	{ "lzop", "lzop -dc", 4, "\x89LZO" },
+	{ "lz4", "lz4 -dc", 4, "\x04\x22\x4d\x18" },
+};
+
+int refuse_compressed_stream(int fd, const char *file, const char *cmdline)
+{
+	char head[8];
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	size_t i;
+
+	for (i = 0; n > 0 &&
+		    i < sizeof(compressed_magic) / sizeof(compressed_magic[0]);
+	     i++) {
+		if ((size_t)n < compressed_magic[i].len ||
+		    memcmp(head, compressed_magic[i].magic,
+			   compressed_magic[i].len))
+			continue;
+		print_error(
+			"cannot read '%s': the stream is compressed with %s: decompress it first (%s %s%s%s | %s)",
+			file ? file : "stdin", compressed_magic[i].name,
+			compressed_magic[i].decompress, file ? "'" : "",
+			file ? file : "FILE", file ? "'" : "", cmdline);
+		return 1;
+	}
+	return 0;
 }
 
 const char *open_regular_error(int err)

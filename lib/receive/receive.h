@@ -58,7 +58,15 @@ struct receive_options {
 struct receive_stats {
 	uint64_t subvols; /* received completely */
 	uint64_t commands;
-	uint64_t bytes_written;	  /* file data (logical) */
+	uint64_t bytes_written; /* file data (logical), cloned included */
+	/*
+	 * Of it: what WRITE and ENCODED_WRITE carried (logical), what CLONE
+	 * shared (or copied, where it could not share); and the bytes this
+	 * receive wrote itself: data and clones copied, not those shared.
+	 */
+	uint64_t data_bytes;
+	uint64_t clone_bytes;
+	uint64_t written_bytes;
 	uint64_t encoded_bytes;	  /* written without decoding */
 	uint64_t extents_encoded; /* encoded writes that stayed encoded */
 	uint64_t extents_decoded; /* encoded writes decoded in user space */

@@ -495,6 +495,7 @@ static int write_plain(struct receive_ctx *ctx, int fd, const void *data,
 	if (ret)
 		return ret;
 	ctx->stats.bytes_written += len;
+	ctx->stats.written_bytes += len;
 	report_progress(ctx);
 	return 0;
 }
@@ -503,13 +504,16 @@ static int rcv_write(const char *path, uint64_t offset, const void *data,
 		     size_t len, void *arg)
 {
 	struct receive_ctx *ctx = arg;
-	int fd;
+	int fd, ret;
 
 	begin_cmd(ctx, BTRFS_SEND_C_WRITE, path, NULL);
 	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
-	return write_plain(ctx, fd, data, len, offset);
+	ret = write_plain(ctx, fd, data, len, offset);
+	if (!ret)
+		ctx->stats.data_bytes += len;
+	return ret;
 }
 
 #define CLONE_COPY_BUF (1U << 20)
@@ -584,11 +588,14 @@ static int rcv_clone(const char *path, uint64_t offset, uint64_t len,
 	if (ret == -EINVAL && nocow_unalike(fd, src)) {
 		ret = clone_by_copy(ctx, fd, src, offset, clone_offset, len);
 		close(src);
+		if (!ret)
+			ctx->stats.clone_bytes += len;
 		return ret ? fail(ctx, ret, "copy the range to clone") : 0;
 	}
 	close(src);
 	if (ret)
 		return fail(ctx, ret, "clone the range");
+	ctx->stats.clone_bytes += len;
 	ctx->stats.bytes_written += len;
 	report_progress(ctx);
 	return 0;
@@ -787,6 +794,7 @@ static int apply_encoded_write(struct receive_ctx *ctx, int fd,
 			ctx->stats.extents_encoded++;
 			ctx->stats.encoded_bytes += ew->len;
 			ctx->stats.bytes_written += ew->unencoded_file_len;
+			ctx->stats.written_bytes += ew->unencoded_file_len;
 			report_progress(ctx);
 			return 0;
 		}
@@ -823,8 +831,11 @@ static int rcv_encoded_write(const char *path,
 	fd = write_fd_lifted(ctx, path);
 	if (fd < 0)
 		return fd;
-	return apply_encoded_write(ctx, fd, ew, decoded) ?:
-		       zero_inline_tail(ctx, fd, ew);
+	ret = apply_encoded_write(ctx, fd, ew, decoded);
+	if (ret)
+		return ret;
+	ctx->stats.data_bytes += ew->unencoded_file_len;
+	return zero_inline_tail(ctx, fd, ew);
 }
 
 static int rcv_enable_verity(const char *path, uint8_t algorithm,

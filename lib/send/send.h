@@ -105,6 +105,14 @@ struct send_stats {
 	 * stream after it); 0: not resumed
 	 */
 	uint64_t resumed_at;
+	/*
+	 * Of the kernel's stream (an incremental send): its commands, and
+	 * the names removed (UNLINK, RMDIR); 0 for a walked tree. What
+	 * changed in place shows in them: files, dirs and others count what
+	 * was created.
+	 */
+	uint64_t commands;
+	uint64_t removed;
 	enum encio_io_mode read_mode; /* NONE: plain reads */
 };
 

@@ -82,8 +82,19 @@ static int put_subvol(struct relay *r, const struct stream_cmd *cmd)
 }
 
 /* The summary's counts, from the commands as they pass. */
-static void count_cmd(struct send_stats *st, const struct stream_cmd *cmd)
+/*
+ * Counted as they are written: those a resumed stream drops before its
+ * point were counted by the run that was cut.
+ */
+static void count_cmd(struct send_ctx *ctx, const struct stream_cmd *cmd)
 {
+	struct send_stats *st = ctx->stats;
+
+	if (ctx->w.skip)
+		return;
+	if (ctx->w.skip_pos && !st->resumed_at)
+		st->resumed_at = ctx->w.skip_pos;
+	st->commands++;
 	switch (cmd->type) {
 	case BTRFS_SEND_C_MKFILE:
 		st->files++;
@@ -97,6 +108,10 @@ static void count_cmd(struct send_stats *st, const struct stream_cmd *cmd)
 	case BTRFS_SEND_C_SYMLINK:
 	case BTRFS_SEND_C_LINK:
 		st->others++;
+		break;
+	case BTRFS_SEND_C_UNLINK:
+	case BTRFS_SEND_C_RMDIR:
+		st->removed++;
 		break;
 	case BTRFS_SEND_C_WRITE:
 		st->bytes_logical += cmd->attr[BTRFS_SEND_A_DATA].len;
@@ -339,7 +354,7 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 
 	if (cmd->type == BTRFS_SEND_C_END)
 		return 0;
-	count_cmd(ctx->stats, cmd);
+	count_cmd(ctx, cmd);
 	if (r->tail)
 		ret = put_tail_zeros(r, cmd);
 	r->tail = 0;

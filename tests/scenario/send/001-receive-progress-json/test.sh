@@ -41,8 +41,8 @@ json_get()
 
 # check_json FILE PAGE KEYS...: FILE is one JSON object on one line with
 # exactly KEYS, each named in PAGE, every value a number but the string
-# ones (io_read, io_write) and the boolean dry_run, and seconds a number
-# >= 0.
+# ones (io_read, io_write, fixed_buffers), the boolean dry_run and the
+# subvolumes' list, and seconds a number >= 0.
 check_json()
 {
 	local file=$1 page=$2 k
@@ -57,6 +57,10 @@ assert sorted(obj) == sorted(want), (sorted(obj), sorted(want))
 for k, v in obj.items():
     if k.startswith("io_"):
         assert v in ("uring-fixed", "uring", "ioctl", "none"), (k, v)
+    elif k == "subvolumes":
+        assert isinstance(v, list) and all("name" in s for s in v), (k, v)
+    elif k == "fixed_buffers":
+        assert isinstance(v, str), (k, v)
     elif k == "dry_run":
         assert v is False, (k, v)
     else:
@@ -68,8 +72,8 @@ EOF
 	done
 }
 
-SEND_KEYS="dry_run files dirs others logical_bytes encoded_bytes extents_encoded clones clone_bytes stream_bytes total_bytes done_bytes estimated_bytes io_read seconds"
-RECV_KEYS="subvols commands logical_bytes encoded_bytes extents_encoded extents_decoded stream_bytes errors checkpoints io_write seconds"
+SEND_KEYS="dry_run subvolumes files dirs others removed commands logical_bytes encoded_bytes extents_encoded clones clone_bytes stream_bytes total_bytes done_bytes estimated_bytes resumed_at io_read fixed_buffers seconds"
+RECV_KEYS="subvolumes subvols commands logical_bytes data_bytes clone_bytes written_bytes encoded_bytes extents_encoded extents_decoded stream_bytes errors checkpoints io_write seconds"
 
 # compare_tree DIR: DIR holds what the snapshot holds.
 compare_tree()
@@ -203,7 +207,7 @@ tr '\r' '\n' <tty.out | grep -qE 'B written, [0-9.]+[KMGTP]?i?B/s' &&
 # receive's messages start a line of their own, not inside send's line
 tr '\r' '\n' <tty.out | grep -q '^\(.\[K\)\?At subvol snap' ||
 	_fail "receive's message ran into send's progress line: $(cat -v tty.out)"
-grep -q '^received 1 subvolume' tty.out || _fail "no receive summary: $(cat -v tty.out)"
+tr '\r' '\n' <tty.out | grep -q '^\(.\[K\)\?received 1 subvolume' || _fail "no receive summary: $(cat -v tty.out)"
 compare_tree "$DST/snap"
 btrfs -q subvolume delete "$DST/snap" >/dev/null || _fail "delete"
 timeout 120 script -qec "'$ENCIO' receive -f stream '$DST'" /dev/null >tty2.out </dev/null ||
