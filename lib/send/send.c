@@ -654,7 +654,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 		uuid[6] = (uuid[6] & 0x0f) | 0x40;
 		uuid[8] = (uuid[8] & 0x3f) | 0x80;
 	}
-	ctx->w.layout = send_layout(ctx, true, 0, NULL, 0);
+	ctx->w.layout = send_layout(ctx);
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SUBVOL);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);

@@ -53,20 +53,13 @@ int send_end_cmd(struct send_ctx *ctx)
 	return 0;
 }
 
-uint64_t send_layout(const struct send_ctx *ctx, bool walked,
-		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids)
+uint64_t send_layout(const struct send_ctx *ctx)
 {
-	uint64_t h = resume_fingerprint_add(0, SEND_LAYOUT_VERSION, walked,
-					    ctx->w.version);
-	size_t i;
+	uint64_t h = resume_fingerprint_add(0, SEND_LAYOUT_VERSION,
+					    ctx->w.version,
+					    (uint32_t)ctx->write_max);
 
-	h = resume_fingerprint_add(h, ctx->opts.one_stream,
-				   (uint32_t)ctx->write_max, ctx->opts.no_data);
-	h = resume_fingerprint_add(h, 0, (uint32_t)parent_id,
-				   (uint32_t)(parent_id >> 32));
-	for (i = 0; i < nr_ids; i++)
-		h = resume_fingerprint_add(h, 1, (uint32_t)ids[i],
-					   (uint32_t)(ids[i] >> 32));
+	h = resume_fingerprint_add(h, ctx->opts.one_stream, 0, 0);
 	return h ?: 1;
 }
 

@@ -206,12 +206,13 @@ int send_end_cmd(struct send_ctx *ctx);
  */
 #define SEND_LAYOUT_VERSION 1
 /*
- * The layout of a subvolume's stream (stream.h: STREAM_A_LAYOUT): walked
- * or the kernel's, from @parent_id with the clone sources @ids, and the
- * options that shape it; never 0.
+ * The layout of a walked subvolume's stream (stream.h: STREAM_A_LAYOUT):
+ * SEND_LAYOUT_VERSION and the options that shape it; never 0. The
+ * kernel's streams go as it wrote them, with none: a resume of one is
+ * bound by the fingerprint of the bytes up to its point, and one of the
+ * other kind is refused by the layout that differs.
  */
-uint64_t send_layout(const struct send_ctx *ctx, bool walked,
-		     uint64_t parent_id, const uint64_t *ids, size_t nr_ids);
+uint64_t send_layout(const struct send_ctx *ctx);
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
 			size_t nr, uint64_t since, uint32_t write_max,

@@ -456,10 +456,12 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 	}
 	send_kernel_init(&ks, root_fd, parent_id, clone_ids, nr_clone_ids,
 			 ctx->w.version, ctx->opts.no_data);
-	/* the kernel's stream holds its data: checked to the point by it */
+	/*
+	 * The kernel's stream holds its data: checked to the point by its
+	 * bytes' fingerprint; it goes as the kernel wrote it, no layout added.
+	 */
 	ctx->w.skip_by_shape = false;
-	ctx->w.layout =
-		send_layout(ctx, false, parent_id, clone_ids, nr_clone_ids);
+	ctx->w.layout = 0;
 	/* a pass made before, if made for this: else the kernel's, now */
 	if (ctx->opts.pass)
 		pass_fd = send_pass_open(ctx->opts.pass, &ks);

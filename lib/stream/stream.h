@@ -46,9 +46,9 @@
 #define STREAM_TOTAL_ATTR_LEN (BTRFS_SEND_TLV_HEADER_LEN + 8)
 /*
  * How encio send laid the subvolume's stream out (resume.h: a point's
- * layout), a u64 before the total in each SUBVOL or SNAPSHOT command it
- * writes (btrfs receive ignores it), and in ENCIO_RESUME; there too the
- * point's shape fingerprint.
+ * layout), a u64 before the total in the SUBVOL command of each tree it
+ * walks (btrfs receive ignores it; the kernel's streams go without), and
+ * in ENCIO_RESUME; there too the point's shape fingerprint.
  */
 #define STREAM_A_LAYOUT BTRFS_SEND_A_INO
 #define STREAM_A_RESUME_LAYOUT BTRFS_SEND_A_RDEV

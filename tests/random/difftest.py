@@ -1127,9 +1127,9 @@ SEND_A_INO = 3
 
 
 def total_attr_bytes(data, pos, length):
-    """The bytes of what encio send adds at the end of a SUBVOL or SNAPSHOT
-    command, which btrfs send has not: the stream's layout (a u64 INO) and,
-    last, the estimate of the stream (a u64 SIZE)."""
+    """The bytes of what encio send adds at the end of a SUBVOL, SNAPSHOT or
+    UTIMES command, which btrfs send has not: a walked tree's layout (a u64
+    INO, in SUBVOL) and, last, the estimate of the stream (a u64 SIZE)."""
     end, attrs = pos + 10 + length, []
     p = pos + 10
     while p + 4 <= end:
