@@ -499,6 +499,7 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 			break;
 		case 's':
 			opts->resumable = true;
+			opts->keep_on_enospc = true;
 			break;
 		case OPT_CHECKPOINT:
 			if (parse_size(optarg, &opts->checkpoint_bytes) ||

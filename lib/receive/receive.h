@@ -38,6 +38,12 @@ struct receive_options {
 	 * a stream that stops short leaves the last one, for encio send -t.
 	 */
 	bool resumable;
+	/*
+	 * With @resumable: a command that fails for want of space leaves the
+	 * subvolume at the last command applied, to go on from once there is
+	 * room (receive -s), not at its last checkpoint.
+	 */
+	bool keep_on_enospc;
 	uint64_t checkpoint_bytes;
 	/*
 	 * No checkpoint as a subvolume begins, only after the interval: one

@@ -590,7 +590,8 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
  */
 static bool failed_whole(struct receive_ctx *ctx, int err)
 {
-	return err == ENOSPC && !ctx->pending.failed;
+	return err == ENOSPC && ctx->opts.keep_on_enospc &&
+	       !ctx->pending.failed;
 }
 
 void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed, int err)
