@@ -231,8 +231,8 @@ out:
 	ctx->stats.stream_total = r.sender_total;
 	/* a read failed: every command before it was applied whole */
 	if (ret)
-		rcv_resume_stopped(ctx, !(e->has_offset && e->offset < r.offset),
-				   e->err);
+		rcv_resume_stopped(
+			ctx, !(e->has_offset && e->offset < r.offset), e->err);
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	rcv_subvol_close(ctx);
