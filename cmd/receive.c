@@ -20,7 +20,7 @@
 #include "receive/receive.h"
 
 static const char *const receive_usage[] = {
-	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST/NAME",
+	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST[/NAME] | encio receive --abort DEST/NAME",
 	"Receive subvolumes from a send stream into DEST.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
@@ -65,7 +65,12 @@ static const char *const receive_usage[] = {
 	"--checkpoint SIZE   with -s, a checkpoint every SIZE bytes of stream",
 	"                    (K, M, G suffixes) instead of 1 GiB",
 	"--resume-token DEST/NAME  print the token of NAME's partial receive, for",
-	"                    'encio send -t TOKEN'",
+	"                    'encio send -t TOKEN'; of a directory DEST that",
+	"                    holds partials, each as a line: NAME, the bytes of",
+	"                    stream received, the token (--format=json: an array)",
+	"--abort DEST/NAME   drop NAME's partial receive (its subvolumes, record",
+	"                    and directory in DEST's private directory), not",
+	"                    DEST/NAME; refused while a receive of NAME runs",
 	"--dump              print the stream's commands as 'btrfs receive",
 	"                    --dump' does ('encio dump'); no DEST",
 	"--force-decompress  decode every encoded extent and write it plain",
@@ -90,6 +95,7 @@ enum {
 	OPT_PROGRESS,
 	OPT_CHECKPOINT,
 	OPT_RESUME_TOKEN,
+	OPT_ABORT,
 	OPT_NO_ROOT_NOCOW,
 };
 
@@ -100,6 +106,8 @@ struct progress {
 	uint64_t total;	 /* the stream's size when it is a file, else 0 */
 	bool total_told; /* the stream's sender (encio send) told its size */
 	bool json;	 /* stdout holds the JSON object only */
+	struct receive_ctx *ctx;
+	const char *dest;
 	/* the subvolumes the stream named, for the JSON object */
 	struct received_subvol *subvols;
 	size_t nr_subvols;
@@ -394,6 +402,14 @@ static void show_note(const char *what, void *arg)
 	verbose(1, "%s", what);
 }
 
+/* A receive -s refused: NAME's partial, kept, is resumed or dropped. */
+static void show_partial_refused(const char *dest, const char *name)
+{
+	print_error(
+		"a partial receive of %s is kept in %s: resume it with encio send -t \"$(encio receive --resume-token %s/%s)\", or drop it with encio receive --abort %s/%s",
+		name, dest, dest, name, dest, name);
+}
+
 /*
  * One "ERROR: " line per failure: btrfs receive's words first (scripts
  * match them), then where in the stream and why; after the progress line
@@ -406,6 +422,13 @@ static void show_error(const struct encio_error *e, const char *summary,
 
 	if (progress)
 		progress_end(&progress->shown);
+	if (progress && progress->ctx && e->err == EEXIST &&
+	    receive_get_stats(progress->ctx)->partial_refused[0]) {
+		show_partial_refused(
+			progress->dest,
+			receive_get_stats(progress->ctx)->partial_refused);
+		return;
+	}
 	if (!summary) {
 		print_encio_error(e);
 		return;
@@ -433,6 +456,7 @@ struct receive_args {
 	bool progress;		  /* --progress */
 	int json;		  /* --format=json */
 	const char *resume_token; /* --resume-token */
+	const char *abort;	  /* --abort */
 };
 
 static int parse_receive_options(const struct cmd_struct *cmd, int argc,
@@ -451,6 +475,7 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "resumable", no_argument, NULL, 's' },
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "resume-token", required_argument, NULL, OPT_RESUME_TOKEN },
+		{ "abort", required_argument, NULL, OPT_ABORT },
 		COMMON_LONG_OPTIONS
 	};
 	struct receive_options *opts = &args->opts;
@@ -511,17 +536,22 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_RESUME_TOKEN:
 			args->resume_token = optarg;
 			break;
+		case OPT_ABORT:
+			args->abort = optarg;
+			break;
 		default:
 			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
 			break;
 		}
 	}
-	if (args->resume_token)
+	if (args->resume_token && args->abort)
+		return usage_error(cmd, "--resume-token or --abort, not both");
+	if (args->resume_token || args->abort)
 		return argc != optind ?
-			       usage_error(
-				       cmd,
-				       "--resume-token takes no destination") :
+			       usage_error(cmd, "--%s takes no destination",
+					   args->abort ? "abort" :
+							 "resume-token") :
 			       0;
 	if (args->dump && argc != optind)
 		return usage_error(cmd, "--dump takes no destination");
@@ -547,12 +577,120 @@ static void install_signals(struct receive_options *opts)
 	opts->stop = &stop_signal;
 }
 
-static int print_resume_token(const char *path)
+/* The partials --resume-token DEST lists, sorted by name. */
+struct partials {
+	struct receive_partial *v;
+	size_t nr;
+};
+
+static int keep_partial(const struct receive_partial *partial, void *arg)
+{
+	struct partials *l = arg;
+	struct receive_partial *v;
+
+	v = realloc(l->v, (l->nr + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	v[l->nr] = *partial;
+	v[l->nr].name = strdup(partial->name);
+	if (!v[l->nr].name)
+		return -ENOMEM;
+	l->nr++;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct receive_partial *)a)->name,
+		      ((const struct receive_partial *)b)->name);
+}
+
+/* One line each: NAME, bytes received, token (tab-separated); or JSON. */
+static void print_partials(const struct partials *l, bool json)
+{
+	struct json_writer w;
+	size_t i;
+
+	if (json) {
+		json_init(&w, stdout, 1);
+		json_array_begin(&w, NULL);
+	}
+	for (i = 0; i < l->nr; i++) {
+		const struct receive_partial *p = &l->v[i];
+
+		if (!json) {
+			if (p->err)
+				printf("%s\t-\t-\n", p->name);
+			else
+				printf("%s\t%llu\t%s\n", p->name,
+				       (unsigned long long)p->position,
+				       p->token);
+			continue;
+		}
+		json_object_begin(&w, NULL);
+		json_string(&w, "name", p->name);
+		if (p->err) {
+			json_null(&w, "position");
+			json_null(&w, "token");
+			json_string(&w, "error", strerror(-p->err));
+		} else {
+			json_u64(&w, "position", p->position);
+			json_string(&w, "token", p->token);
+		}
+		json_object_end(&w);
+	}
+	if (json)
+		json_array_end(&w);
+}
+
+/*
+ * DEST's partials, where @path is no DEST/NAME of one: a directory
+ * holding none is an error but for JSON (an empty array).
+ */
+static int list_partials(const char *path, bool json)
+{
+	struct partials l = { 0 };
+	struct encio_error e;
+	size_t i;
+	int ret;
+
+	if (receive_partials_each(path, keep_partial, &l, &e)) {
+		print_encio_error(&e);
+		ret = 1;
+		goto out;
+	}
+	qsort(l.v, l.nr, sizeof(*l.v), by_name);
+	if (!l.nr && !json) {
+		print_error(
+			"no partial receive (receive -s) of '%s', nor in it",
+			path);
+		ret = 1;
+		goto out;
+	}
+	print_partials(&l, json);
+	for (i = 0; i < l.nr && !l.v[i].err; i++)
+		;
+	if (i < l.nr)
+		print_error("a partial in '%s' changed since its record: %s",
+			    path, strerror(-l.v[i].err));
+	ret = fflush(stdout) || i < l.nr ? 1 : 0;
+out:
+	for (i = 0; i < l.nr; i++)
+		free((void *)l.v[i].name);
+	free(l.v);
+	return ret;
+}
+
+static int print_resume_token(const char *path, bool json)
 {
 	char token[RESUME_TOKEN_MAX];
 	struct encio_error e;
+	struct stat st;
 
 	if (receive_resume_token(path, token, &e)) {
+		if (e.err == ENOENT && !stat(path, &st) && S_ISDIR(st.st_mode))
+			return list_partials(path, json);
 		print_encio_error(&e);
 		return 1;
 	}
@@ -560,13 +698,90 @@ static int print_resume_token(const char *path)
 	return fflush(stdout) ? 1 : 0;
 }
 
-/* What resumes the receive that stopped: said whatever -q says. */
+static int abort_partial(const char *path)
+{
+	struct encio_error e;
+	pid_t holder;
+
+	if (!receive_partial_abort(path, &holder, &e)) {
+		verbose(0, "dropped the partial receive of %s", path);
+		return 0;
+	}
+	if (e.err == EBUSY)
+		print_error(
+			"cannot drop the partial receive of '%s': encio receive (pid %d) is receiving it; stop it first",
+			path, (int)holder);
+	else
+		print_encio_error(&e);
+	return 1;
+}
+
+/*
+ * @s as one word of a shell command: quoted where it has anything but
+ * what no shell takes apart.
+ */
+static const char *shell_word(char *out, size_t len, const char *s)
+{
+	size_t i, n = 0;
+
+	if (*s &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789_./:@%+=,-") == strlen(s))
+		return s;
+	out[n++] = '\'';
+	for (i = 0; s[i] && n + 5 < len; i++) {
+		if (s[i] == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = s[i];
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+	return out;
+}
+
+/*
+ * What resumes the receive that stopped, said whatever -q says: the token
+ * is read here, where the partial is, and the send runs where the
+ * snapshot is (send -t finds it and its parent by the UUIDs the token
+ * names).
+ */
 static void show_resume_hint(const char *dest, const char *name)
 {
+	char path[PATH_MAX + NAME_MAX + 2], qpath[2 * sizeof(path)],
+		qdest[2 * PATH_MAX];
+	const char *p, *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dest, name);
+	p = shell_word(qpath, sizeof(qpath), path);
+	d = shell_word(qdest, sizeof(qdest), dest);
 	fprintf(stderr,
-		"the partial receive of %s is kept in %s; to resume it, on the sending side:\n"
-		"  encio send -t \"$(encio receive --resume-token %s/%s)\" [-p PARENT] [-c CLONE_SRC]... [PATH] | encio receive -s %s\n",
-		name, dest, dest, name, dest);
+		"the partial receive of %s is kept in %s; to resume it, run on the sending host (RECEIVER: this host's name):\n"
+		"  encio send -t \"$(ssh RECEIVER encio receive --resume-token %s)\" | ssh RECEIVER encio receive -s %s\n"
+		"or, where both run on this host:\n"
+		"  encio send -t \"$(encio receive --resume-token %s)\" | encio receive -s %s\n",
+		name, dest, p, d, p, d);
+}
+
+/* A plain receive cut short: what it left, and that -s would keep it. */
+static void show_unfinished(const char *dest, const char *name)
+{
+	fprintf(stderr,
+		"%s is left in %s writable and not received; nothing is kept to resume: delete it and receive the whole stream again (with -s, a receive cut short keeps what it received, for encio send -t)\n",
+		name, dest);
+}
+
+/* A receive without -s received NAME whole: the stale partial went. */
+static void show_partial_dropped(const char *name, void *arg)
+{
+	struct progress *progress = arg;
+
+	progress_end(&progress->shown);
+	verbose(0,
+		"note: %s received whole: its partial receive (receive -s) kept in %s dropped",
+		name, progress->dest);
 }
 
 static int receive_dump(int fd, const char *name)
@@ -595,6 +810,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	const struct receive_events events = { .subvol = show_subvol,
 					       .error = show_error,
 					       .note = show_note,
+					       .partial_dropped =
+						       show_partial_dropped,
 					       .arg = &progress };
 	struct receive_options *opts = &args.opts;
 	const struct encio_probe *p;
@@ -607,7 +824,9 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	if (ret)
 		return 1;
 	if (args.resume_token)
-		return print_resume_token(args.resume_token);
+		return print_resume_token(args.resume_token, args.json);
+	if (args.abort)
+		return abort_partial(args.abort);
 	if (!args.file && isatty(STDIN_FILENO)) {
 		print_error(
 			"not reading a stream from a terminal: use -f or a pipe");
@@ -637,6 +856,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	}
 	receive_set_events(ctx, &events);
+	progress.ctx = ctx;
+	progress.dest = argv[optind];
 	if (opts->chroot && global_opts.verbose >= 0)
 		show_chroot(argv[optind]);
 	progress.json = args.json;
@@ -662,10 +883,13 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 			encio_fixed_state_desc(p->fixed),
 			p->write_punted ? "yes" : "no");
 	if (ret < 0)
-		show_error(&e, receive_error_summary(ctx), NULL);
+		show_error(&e, receive_error_summary(ctx), &progress);
 	if (ret && receive_get_stats(ctx)->partial_kept[0])
 		show_resume_hint(argv[optind],
 				 receive_get_stats(ctx)->partial_kept);
+	else if (ret && receive_get_stats(ctx)->left_unfinished[0])
+		show_unfinished(argv[optind],
+				receive_get_stats(ctx)->left_unfinished);
 	ret = print_summary(ctx, &progress, argv[optind], opts->chroot, ret,
 			    clock_now() - progress.start);
 	free_subvols(&progress);

@@ -724,7 +724,11 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 				      file ? file : "stdout", false, 0);
 	if (file && !ret)
 		ret = send_output_commit(&out, file, &e);
-	if (ret)
+	if (ret && e.err == EPIPE && !file)
+		print_error(
+			"the receiver stopped reading the stream (%s): if it was encio receive -s, the receiving side printed how to resume",
+			strerror(EPIPE));
+	else if (ret)
 		print_encio_error(&e);
 	if (file && ret && stats.stream_bytes)
 		keep_partial(&out, file, &opts, paths, nr);

@@ -170,6 +170,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	ctx->finishing = false;
 	ctx->ended = false;
 	ctx->stats.partial_kept[0] = '\0';
+	ctx->stats.partial_refused[0] = '\0';
+	ctx->stats.left_unfinished[0] = '\0';
 	ctx->subvol_errors = 0;
 	ctx->cmd = BTRFS_SEND_C_UNSPEC;
 	ctx->cmd_end = 0;

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 #include "fs/inode_flags.h"
@@ -84,6 +85,13 @@ struct receive_stats {
 	struct inode_flags_refused flags_refused;
 	/* -s: the subvolume whose partial was kept when the receive stopped */
 	char partial_kept[NAME_MAX + 1];
+	/* -s: the subvolume refused because a partial of it is kept */
+	char partial_refused[NAME_MAX + 1];
+	/*
+	 * Without -s: the subvolume a stream that stopped short left under
+	 * its name, writable and not received; nothing kept to resume
+	 */
+	char left_unfinished[NAME_MAX + 1];
 	uint64_t checkpoints;
 };
 
@@ -104,6 +112,11 @@ struct receive_events {
 		      void *arg);
 	/* Something worth saying under -v, such as a parent's other transid */
 	void (*note)(const char *what, void *arg);
+	/*
+	 * The partial receive -s kept of @name was dropped: a receive
+	 * without -s received @name whole.
+	 */
+	void (*partial_dropped)(const char *name, void *arg);
 	void *arg;
 };
 
@@ -186,10 +199,38 @@ int receive_partial_point(int dir_fd, const char *name,
 			  struct resume_point *point);
 
 /*
- * What a receive -s of @name left in @dir_fd (its record, checkpoints and
- * working subvolume), deleted. 0 or -errno.
+ * What a receive -s of @name left in @dir_fd (its record, checkpoints,
+ * working subvolume and directory), deleted under @name's lock. 0 (none
+ * there too) or -errno (-EBUSY: a receive holds it).
  */
 int receive_partial_drop(int dir_fd, const char *name);
+
+/*
+ * receive --abort: the partial receive -s kept for @path (DEST/NAME)
+ * dropped as receive_partial_drop() drops it; nothing at DEST/NAME is
+ * touched. 0 or -errno with @e filled (-ENOENT: none; -EBUSY: a receive
+ * holds NAME's lock, its pid in *@holder).
+ */
+int receive_partial_abort(const char *path, pid_t *holder,
+			  struct encio_error *e);
+
+/* A partial receive -s kept, as receive_partials_each() gives it. */
+struct receive_partial {
+	const char *name;
+	/* 0, or -ESTALE where it changed since its record, or -errno */
+	int err;
+	uint64_t position; /* the stream's bytes it received */
+	char token[RESUME_TOKEN_MAX];
+};
+
+/*
+ * Each partial receive -s kept in the directory @dest, given to @fn,
+ * which returns 0 or -errno to stop (returned, @e filled).
+ */
+int receive_partials_each(const char *dest,
+			  int (*fn)(const struct receive_partial *partial,
+				    void *arg),
+			  void *arg, struct encio_error *e);
 
 /* The probe of the destination (valid once a subvolume was created). */
 const struct encio_probe *receive_get_probe(const struct receive_ctx *ctx);

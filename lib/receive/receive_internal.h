@@ -388,6 +388,12 @@ int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
 void rcv_pd_clear(struct partial_dir *pd);
 void rcv_pd_close(int dest_fd, struct partial_dir *pd, bool remove);
 bool rcv_pd_has_record(const struct partial_dir *pd);
+/*
+ * The names of the NAME directories in DEST's private directories, each
+ * given to @fn until it returns an error (returned).
+ */
+int rcv_pd_names_each(int dest_fd, int (*fn)(const char *name, void *arg),
+		      void *arg);
 
 /* receive_subvol.c: the commands that begin and end a subvolume */
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,

@@ -438,10 +438,11 @@ int rcv_resume_subvol_begin(struct receive_ctx *ctx, const char *name,
 		return 0;
 	}
 	if (rcv_pd_has_record(&ctx->part)) {
-		snprintf(
-			ctx->why_buf, sizeof(ctx->why_buf),
-			"a partial receive of it is kept (in %s/%s): resume it with encio send -t, or delete its subvolumes and that directory",
-			ctx->part.state_name, name);
+		snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+			 "a partial receive of it is kept (in %s/%s)",
+			 ctx->part.state_name, name);
+		snprintf(ctx->stats.partial_refused,
+			 sizeof(ctx->stats.partial_refused), "%s", name);
 		rcv_pd_close(ctx->dest_fd, &ctx->part, false);
 		return fail(ctx, EEXIST, ctx->why_buf);
 	}
@@ -510,6 +511,10 @@ int rcv_resume_subvol_finish(struct receive_ctx *ctx)
 	if (ret)
 		return fail(ctx, -ret, "give the subvolume its name");
 	snprintf(ctx->subvol_name, sizeof(ctx->subvol_name), "%s", rs->final);
+	/* a plain receive's, under the lock: the partial kept is stale */
+	if (ctx->placing && rcv_pd_has_record(&ctx->part) &&
+	    ctx->events.partial_dropped)
+		ctx->events.partial_dropped(rs->final, ctx->events.arg);
 	if (rs->ckpt_id) {
 		char name[NAME_MAX + 1];
 
@@ -597,9 +602,14 @@ static bool failed_whole(struct receive_ctx *ctx, int err)
 void rcv_resume_stopped(struct receive_ctx *ctx, bool read_failed, int err)
 {
 	struct resume_state *rs = &ctx->rs;
+	bool cut = ctx->placing && read_failed;
+	struct stat st;
 	bool kept;
 
 	rcv_resume_subvol_leave(ctx);
+	if (cut && !fstatat(ctx->dest_fd, rs->final, &st, AT_SYMLINK_NOFOLLOW))
+		snprintf(ctx->stats.left_unfinished,
+			 sizeof(ctx->stats.left_unfinished), "%s", rs->final);
 	if (!ctx->opts.resumable || !rs->active || ctx->subvol_fd < 0)
 		return;
 	if ((read_failed || failed_whole(ctx, err)) && !ctx->subvol_errors &&
@@ -814,45 +824,79 @@ int receive_partial_point(int dir_fd, const char *name,
 	return 0;
 }
 
-int receive_partial_drop(int dir_fd, const char *name)
+/*
+ * NAME's directory in DEST's private directory, what is in it and it
+ * deleted under NAME's lock: what is there can only be root's (receive
+ * -s's), the checkpoints and working subvolume by the id each has.
+ */
+static int partial_drop(int dir_fd, const char *name, pid_t *holder)
 {
 	struct partial_dir pd;
-	pid_t holder;
 	int ret;
 
 	rcv_pd_init(&pd);
 	snprintf(pd.name, sizeof(pd.name), "%s", name);
-	ret = rcv_pd_open_locked(dir_fd, &pd, false, &holder);
+	ret = rcv_pd_open_locked(dir_fd, &pd, false, holder);
 	if (ret)
-		return ret == -ENOENT ? 0 : ret;
+		return ret;
 	rcv_pd_close(dir_fd, &pd, true);
 	return 0;
 }
 
-int receive_resume_token(const char *path, char *token, struct encio_error *e)
+int receive_partial_drop(int dir_fd, const char *name)
 {
-	struct resume_point point;
-	char dir[PATH_MAX], *slash, *final;
-	int dir_fd, ret;
+	pid_t holder;
+	int ret = partial_drop(dir_fd, name, &holder);
 
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/*
+ * The directory of @path (DEST/NAME) opened, NAME into @final: a plain
+ * name, so that no "." or ".." makes DEST or its parent NAME's directory.
+ */
+static int dest_of(const char *path, char *buf, size_t len, const char **final,
+		   struct encio_error *e)
+{
+	char *slash;
+	int dir_fd;
+
+	if (snprintf(buf, len, "%s", path) >= (int)len)
 		return encio_error_set(e, ENAMETOOLONG, "resolve", path, false,
 				       0);
-	while ((slash = strrchr(dir, '/')) && slash > dir && !slash[1])
+	while ((slash = strrchr(buf, '/')) && slash > buf && !slash[1])
 		*slash = '\0';
-	slash = strrchr(dir, '/');
-	final = slash ? slash + 1 : dir;
-	if (slash == dir)
+	slash = strrchr(buf, '/');
+	*final = slash ? slash + 1 : buf;
+	if (!**final || !strcmp(*final, ".") || !strcmp(*final, ".."))
+		return encio_error_set(
+			e, EINVAL,
+			"take DEST/NAME (NAME a subvolume's name) from", path,
+			false, 0);
+	if (slash == buf)
 		dir_fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	else if (slash) {
 		*slash = '\0';
-		dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		dir_fd = open(buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else {
 		dir_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (dir_fd < 0)
 		return encio_error_set(e, errno, "open the directory of", path,
 				       false, 0);
+	return dir_fd;
+}
+
+int receive_resume_token(const char *path, char *token, struct encio_error *e)
+{
+	struct resume_point point;
+	char dir[PATH_MAX];
+	const char *final;
+	int dir_fd, ret;
+
+	dir_fd = dest_of(path, dir, sizeof(dir), &final, e);
+	if (dir_fd < 0)
+		return dir_fd;
 	ret = receive_partial_point(dir_fd, final, &point);
 	close(dir_fd);
 	if (ret == -ENOENT)
@@ -869,4 +913,69 @@ int receive_resume_token(const char *path, char *token, struct encio_error *e)
 				       path, false, 0);
 	resume_token_encode(&point, token);
 	return 0;
+}
+
+int receive_partial_abort(const char *path, pid_t *holder,
+			  struct encio_error *e)
+{
+	char dir[PATH_MAX];
+	const char *final;
+	int dir_fd, ret;
+
+	*holder = 0;
+	dir_fd = dest_of(path, dir, sizeof(dir), &final, e);
+	if (dir_fd < 0)
+		return dir_fd;
+	ret = partial_drop(dir_fd, final, holder);
+	close(dir_fd);
+	if (ret == -ENOENT)
+		return encio_error_set(e, ENOENT,
+				       "find a partial receive (receive -s) of",
+				       path, false, 0);
+	if (ret)
+		return encio_error_set(e, -ret, "drop the partial receive of",
+				       path, false, 0);
+	return 0;
+}
+
+/* What receive_partials_each() walks with. */
+struct partials_walk {
+	int dest_fd;
+	int (*fn)(const struct receive_partial *partial, void *arg);
+	void *arg;
+};
+
+static int partial_of(const char *name, void *arg)
+{
+	struct partials_walk *w = arg;
+	struct receive_partial p = { .name = name };
+	struct resume_point point;
+
+	p.err = receive_partial_point(w->dest_fd, name, &point);
+	/* no record: a receive begun, or killed before its first one */
+	if (p.err == -ENOENT)
+		return 0;
+	if (!p.err) {
+		p.position = point.position;
+		resume_token_encode(&point, p.token);
+	}
+	return w->fn(&p, w->arg);
+}
+
+int receive_partials_each(const char *dest,
+			  int (*fn)(const struct receive_partial *partial,
+				    void *arg),
+			  void *arg, struct encio_error *e)
+{
+	struct partials_walk w = { .fn = fn, .arg = arg };
+	int ret;
+
+	w.dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.dest_fd < 0)
+		return encio_error_set(e, errno, "open", dest, false, 0);
+	ret = rcv_pd_names_each(w.dest_fd, partial_of, &w);
+	close(w.dest_fd);
+	return ret ? encio_error_set(e, -ret, "list the partial receives in",
+				     dest, false, 0) :
+		     0;
 }

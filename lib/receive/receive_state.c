@@ -375,6 +375,39 @@ void rcv_pd_close(int dest_fd, struct partial_dir *pd, bool remove)
 	close_fd(&pd->state_fd);
 }
 
+/* What rcv_pd_names_each() hands each NAME's directory to. */
+struct names_walk {
+	int (*fn)(const char *name, void *arg);
+	void *arg;
+};
+
+static int names_of(int fd, const char *state_name, void *arg)
+{
+	struct names_walk *w = arg;
+	struct dirent *de;
+	int ret = 0;
+	DIR *dir;
+
+	(void)state_name;
+	dir = dir_stream_of(fd);
+	if (!dir)
+		return 0;
+	while (!ret && (de = readdir(dir)))
+		if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) &&
+		    strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			ret = w->fn(de->d_name, w->arg);
+	closedir(dir);
+	return ret < 0 ? ret : 0;
+}
+
+int rcv_pd_names_each(int dest_fd, int (*fn)(const char *name, void *arg),
+		      void *arg)
+{
+	struct names_walk w = { .fn = fn, .arg = arg };
+
+	return state_dirs_each(dest_fd, names_of, &w);
+}
+
 /* Whether NAME's directory holds a record. */
 bool rcv_pd_has_record(const struct partial_dir *pd)
 {
