@@ -751,18 +751,21 @@ static const char *shell_word(char *out, size_t len, const char *s)
 static void show_resume_hint(const char *dest, const char *name)
 {
 	char path[PATH_MAX + NAME_MAX + 2], qpath[2 * sizeof(path)],
-		qdest[2 * PATH_MAX];
+		qdest[2 * PATH_MAX], rpath[4 * sizeof(path)],
+		rdest[4 * PATH_MAX];
 	const char *p, *d;
 
 	snprintf(path, sizeof(path), "%s/%s", dest, name);
 	p = shell_word(qpath, sizeof(qpath), path);
 	d = shell_word(qdest, sizeof(qdest), dest);
+	/* ssh hands its words to the other host's shell: quoted again */
 	fprintf(stderr,
 		"the partial receive of %s is kept in %s; to resume it, run on the sending host (RECEIVER: this host's name):\n"
 		"  encio send -t \"$(ssh RECEIVER encio receive --resume-token %s)\" | ssh RECEIVER encio receive -s %s\n"
 		"or, where both run on this host:\n"
 		"  encio send -t \"$(encio receive --resume-token %s)\" | encio receive -s %s\n",
-		name, dest, p, d, p, d);
+		name, dest, shell_word(rpath, sizeof(rpath), p),
+		shell_word(rdest, sizeof(rdest), d), p, d);
 }
 
 /* A plain receive cut short: what it left, and that -s would keep it. */
