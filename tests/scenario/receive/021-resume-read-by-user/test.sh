@@ -64,8 +64,8 @@ run_check btrfs property set -f "$work" ro true
 run_mustfail "a changed partial" "$ENCIO" receive --resume-token "$DST/c/s1"
 run_mustfail "a fresh receive -s onto a kept partial" \
 	"$ENCIO" -q receive -s -f <("$ENCIO" -q send "$SRC/s1") "$DST/c"
-grep -q "partial receive of it is kept (in .encio-receive.*/s1)" <<<"$ERR_OUT" ||
-	_fail "the refusal does not say where the partial is: $ERR_OUT"
+grep -q "a partial receive of s1 is kept in $DST/c: .*encio receive --abort $DST/c/s1" <<<"$ERR_OUT" ||
+	_fail "the refusal does not say what to do: $ERR_OUT"
 run_check btrfs -q subvolume snapshot -r "$SRC/v" "$SRC/s2"
 "$ENCIO" -q send "$SRC/s2" | "$ENCIO" -q receive -s "$DST/c" || _fail "another subvolume's receive -s"
 "$ENCIO" -q send "$SRC/s1" | "$ENCIO" -q receive "$DST/c" || _fail "a receive without -s"
