@@ -23,7 +23,7 @@
 #include "tree/tree.h"
 
 static const char *const copy_usage[] = {
-	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST",
+	"encio copy [options] SRC DEST | SRC... DIR | -r SRC_DIR... DEST | --abort DEST/NAME",
 	"Copy files, moving compressed extents without decompressing them.",
 	"",
 	"Compressed extents are read with encoded reads and written with encoded",
@@ -59,6 +59,9 @@ static const char *const copy_usage[] = {
 	"--no-root-nocow      with --subvolumes: nocow (C) left off each",
 	"                     subvolume's root directory, for 'btrfs receive' of",
 	"                     later differences (see encio-copy(8))",
+	"--abort DEST/NAME    drop what a stopped copy --subvolumes kept of its",
+	"                     copy at DEST/NAME to go on with (its partial",
+	"                     subvolume or partial receive), nothing else",
 	"--checkpoint SIZE    with --subvolumes: a subvolume received as a",
 	"                     difference keeps a checkpoint every SIZE of stream",
 	"                     (default 1G) or 10 s, where a rerun goes on",
@@ -109,6 +112,8 @@ struct copy_cmd {
 	unsigned int file_index, nr_files;
 	char **kept; /* staging directories a stopped copy keeps */
 	size_t nr_kept;
+	char *in_flight;   /* --subvolumes: the copy begun last */
+	const char *abort; /* --abort */
 };
 
 enum {
@@ -123,6 +128,7 @@ enum {
 	OPT_CHECKPOINT,
 	OPT_NO_ROOT_NOCOW,
 	OPT_DELETE_EXTRA,
+	OPT_ABORT,
 };
 
 static void print_probe(const struct copy_ctx *ctx)
@@ -514,6 +520,7 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "final", no_argument, NULL, OPT_FINAL },
 		{ "delete-extra", no_argument, NULL, OPT_DELETE_EXTRA },
+		{ "abort", required_argument, NULL, OPT_ABORT },
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "no-root-nocow", no_argument, NULL, OPT_NO_ROOT_NOCOW },
 		{ "queue-depth", required_argument, NULL, 'd' },
@@ -567,6 +574,9 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 		case OPT_DELETE_EXTRA:
 			c->delete_extra = true;
 			break;
+		case OPT_ABORT:
+			c->abort = optarg;
+			break;
 		case OPT_NO_ROOT_NOCOW:
 			c->no_root_nocow = true;
 			break;
@@ -598,6 +608,10 @@ static int parse_copy_options(const struct cmd_struct *cmd, int argc,
 			break;
 		}
 	}
+	if (c->abort)
+		return argc != optind ?
+			       usage_error(cmd, "--abort takes no source") :
+			       0;
 	if (argc - optind < 2)
 		return usage_error(cmd, "need a source and a destination");
 	if (c->subvolumes && (!c->recursive || argc - optind != 2))
@@ -836,6 +850,8 @@ static void subvol_begin(void *arg, const char *dst, enum subvols_how how,
 {
 	struct copy_cmd *c = arg;
 
+	free(c->in_flight);
+	c->in_flight = strdup(dst);
 	c->last_progress = 0;
 	subvol_progress(c, s);
 	if (global_opts.verbose < 1)
@@ -915,8 +931,36 @@ static int copy_subvolumes(struct copy_cmd *c, char *src, const char *dst)
 			went_on ?
 				"; the others are copied (a rerun goes on with the rest)" :
 				"");
+	if (ret && c->subvols.kept && c->in_flight)
+		print_error(
+			"partial copy of '%s' kept: the same copy again resumes it, encio copy --abort '%s' drops it",
+			c->in_flight, c->in_flight);
+	free(c->in_flight);
+	c->in_flight = NULL;
 	print_kept(c);
 	return ret;
+}
+
+/*
+ * --abort DEST/NAME: what a stopped copy --subvolumes kept to go on with,
+ * dropped.
+ */
+static int abort_copy(const char *dst)
+{
+	struct encio_error e;
+	pid_t holder;
+
+	if (!subvols_partial_abort(dst, &holder, &e)) {
+		verbose(0, "dropped the partial copy of '%s'", dst);
+		return 0;
+	}
+	if (e.err == EBUSY)
+		print_error(
+			"cannot drop the partial copy of '%s': a receive (pid %d) is making it; stop it first",
+			dst, (int)holder);
+	else
+		print_encio_error(&e);
+	return 1;
 }
 
 /* The subvolumes failed, left out and extra, one line each. */
@@ -1055,6 +1099,8 @@ static int cmd_copy(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_copy_options(cmd, argc, argv, &c);
 	if (ret)
 		return ret;
+	if (c.abort)
+		return abort_copy(c.abort);
 	nr_src = argc - optind - 1;
 	dst = dest_dir_name(argv[argc - 1]);
 	if (c.verify_only) {

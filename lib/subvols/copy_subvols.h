@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "copy/copy.h"
 #include "io/engine.h"
@@ -133,5 +134,16 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 		 struct tree_stats *tstats, struct encio_error *e);
 
 void subvols_stats_release(struct subvols_stats *stats);
+
+/*
+ * copy --abort: what a stopped copy --subvolumes kept of its copy at @dst
+ * (DEST/NAME) to go on with, deleted: a whole copy's partial subvolume
+ * (.NAME.encio-partial, ours and marked as only root can mark it) and a
+ * difference's partial receive (as receive_partial_abort() drops it);
+ * nothing else. 0, or -errno with @e filled: -ENOENT where there is
+ * none, -EBUSY where a receive of it runs (its pid in *@holder).
+ */
+int subvols_partial_abort(const char *dst, pid_t *holder,
+			  struct encio_error *e);
 
 #endif

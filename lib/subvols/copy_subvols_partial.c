@@ -347,3 +347,72 @@ bool subvols_partial_of_left(struct subvols *s, const struct subvol_entry *en,
 	close(p.dir_fd);
 	return of;
 }
+
+/*
+ * A whole copy's partial at @name in @dir_fd, deleted by the id of what
+ * was opened: a subvolume's root, ours, marked with a source (only root
+ * can set the mark). -ENOENT: none; -EEXIST: something else, left alone.
+ */
+static int marked_partial_delete(int dir_fd, const char *name)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -EEXIST;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    st.st_uid != geteuid() ||
+	    fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 ||
+	    btrfs_util_subvolume_info_fd(fd, 0, &info))
+		ret = -EEXIST;
+	else
+		ret = subvols_delete_id(dir_fd, info.id);
+	close(fd);
+	return ret;
+}
+
+int subvols_partial_abort(const char *dst, pid_t *holder, struct encio_error *e)
+{
+	char dir[PATH_MAX], base[PATH_MAX], partial[NAME_MAX + 1];
+	char received[PATH_MAX + NAME_MAX + 2];
+	const char *name, *parent;
+	int dir_fd, whole, ret;
+
+	snprintf(dir, sizeof(dir), "%s", dst);
+	snprintf(base, sizeof(base), "%s", dst);
+	name = basename(base);
+	parent = dirname(dir);
+	if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, "/") ||
+	    subvol_temp_name(partial, name, PARTIAL_SUFFIX))
+		return encio_error_set(e, EINVAL,
+				       "take DEST/NAME (the copy's path) from",
+				       dst, false, 0);
+	/* a difference's, first: refused while a copy receives it */
+	snprintf(received, sizeof(received), "%s/%s", parent, partial);
+	ret = receive_partial_abort(received, holder, e);
+	if (ret && ret != -ENOENT)
+		return ret;
+	dir_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0)
+		return encio_error_set(e, errno, "open the directory of", dst,
+				       false, 0);
+	whole = marked_partial_delete(dir_fd, partial);
+	close(dir_fd);
+	if (!ret || !whole)
+		return 0;
+	if (whole == -ENOENT)
+		return encio_error_set(
+			e, ENOENT, "find a partial copy (copy --subvolumes) of",
+			dst, false, 0);
+	if (whole == -EEXIST)
+		return encio_error_set(
+			e, EEXIST,
+			"find a partial copy (what is at its partial's name is no partial of encio's) of",
+			dst, false, 0);
+	return encio_error_set(e, -whole, "delete the partial copy of", dst,
+			       false, 0);
+}
