@@ -43,9 +43,11 @@
  * Only root can make anything in the private directory, and the lock says
  * that no receive is using what is in NAME's: there, under the lock, what
  * a killed receive left is deleted whatever it is. Everything else is
- * deleted by the id and UUID this run or the record knows. The directories
- * and the lock are receive_state.c's; the checkpoints, the record and the
- * resume are this file's.
+ * deleted by the id and UUID this run or the record knows. A partial not
+ * to be resumed goes the same way, under its lock (receive --abort); a
+ * plain receive that gives NAME its subvolume drops NAME's, stale. The
+ * directories and the lock are receive_state.c's; the checkpoints, the
+ * record and the resume are this file's.
  */
 #include <endian.h>
 #include <errno.h>
@@ -419,6 +421,7 @@ int rcv_resume_subvol_begin(struct receive_ctx *ctx, const char *name,
 
 	*dir = ctx->dest_fd;
 	snprintf(made, NAME_MAX + 1, "%s", name);
+	ctx->stats.partial_refused[0] = '\0';
 	ret = part_open(ctx, name, true);
 	if (ret)
 		return ret;
@@ -853,7 +856,8 @@ int receive_partial_drop(int dir_fd, const char *name)
 
 /*
  * The directory of @path (DEST/NAME) opened, NAME into @final: a plain
- * name, so that no "." or ".." makes DEST or its parent NAME's directory.
+ * name, else "." or ".." would open the private directory or DEST itself
+ * as NAME's directory.
  */
 static int dest_of(const char *path, char *buf, size_t len, const char **final,
 		   struct encio_error *e)
