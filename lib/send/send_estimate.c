@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -382,8 +383,12 @@ static void *estimate_thread(void *arg)
 {
 	struct send_estimate *est = arg;
 	struct btrfs_ioctl_search_args_v2 *args;
+	struct sched_param idle = { 0 };
 	size_t i;
 	int ret = 0;
+
+	/* the CPU the send and its receiver leave: progress may wait */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 
 	args = malloc(sizeof(*args) + ESTIMATE_BUF);
 	if (!args)
