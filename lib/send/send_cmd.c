@@ -73,8 +73,10 @@ void send_progress_estimate(struct send_ctx *ctx)
 	uint64_t bytes = send_estimate_bytes(&ctx->est);
 	uint64_t from = ctx->opts.resume ? ctx->opts.resume->position : 0;
 
-	if (!bytes)
+	if (!bytes) {
+		send_estimate_hurry(&ctx->est);
 		return;
+	}
 	bytes = bytes > from ? bytes - from : 1;
 	ctx->stats->bytes_estimated = bytes;
 	if (ctx->stats->bytes_total)

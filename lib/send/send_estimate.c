@@ -21,6 +21,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
 #include "send/send.h"
@@ -387,7 +388,10 @@ static void *estimate_thread(void *arg)
 	size_t i;
 	int ret = 0;
 
-	/* the CPU the send and its receiver leave: progress may wait */
+	/*
+	 * First on the CPU the send and its receiver leave (progress may
+	 * wait a little), until send_estimate_hurry()
+	 */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 
 	args = malloc(sizeof(*args) + ESTIMATE_BUF);
@@ -414,10 +418,22 @@ int send_estimate_start(struct send_estimate *est, const char *const *roots,
 	est->since = since;
 	est->write_max = write_max;
 	est->root_fd = -1;
+	est->start = clock_now();
 	if (pthread_create(&est->thread, NULL, estimate_thread, est))
 		return -EAGAIN;
 	est->started = true;
 	return 0;
+}
+
+void send_estimate_hurry(struct send_estimate *est)
+{
+	struct sched_param normal = { 0 };
+
+	if (!est->started || est->hurried || send_estimate_bytes(est) ||
+	    clock_now() - est->start < SEND_ESTIMATE_IDLE_SECONDS)
+		return;
+	est->hurried = true;
+	pthread_setschedparam(est->thread, SCHED_OTHER, &normal);
 }
 
 uint64_t send_estimate_bytes(const struct send_estimate *est)

@@ -122,7 +122,12 @@ struct send_estimate {
 	int err;
 	pthread_t thread;
 	bool started;
+	double start;
+	bool hurried; /* at the normal priority again */
 };
+
+/* The estimate runs SCHED_IDLE for this long, then as the send does. */
+#define SEND_ESTIMATE_IDLE_SECONDS 1.0
 
 struct send_ctx {
 	struct stream_writer w;
@@ -218,6 +223,11 @@ int send_estimate_start(struct send_estimate *est, const char *const *roots,
 			size_t nr, uint64_t since, uint32_t write_max,
 			send_count_fn count, void *count_arg);
 uint64_t send_estimate_bytes(const struct send_estimate *est);
+/*
+ * An estimate not made after SEND_ESTIMATE_IDLE_SECONDS (a machine with no
+ * CPU to spare) made at the send's priority, so that progress gets it.
+ */
+void send_estimate_hurry(struct send_estimate *est);
 /* send_estimate_wait(): the thread let finish; _end(): stopped first. */
 void send_estimate_wait(struct send_estimate *est);
 void send_estimate_end(struct send_estimate *est);
