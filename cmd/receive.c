@@ -660,7 +660,8 @@ static int list_partials(const char *path, bool json)
 		ret = 1;
 		goto out;
 	}
-	qsort(l.v, l.nr, sizeof(*l.v), by_name);
+	if (l.nr)
+		qsort(l.v, l.nr, sizeof(*l.v), by_name);
 	if (!l.nr && !json) {
 		print_error(
 			"no partial receive (receive -s) of '%s', nor in it",
