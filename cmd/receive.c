@@ -749,7 +749,8 @@ static const char *shell_word(char *out, size_t len, const char *s)
  * snapshot is (send -t finds it and its parent by the UUIDs the token
  * names).
  */
-static void show_resume_hint(const char *dest, const char *name)
+static void show_resume_hint(const char *dest, const char *name,
+			     bool no_space)
 {
 	char path[PATH_MAX + NAME_MAX + 2], qpath[2 * sizeof(path)],
 		qdest[2 * PATH_MAX], rpath[4 * sizeof(path)],
@@ -759,6 +760,10 @@ static void show_resume_hint(const char *dest, const char *name)
 	snprintf(path, sizeof(path), "%s/%s", dest, name);
 	p = shell_word(qpath, sizeof(qpath), path);
 	d = shell_word(qdest, sizeof(qdest), dest);
+	if (no_space)
+		fprintf(stderr,
+			"%s is full: what arrived is kept; make room in it first, then resume\n",
+			dest);
 	/* ssh hands its words to the other host's shell: quoted again */
 	fprintf(stderr,
 		"the partial receive of %s is kept in %s; to resume it, run on the sending host (RECEIVER: this host's name):\n"
@@ -890,7 +895,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		show_error(&e, receive_error_summary(ctx), &progress);
 	if (ret && receive_get_stats(ctx)->partial_kept[0])
 		show_resume_hint(argv[optind],
-				 receive_get_stats(ctx)->partial_kept);
+				 receive_get_stats(ctx)->partial_kept,
+				 ret < 0 && e.err == ENOSPC);
 	else if (ret && receive_get_stats(ctx)->left_unfinished[0])
 		show_unfinished(argv[optind],
 				receive_get_stats(ctx)->left_unfinished);

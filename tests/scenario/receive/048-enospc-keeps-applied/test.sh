@@ -23,6 +23,7 @@ run_check sync
 	_fail "the receive did not run out of space"
 _log "the receive said: $(cat "$TEST_TMP/err")"
 grep -q "No space left" "$TEST_TMP/err" || _fail "no ENOSPC said"
+grep -q "is full: what arrived is kept; make room in it first" "$TEST_TMP/err" || _fail "not told to make room first"
 [ ! -e "$DST/s" ] || _fail "a subvolume cut by ENOSPC got its name"
 token=$("$ENCIO" receive --resume-token "$DST/s") || _fail "no partial kept after ENOSPC"
 
