@@ -108,10 +108,16 @@ static struct est_inode *inode_find(const struct est_table *t, uint64_t ino)
 	return NULL;
 }
 
-/* Whether the extent at @bytenr was seen before (and now it is). */
-static int extent_seen(struct est_table *t, uint64_t bytenr)
+/*
+ * Whether the range @offset of the extent at @bytenr was seen before (and
+ * now it is): a reflink or a snapshot refers to the same range again, the
+ * two parts of an extent overwritten in its middle to two ranges, and only
+ * the first is a CLONE. An estimate: two ranges may hash alike.
+ */
+static int extent_seen(struct est_table *t, uint64_t bytenr, uint64_t offset)
 {
-	uint64_t key = bytenr + 1, *old = t->extents;
+	uint64_t key = (hash64(bytenr) ^ hash64(offset + 1)) | 1,
+		 *old = t->extents;
 	size_t j, i, cap = t->ext_cap;
 
 	if (t->ext_nr * 2 >= t->ext_cap) {
@@ -176,7 +182,7 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 	case EXTENT_INLINE:
 		break;
 	case EXTENT_REGULAR:
-		seen = extent_seen(t, fe->disk_bytenr);
+		seen = extent_seen(t, fe->disk_bytenr, fe->extent_offset);
 		if (seen < 0)
 			return seen;
 		if (seen) {
