@@ -749,8 +749,7 @@ static const char *shell_word(char *out, size_t len, const char *s)
  * snapshot is (send -t finds it and its parent by the UUIDs the token
  * names).
  */
-static void show_resume_hint(const char *dest, const char *name,
-			     bool no_space)
+static void show_resume_hint(const char *dest, const char *name, bool no_space)
 {
 	char path[PATH_MAX + NAME_MAX + 2], qpath[2 * sizeof(path)],
 		qdest[2 * PATH_MAX], rpath[4 * sizeof(path)],
