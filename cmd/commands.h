@@ -145,7 +145,6 @@ void warn_encoded_reads(const struct encio_probe *p, const char *instead);
  */
 int refuse_compressed_stream(int fd, const char *file, const char *cmdline);
 
-
 /* A byte count: decimal or 0x hex, optional K, M or G suffix; 0 or -1. */
 int parse_size(const char *arg, uint64_t *out);
 

@@ -96,10 +96,10 @@ struct send_stats {
 	uint64_t clones;	  /* CLONE commands for data sent before */
 	uint64_t clone_bytes;	  /* file bytes they stand for */
 	uint64_t stream_bytes;
-	uint64_t passes_reused; /* kernel passes read from opts->pass */
-	uint64_t bytes_total;	/* the stream's size: estimated, then real */
+	uint64_t passes_reused;	  /* kernel passes read from opts->pass */
+	uint64_t bytes_total;	  /* the stream's size: estimated, then real */
 	uint64_t bytes_estimated; /* progress's estimate of it; 0: none yet */
-	uint64_t bytes_done;	/* of the stream, written */
+	uint64_t bytes_done;	  /* of the stream, written */
 	/*
 	 * -t: the point the stream resumed at (the stats above are of the
 	 * stream after it); 0: not resumed

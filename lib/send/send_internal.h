@@ -81,9 +81,9 @@ struct send_walk {
 struct send_piece {
 	uint64_t start;
 	uint64_t end;
-	bool whole; /* one encoded read of a (compressed) extent */
-	bool clone; /* a CLONE of (file, src_off): nothing read */
-	bool plain; /* pread at its turn: part of a compressed extent */
+	bool whole;   /* one encoded read of a (compressed) extent */
+	bool clone;   /* a CLONE of (file, src_off): nothing read */
+	bool plain;   /* pread at its turn: part of a compressed extent */
 	bool counted; /* its read estimated from its extent, not made */
 	uint32_t file;
 	uint64_t src_off;
