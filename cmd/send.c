@@ -221,16 +221,14 @@ static void show_progress(const struct send_stats *s, void *arg)
  * The reads' mode, and for uring-fixed what the kernel does with the
  * flag, in copy's words.
  */
-static void format_read_mode(char *buf, size_t len, enum encio_io_mode mode)
+static void format_read_mode(char *buf, size_t len, const struct send_stats *s)
 {
-	struct encio_probe p;
-
-	if (mode == ENCIO_IO_URING_FIXED && engine_last_read_probe(&p))
+	if (s->read_mode == ENCIO_IO_URING_FIXED && s->probed)
 		snprintf(buf, len, "%s (fixed buffers: %s)",
-			 encio_io_mode_name(mode),
-			 encio_fixed_state_desc(p.fixed));
+			 encio_io_mode_name(s->read_mode),
+			 encio_fixed_state_desc(s->probe.fixed));
 	else
-		snprintf(buf, len, "%s", encio_io_mode_name(mode));
+		snprintf(buf, len, "%s", encio_io_mode_name(s->read_mode));
 }
 
 /*
@@ -248,7 +246,7 @@ static void print_summary_text(const struct send_stats *s, double seconds)
 			 " new, %llu removed, in %llu commands",
 			 (unsigned long long)s->removed,
 			 (unsigned long long)s->commands);
-	format_read_mode(mode, sizeof(mode), s->read_mode);
+	format_read_mode(mode, sizeof(mode), s);
 	fprintf(stderr,
 		"sent %llu files, %llu directories, %llu other%s: %s logical, %s encoded in %llu extents; stream %s; io read %s; %.3fs\n",
 		(unsigned long long)s->files, (unsigned long long)s->dirs,
@@ -341,7 +339,6 @@ static void print_summary_json(FILE *out, const struct send_args *a,
 			       const struct send_stats *s, double seconds)
 {
 	struct json_writer w;
-	struct encio_probe p;
 
 	json_init(&w, out, 0);
 	json_object_begin(&w, NULL);
@@ -367,9 +364,8 @@ static void print_summary_json(FILE *out, const struct send_args *a,
 				 0);
 	json_string(&w, "io_read", encio_io_mode_name(s->read_mode));
 	json_string(&w, "fixed_buffers",
-		    encio_fixed_state_desc(engine_last_read_probe(&p) ?
-						   p.fixed :
-						   ENCIO_FIXED_UNKNOWN));
+		    encio_fixed_state_desc(s->probed ? s->probe.fixed :
+						       ENCIO_FIXED_UNKNOWN));
 	json_double(&w, "seconds", seconds, 6);
 	json_object_end(&w);
 }
@@ -638,15 +634,13 @@ static void keep_partial(struct send_output *out, const char *file,
  * What copy says of its reads, said of the send's (a walked tree's); of
  * a tree not on btrfs, plain reads lose nothing: no warning.
  */
-static void say_probe(void)
+static void say_probe(const struct send_stats *s)
 {
-	struct encio_probe p;
-
-	if (!engine_last_read_probe(&p))
+	if (!s->probed)
 		return;
-	if (p.read_none_err != ENOTTY)
-		warn_encoded_reads(&p, "sending plain data");
-	verbose_fixed_buffers(&p);
+	if (s->probe.read_none_err != ENOTTY)
+		warn_encoded_reads(&s->probe, "sending plain data");
+	verbose_fixed_buffers(&s->probe);
 }
 
 static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
@@ -717,7 +711,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		show_progress(&stats, &progress);
 	}
 	progress_end(&progress.shown);
-	say_probe();
+	say_probe(&stats);
 	/* a signal after the last command still leaves no FILE */
 	if (!ret && stop_signal)
 		ret = encio_error_set(&e, EINTR, "finish (interrupted)",

@@ -15,7 +15,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -812,31 +811,6 @@ static enum encio_io_mode probe_choose(const int *errs, enum encio_io_mode want,
 	return ENCIO_IO_NONE;
 }
 
-/* engine_last_read_probe()'s: the process's last read probe */
-static pthread_mutex_t last_read_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct encio_probe last_read;
-static bool last_read_made;
-
-static void keep_last_read_probe(const struct encio_probe *probe)
-{
-	pthread_mutex_lock(&last_read_lock);
-	last_read = *probe;
-	last_read_made = true;
-	pthread_mutex_unlock(&last_read_lock);
-}
-
-bool engine_last_read_probe(struct encio_probe *probe)
-{
-	bool made;
-
-	pthread_mutex_lock(&last_read_lock);
-	made = last_read_made;
-	if (made)
-		*probe = last_read;
-	pthread_mutex_unlock(&last_read_lock);
-	return made;
-}
-
 int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		      struct encio_probe *probe)
 {
@@ -880,7 +854,6 @@ int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		probe->read_mode = ENCIO_IO_IOCTL;
 		probe->read_source_writable = true;
 	}
-	keep_last_read_probe(probe);
 	/* No encoded reads at all (EPERM, not btrfs) is not a refused mode. */
 	if (probe->read_mode == ENCIO_IO_NONE && want != ENCIO_IO_AUTO &&
 	    probe->read_err[ENCIO_IO_IOCTL] == 0)

@@ -232,13 +232,6 @@ ssize_t engine_wait(struct engine *engine, struct engine_req *req);
  */
 int engine_probe_read(struct engine *engine, int fd, enum encio_io_mode want,
 		      struct encio_probe *probe);
-/*
- * The last engine_probe_read() of the process, into @probe: false when
- * none was made. For a caller whose probe ran inside another layer (send's),
- * to say what copy says of its own: why reads are plain, whether the
- * kernel honours fixed buffers (the same for every probe of a kernel).
- */
-bool engine_last_read_probe(struct encio_probe *probe);
 int engine_probe_write(struct engine *engine, int dirfd,
 		       enum encio_io_mode want, struct encio_probe *probe);
 

@@ -1071,6 +1071,8 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		ret = encio_error_set(e, ret2, "write stream to", out_name,
 				      false, 0);
 	stats->stream_bytes = ctx->w.written;
+	stats->probe = ctx->probe;
+	stats->probed = ctx->probed;
 	/* the total, once known, is the stream's real size */
 	if (!ret)
 		stats->bytes_total = stats->bytes_done = stats->stream_bytes;

@@ -114,6 +114,12 @@ struct send_stats {
 	uint64_t commands;
 	uint64_t removed;
 	enum encio_io_mode read_mode; /* NONE: plain reads */
+	/*
+	 * The probe of the walked tree's reads (why they are plain, what
+	 * the kernel does with fixed buffers), where @probed
+	 */
+	struct encio_probe probe;
+	bool probed;
 };
 
 /* What a PATH to send is, for what its stream can promise. */
