@@ -554,7 +554,6 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 	struct receive_ctx *ctx = arg;
 	struct resume_state *rs = &ctx->rs;
 	uint64_t every = ctx->opts.checkpoint_bytes ?: CHECKPOINT_BYTES;
-	uint32_t len, crc;
 	bool first;
 
 	if (!rs->active || ctx->subvol_fd < 0 || ctx->subvol_errors)
@@ -565,21 +564,7 @@ int rcv_resume_applied(const struct stream_cmd *cmd, void *arg)
 		rs->base = ctx->reader->offset - rs->point.position;
 		return 0;
 	}
-	len = cmd->len;
-	crc = cmd->crc;
-	/* the point is of the stream as send -t regenerates it: no total */
-	stream_cmd_without_total(cmd, &len, &crc);
-	if (first) {
-		rs->base = cmd->offset;
-		rs->point.layout = stream_cmd_layout(cmd);
-	}
-	rs->base += cmd->len - len;
-	rs->point.fingerprint = resume_fingerprint_add(rs->point.fingerprint,
-						       cmd->type, len, crc);
-	rs->point.shape =
-		resume_fingerprint_add(rs->point.shape, cmd->type, len, 0);
-	rs->point.commands++;
-	rs->point.position = ctx->reader->offset - rs->base;
+	stream_point_add(&rs->point, &rs->base, cmd, ctx->reader->offset);
 	if (first && ctx->opts.checkpoint_late)
 		rs->ckpt_time = clock_now();
 	else if (first || rs->point.position - rs->ckpt_pos >= every ||

@@ -641,6 +641,25 @@ uint64_t stream_cmd_layout(const struct stream_cmd *cmd)
 	return a->present && a->len == 8 ? le_get64(a->data) : 0;
 }
 
+void stream_point_add(struct resume_point *p, uint64_t *base,
+		      const struct stream_cmd *cmd, uint64_t end)
+{
+	uint32_t len, crc;
+
+	stream_cmd_without_total(cmd, &len, &crc);
+	if (cmd->type == BTRFS_SEND_C_SUBVOL ||
+	    cmd->type == BTRFS_SEND_C_SNAPSHOT) {
+		*base = cmd->offset;
+		p->layout = stream_cmd_layout(cmd);
+	}
+	*base += cmd->len - len;
+	p->fingerprint =
+		resume_fingerprint_add(p->fingerprint, cmd->type, len, crc);
+	p->shape = resume_fingerprint_add(p->shape, cmd->type, len, 0);
+	p->commands++;
+	p->position = end - *base;
+}
+
 static int dispatch_subvol(struct cmd_ctx *c, const struct stream_ops *ops,
 			   void *arg, struct cmd_strings *s)
 {

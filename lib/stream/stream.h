@@ -242,6 +242,16 @@ void stream_cmd_without_total(const struct stream_cmd *cmd, uint32_t *len,
 			      uint32_t *crc);
 /* The layout a SUBVOL or SNAPSHOT command of encio send carries; 0: none. */
 uint64_t stream_cmd_layout(const struct stream_cmd *cmd);
+/*
+ * The resume point @p (resume.h) after one more command @cmd, which ended
+ * at stream offset @end: its fingerprints, count and position, from
+ * *@base, where its subvolume's first command began (a SUBVOL or SNAPSHOT
+ * sets it, and @p's layout), moved past the totals encio send adds (send
+ * -t regenerates the stream without them). encio receive -s and encio
+ * stream-cut find their points so.
+ */
+void stream_point_add(struct resume_point *p, uint64_t *base,
+		      const struct stream_cmd *cmd, uint64_t end);
 void stream_writer_release(struct stream_writer *w);
 
 void stream_begin_cmd(struct stream_writer *w, uint16_t cmd);

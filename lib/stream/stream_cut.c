@@ -35,7 +35,6 @@ static void point_begin(struct resume_point *p, const struct stream_cmd *cmd,
 	if (cmd->type == BTRFS_SEND_C_SNAPSHOT && pct->present && pct->len == 8)
 		p->parent_ctransid = le_get64(pct->data);
 	p->version = r->version;
-	p->layout = stream_cmd_layout(cmd);
 	p->flags = RESUME_POINT_APPEND;
 }
 
@@ -46,7 +45,6 @@ int stream_file_point(int fd, const char *name, struct resume_point *p,
 	struct stream_cmd cmd;
 	struct encio_error ignored;
 	uint64_t base = 0;
-	uint32_t len, crc;
 	bool begun = false;
 	int ret;
 
@@ -62,22 +60,14 @@ int stream_file_point(int fd, const char *name, struct resume_point *p,
 				name, false, 0);
 			goto out;
 		}
-		stream_cmd_without_total(&cmd, &len, &crc);
 		if (cmd.type == BTRFS_SEND_C_SUBVOL ||
 		    cmd.type == BTRFS_SEND_C_SNAPSHOT) {
 			point_begin(p, &cmd, &r);
-			base = cmd.offset;
 			begun = true;
 		}
 		if (!begun)
 			continue;
-		/* the totals encio send adds are not of the stream resumed */
-		base += cmd.len - len;
-		p->fingerprint = resume_fingerprint_add(p->fingerprint,
-							cmd.type, len, crc);
-		p->shape = resume_fingerprint_add(p->shape, cmd.type, len, 0);
-		p->commands++;
-		p->position = r.offset - base;
+		stream_point_add(p, &base, &cmd, r.offset);
 		*end = r.offset;
 	}
 	/* a command cut or not whole is the cut; a failed read is not */
