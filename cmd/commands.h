@@ -170,6 +170,7 @@ enum {
 };
 
 extern const struct cmd_struct cmd_struct_list;
+extern const struct cmd_struct cmd_struct_diff;
 extern const struct cmd_struct cmd_struct_copy;
 extern const struct cmd_struct cmd_struct_dump;
 extern const struct cmd_struct cmd_struct_receive;

@@ -42,6 +42,7 @@ static const struct cmd_struct *const commands[] = {
 	&cmd_struct_receive,
 	&cmd_struct_send,
 	&cmd_struct_stream_cut,
+	&cmd_struct_diff,
 	&cmd_struct_features,
 	&cmd_struct_read,
 	&cmd_struct_write,

@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio diff: two snapshots of one subvolume compared inode by inode.
+ *
+ * Both trees were one until the transaction they parted at (the child's
+ * otransid where it is a snapshot of the parent, the older one's where
+ * both are snapshots of a third). A leaf no newer than that is the common
+ * ancestor's, the same in both wherever both still hold it; every change
+ * since is in a newer leaf of one of them. So a search of each tree
+ * bounded by that transid names every inode that may differ, and each is
+ * then read whole from both trees and compared. An inode is modified, as
+ * for the kernel's send, when its inode item changed; an inode gone is
+ * found through the directory entries its directory lost.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include <btrfsutil.h>
+
+#include "base/kernel.h"
+#include "diff/diff_internal.h"
+
+struct dir_path {
+	uint64_t dir;
+	char *path; /* "" for the root, else "a/b" */
+};
+
+struct side {
+	int fd;
+	struct dir_path *cache; /* hashed by dir */
+	size_t cap, nr;
+};
+
+struct diff_ctx {
+	struct side parent, child;
+	uint64_t since;
+	uint32_t sectorsize;
+	struct diff_inoset todo;
+	struct diff_result *res;
+};
+
+const char *diff_what_name(unsigned int what)
+{
+	switch (what) {
+	case DIFF_DATA:
+		return "data";
+	case DIFF_MODE:
+		return "mode";
+	case DIFF_OWNER:
+		return "owner";
+	case DIFF_SIZE:
+		return "size";
+	case DIFF_TIMES:
+		return "times";
+	case DIFF_FLAGS:
+		return "flags";
+	case DIFF_XATTRS:
+		return "xattrs";
+	case DIFF_LINKS:
+		return "links";
+	}
+	return "?";
+}
+
+static char type_of(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR:
+		return '/';
+	case S_IFLNK:
+		return '@';
+	case S_IFIFO:
+		return '|';
+	case S_IFSOCK:
+		return '=';
+	case S_IFBLK:
+		return 'B';
+	case S_IFCHR:
+		return 'C';
+	}
+	return 'F';
+}
+
+/* A directory's path in one tree, by BTRFS_IOC_INO_LOOKUP, cached */
+static int dir_path(struct side *s, uint64_t dir, const char **out)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { .objectid = dir };
+	size_t j, len;
+
+	if (s->cap && s->nr * 2 < s->cap) {
+		for (j = dir & (s->cap - 1); s->cache[j].path;
+		     j = (j + 1) & (s->cap - 1))
+			if (s->cache[j].dir == dir) {
+				*out = s->cache[j].path;
+				return 0;
+			}
+	} else {
+		size_t cap = s->cap ? s->cap * 2 : 256, i;
+		struct dir_path *c = calloc(cap, sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		for (i = 0; i < s->cap; i++) {
+			if (!s->cache[i].path)
+				continue;
+			for (j = s->cache[i].dir & (cap - 1); c[j].path;
+			     j = (j + 1) & (cap - 1))
+				;
+			c[j] = s->cache[i];
+		}
+		free(s->cache);
+		s->cache = c;
+		s->cap = cap;
+		return dir_path(s, dir, out);
+	}
+	if (dir != BTRFS_FIRST_FREE_OBJECTID &&
+	    ioctl(s->fd, BTRFS_IOC_INO_LOOKUP, &args) < 0)
+		return -errno;
+	/* the kernel ends a path with '/' */
+	len = strnlen(args.name, sizeof(args.name));
+	if (len && args.name[len - 1] == '/')
+		len--;
+	s->cache[j].dir = dir;
+	s->cache[j].path = strndup(args.name, len);
+	if (!s->cache[j].path)
+		return -ENOMEM;
+	s->nr++;
+	*out = s->cache[j].path;
+	return 0;
+}
+
+static void side_free(struct side *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->cap; i++)
+		free(s->cache[i].path);
+	free(s->cache);
+}
+
+static int ref_path(struct side *s, const struct diff_ref *r, char **out)
+{
+	const char *d;
+	int ret = dir_path(s, r->dir, &d);
+
+	if (ret)
+		return ret;
+	if (asprintf(out, "%s%s%s", d, *d ? "/" : "", r->name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static struct diff_entry *entry_new(struct diff_result *res, char change,
+				    char type, uint64_t ino)
+{
+	struct diff_entry *e;
+
+	if (res->nr == res->cap) {
+		size_t cap = res->cap ? res->cap * 2 : 64;
+
+		e = realloc(res->entry, cap * sizeof(*e));
+		if (!e)
+			return NULL;
+		res->entry = e;
+		res->cap = cap;
+	}
+	e = &res->entry[res->nr++];
+	memset(e, 0, sizeof(*e));
+	e->change = change;
+	e->type = type;
+	e->ino = ino;
+	return e;
+}
+
+static bool ref_equal(const struct diff_ref *a, const struct diff_ref *b)
+{
+	return a->dir == b->dir && a->len == b->len &&
+	       !memcmp(a->name, b->name, a->len);
+}
+
+static bool has_ref(const struct diff_inode *in, const struct diff_ref *r)
+{
+	size_t i;
+
+	for (i = 0; i < in->nr_refs; i++)
+		if (ref_equal(&in->ref[i], r))
+			return true;
+	return false;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct diff_ref *x = a, *y = b;
+	int c;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	return c ? c : (int)x->len - (int)y->len;
+}
+
+/* Names, one entry each: '+' from @c, '-' from @p */
+static int name_entries(struct diff_ctx *ctx, uint64_t ino, char change,
+			const struct diff_inode *in, const struct diff_inode *not,
+			struct diff_entry **first)
+{
+	struct side *s = change == DIFF_REMOVED ? &ctx->parent : &ctx->child;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < in->nr_refs; i++) {
+		struct diff_entry *e;
+
+		if (not && has_ref(not, &in->ref[i]))
+			continue;
+		e = entry_new(ctx->res, change, type_of(in->mode), ino);
+		if (!e)
+			return -ENOMEM;
+		ret = ref_path(s, &in->ref[i], &e->path);
+		if (ret)
+			return ret;
+		if (first && !*first)
+			*first = e;
+	}
+	return 0;
+}
+
+static int xattr_name_add(struct diff_entry *e, const char *name)
+{
+	char **x = realloc(e->xattr, (e->nr_xattrs + 1) * sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	e->xattr = x;
+	x[e->nr_xattrs] = strdup(name);
+	if (!x[e->nr_xattrs])
+		return -ENOMEM;
+	e->nr_xattrs++;
+	return 0;
+}
+
+static const struct diff_xattr *find_xattr(const struct diff_inode *in,
+					   const struct diff_xattr *x)
+{
+	size_t i;
+
+	for (i = 0; i < in->nr_xattrs; i++)
+		if (in->xattr[i].name_len == x->name_len &&
+		    !memcmp(in->xattr[i].name, x->name, x->name_len))
+			return &in->xattr[i];
+	return NULL;
+}
+
+/* xattrs set or changed in @c, and those @p had that @c has not */
+static int xattr_changes(struct diff_entry *e, const struct diff_inode *p,
+			 const struct diff_inode *c)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; c && i < c->nr_xattrs; i++) {
+		const struct diff_xattr *x = &c->xattr[i], *o;
+
+		o = p ? find_xattr(p, x) : NULL;
+		if (o && o->value_len == x->value_len &&
+		    !memcmp(o->value, x->value, x->value_len))
+			continue;
+		ret = xattr_name_add(e, x->name);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; p && i < p->nr_xattrs; i++) {
+		if (c && find_xattr(c, &p->xattr[i]))
+			continue;
+		ret = xattr_name_add(e, p->xattr[i].name);
+		if (ret)
+			return ret;
+	}
+	if (e->nr_xattrs)
+		e->what |= DIFF_XATTRS;
+	return 0;
+}
+
+static int set_ranges(struct diff_entry *e, struct diff_ranges *rs)
+{
+	diff_ranges_merge(rs);
+	e->range = rs->r;
+	e->nr_ranges = rs->nr;
+	rs->r = NULL;
+	if (e->nr_ranges)
+		e->what |= DIFF_DATA;
+	return 0;
+}
+
+static int created(struct diff_ctx *ctx, uint64_t ino,
+		   const struct diff_inode *c)
+{
+	struct diff_ranges rs = { 0 };
+	struct diff_entry *first = NULL;
+	int ret;
+
+	/* an inode no name leads to (an orphan) is not sent */
+	if (!c->nlink || !c->nr_refs)
+		return 0;
+	qsort(c->ref, c->nr_refs, sizeof(*c->ref), ref_cmp);
+	ret = name_entries(ctx, ino, DIFF_CREATED, c, NULL, &first);
+	if (ret || !first)
+		return ret;
+	ret = diff_data_new(c, ctx->sectorsize, &rs);
+	if (!ret)
+		ret = set_ranges(first, &rs);
+	free(rs.r);
+	if (!ret)
+		ret = xattr_changes(first, NULL, c);
+	return ret;
+}
+
+static unsigned int meta_changes(const struct diff_inode *p,
+				 const struct diff_inode *c)
+{
+	unsigned int what = 0;
+
+	if (p->mode != c->mode)
+		what |= DIFF_MODE;
+	if (p->uid != c->uid || p->gid != c->gid)
+		what |= DIFF_OWNER;
+	if (p->size != c->size)
+		what |= DIFF_SIZE;
+	if (p->nlink != c->nlink)
+		what |= DIFF_LINKS;
+	/* flags, then atime, ctime, mtime, otime */
+	if (memcmp(p->item + 64, c->item + 64, 8))
+		what |= DIFF_FLAGS;
+	if (memcmp(p->item + 112, c->item + 112, 48))
+		what |= DIFF_TIMES;
+	return what;
+}
+
+/* An inode both trees hold: its names, and what else changed */
+static int modified(struct diff_ctx *ctx, uint64_t ino,
+		    const struct diff_inode *p, const struct diff_inode *c)
+{
+	size_t gone = 0, added = 0, i;
+	struct diff_ranges rs = { 0 };
+	struct diff_entry *e;
+	int ret;
+
+	qsort(p->ref, p->nr_refs, sizeof(*p->ref), ref_cmp);
+	qsort(c->ref, c->nr_refs, sizeof(*c->ref), ref_cmp);
+	for (i = 0; i < p->nr_refs; i++)
+		gone += !has_ref(c, &p->ref[i]);
+	for (i = 0; i < c->nr_refs; i++)
+		added += !has_ref(p, &c->ref[i]);
+	if (gone == 1 && added == 1) {
+		e = entry_new(ctx->res, DIFF_RENAMED, type_of(c->mode), ino);
+		if (!e)
+			return -ENOMEM;
+		for (i = 0; has_ref(c, &p->ref[i]); i++)
+			;
+		ret = ref_path(&ctx->parent, &p->ref[i], &e->old_path);
+		for (i = 0; !ret && has_ref(p, &c->ref[i]); i++)
+			;
+		if (!ret)
+			ret = ref_path(&ctx->child, &c->ref[i], &e->path);
+	} else {
+		ret = name_entries(ctx, ino, DIFF_REMOVED, p, c, NULL);
+		if (!ret)
+			ret = name_entries(ctx, ino, DIFF_CREATED, c, p, NULL);
+	}
+	if (ret || !c->nr_refs)
+		return ret;
+	e = entry_new(ctx->res, DIFF_MODIFIED, type_of(c->mode), ino);
+	if (!e)
+		return -ENOMEM;
+	/* the root's one ref is its own "..": it is "." */
+	if (ino == BTRFS_FIRST_FREE_OBJECTID)
+		e->path = strdup(".");
+	else
+		ret = ref_path(&ctx->child, &c->ref[0], &e->path);
+	if (ret || !e->path)
+		return ret ? ret : -ENOMEM;
+	e->what = meta_changes(p, c);
+	ret = diff_data_changed(p, c, ctx->since, ctx->sectorsize, &rs);
+	if (!ret)
+		ret = set_ranges(e, &rs);
+	free(rs.r);
+	if (!ret)
+		ret = xattr_changes(e, p, c);
+	return ret;
+}
+
+static int dirent_cmp(const void *a, const void *b)
+{
+	const struct diff_dirent *x = a, *y = b;
+	int c;
+
+	if (x->target != y->target)
+		return x->target < y->target ? -1 : 1;
+	c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	return c ? c : (int)x->len - (int)y->len;
+}
+
+/* What the directory's entries in @p led to that @c's do not: to compare */
+static int queue_lost_entries(struct diff_ctx *ctx, const struct diff_inode *p,
+			      const struct diff_inode *c)
+{
+	size_t i, j = 0;
+	int ret;
+
+	qsort(p->dirent, p->nr_dirents, sizeof(*p->dirent), dirent_cmp);
+	if (c)
+		qsort(c->dirent, c->nr_dirents, sizeof(*c->dirent), dirent_cmp);
+	for (i = 0; i < p->nr_dirents; i++) {
+		const struct diff_dirent *d = &p->dirent[i];
+		int cmp = 1;
+
+		if (!d->target)
+			continue;
+		while (c && j < c->nr_dirents &&
+		       (cmp = dirent_cmp(&c->dirent[j], d)) < 0)
+			j++;
+		if (c && j < c->nr_dirents && !cmp)
+			continue;
+		ret = diff_inoset_add(&ctx->todo, d->target);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Whether a directory's entries are those it had: btrfs adds and removes
+ * an entry with its directory's sequence (iversion) raised, its size
+ * changed by twice the name's length and its ctime set, where an atime
+ * updated (relatime on a lookup) changes none of them.
+ */
+static bool entries_kept(const struct diff_inode *p, const struct diff_inode *c)
+{
+	return p->size == c->size && !memcmp(p->item + 72, c->item + 72, 8) &&
+	       !memcmp(p->item + 124, c->item + 124, 12);
+}
+
+static int compare_inode(struct diff_ctx *ctx, uint64_t ino)
+{
+	struct diff_inode p, c;
+	bool same, changed, lost;
+	int ret;
+
+	ret = diff_inode_read(ctx->parent.fd, ino, &p);
+	if (!ret)
+		ret = diff_inode_read(ctx->child.fd, ino, &c);
+	if (ret)
+		goto out;
+	ctx->res->inodes++;
+	same = p.present && c.present && p.gen == c.gen;
+	changed = !same || memcmp(p.item, c.item, sizeof(p.item));
+	lost = p.present && S_ISDIR(p.mode) && !(same && entries_kept(&p, &c));
+	if (!changed && !lost)
+		goto out;
+	if (p.present && (lost || !S_ISDIR(p.mode)))
+		ret = diff_inode_read_rest(ctx->parent.fd, ino, &p);
+	if (!ret && c.present && (!same || lost || !S_ISDIR(c.mode)))
+		ret = diff_inode_read_rest(ctx->child.fd, ino, &c);
+	if (!ret && lost)
+		ret = queue_lost_entries(ctx, &p, same ? &c : NULL);
+	if (ret)
+		goto out;
+	if (same) {
+		if (changed)
+			ret = modified(ctx, ino, &p, &c);
+		goto out;
+	}
+	if (p.present && p.nlink) {
+		qsort(p.ref, p.nr_refs, sizeof(*p.ref), ref_cmp);
+		ret = name_entries(ctx, ino, DIFF_REMOVED, &p, NULL, NULL);
+		if (ret)
+			goto out;
+	}
+	if (c.present)
+		ret = created(ctx, ino, &c);
+out:
+	diff_inode_free(&p);
+	diff_inode_free(&c);
+	return ret;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct diff_entry *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	if (c)
+		return c;
+	return (int)(unsigned char)x->change - (int)(unsigned char)y->change;
+}
+
+/* Where the two trees parted, from how one was made from the other */
+static int parted_at(int parent_fd, int child_fd, uint64_t *since,
+		     uint64_t gen[2])
+{
+	struct btrfs_util_subvolume_info p, c;
+	static const uint8_t zero[16];
+
+	if (btrfs_util_subvolume_info_fd(parent_fd, 0, &p) ||
+	    btrfs_util_subvolume_info_fd(child_fd, 0, &c))
+		return errno ? -errno : -EINVAL;
+	if (!(p.flags & BTRFS_ROOT_SUBVOL_RDONLY) ||
+	    !(c.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+		return -EROFS;
+	gen[0] = p.generation;
+	gen[1] = c.generation;
+	if (!memcmp(c.parent_uuid, p.uuid, 16))
+		*since = c.otransid;
+	else if (!memcmp(p.parent_uuid, c.uuid, 16))
+		*since = p.otransid;
+	else if (memcmp(p.parent_uuid, zero, 16) &&
+		 !memcmp(p.parent_uuid, c.parent_uuid, 16))
+		*since = p.otransid < c.otransid ? p.otransid : c.otransid;
+	else
+		return -ENOTSUP;
+	return 0;
+}
+
+static int generations(int parent_fd, int child_fd, uint64_t gen[2])
+{
+	struct btrfs_util_subvolume_info p, c;
+
+	if (btrfs_util_subvolume_info_fd(parent_fd, 0, &p) ||
+	    btrfs_util_subvolume_info_fd(child_fd, 0, &c))
+		return errno ? -errno : -EINVAL;
+	gen[0] = p.generation;
+	gen[1] = c.generation;
+	return 0;
+}
+
+static int check_roots(int parent_fd, int child_fd, uint32_t *sectorsize)
+{
+	struct btrfs_ioctl_fs_info_args pi = { 0 }, ci = { 0 };
+	struct stat ps, cs;
+	struct statfs sfs;
+
+	if (fstat(parent_fd, &ps) || fstat(child_fd, &cs) ||
+	    fstatfs(child_fd, &sfs))
+		return -errno;
+	if (sfs.f_type != BTRFS_SUPER_MAGIC ||
+	    ps.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
+	    cs.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		return -EINVAL;
+	if (ioctl(parent_fd, BTRFS_IOC_FS_INFO, &pi) < 0 ||
+	    ioctl(child_fd, BTRFS_IOC_FS_INFO, &ci) < 0)
+		return -errno;
+	if (memcmp(pi.fsid, ci.fsid, sizeof(pi.fsid)))
+		return -EINVAL;
+	*sectorsize = ci.sectorsize;
+	return 0;
+}
+
+int diff_snapshots(int parent_fd, int child_fd, struct diff_result *res)
+{
+	struct diff_ctx ctx = { .parent.fd = parent_fd,
+				.child.fd = child_fd,
+				.res = res };
+	uint64_t before[2], after[2];
+	size_t i;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = check_roots(parent_fd, child_fd, &ctx.sectorsize);
+	if (!ret)
+		ret = parted_at(parent_fd, child_fd, &ctx.since, before);
+	if (ret)
+		return ret;
+	res->since = ctx.since;
+	ret = diff_items_touched(child_fd, ctx.since, &ctx.todo);
+	if (!ret)
+		ret = diff_items_touched(parent_fd, ctx.since, &ctx.todo);
+	/* the list grows as removed directories lead to what they held */
+	for (i = 0; !ret && i < ctx.todo.list_nr; i++)
+		ret = compare_inode(&ctx, ctx.todo.list[i]);
+	if (!ret)
+		ret = generations(parent_fd, child_fd, after);
+	if (!ret && (before[0] != after[0] || before[1] != after[1]))
+		ret = -EAGAIN;
+	side_free(&ctx.parent);
+	side_free(&ctx.child);
+	diff_inoset_free(&ctx.todo);
+	if (ret) {
+		diff_result_free(res);
+		return ret;
+	}
+	qsort(res->entry, res->nr, sizeof(*res->entry), entry_cmp);
+	return 0;
+}
+
+void diff_result_free(struct diff_result *res)
+{
+	size_t i, j;
+
+	for (i = 0; i < res->nr; i++) {
+		struct diff_entry *e = &res->entry[i];
+
+		free(e->path);
+		free(e->old_path);
+		free(e->range);
+		for (j = 0; j < e->nr_xattrs; j++)
+			free(e->xattr[j]);
+		free(e->xattr);
+	}
+	free(res->entry);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal to encio diff (lib/diff/): one inode's items as a tree holds
+ * them, and the functions the files call across. Not an API:
+ * lib/diff/diff.h is. Each file calls only those above it:
+ *
+ *   diff_items.c   tree searches: the inodes whose leaves are newer than
+ *                  a transid, one inode's items read and parsed
+ *   diff_data.c    the data ranges a modified file's extents give
+ *   diff.c         the two trees compared inode by inode, paths, entries
+ */
+#ifndef ENCIO_DIFF_INTERNAL_H
+#define ENCIO_DIFF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diff/diff.h"
+
+struct diff_ref {
+	uint64_t dir;
+	char *name;
+	uint16_t len;
+};
+
+struct diff_xattr {
+	char *name;
+	uint16_t name_len;
+	uint16_t value_len;
+	uint8_t *value; /* follows name in the same allocation */
+};
+
+struct diff_extent {
+	uint64_t offset;   /* the key's: file offset */
+	uint64_t leaf_gen; /* generation of the leaf holding it */
+	uint8_t *raw;	   /* the item */
+	uint32_t raw_len;
+	uint8_t type; /* BTRFS_FILE_EXTENT_* */
+	uint64_t gen;
+	uint64_t ram_bytes;
+	uint64_t disk_bytenr; /* an inline item: its first data bytes */
+	uint64_t data_offset;
+	uint64_t num_bytes;
+};
+
+struct diff_dirent {
+	uint64_t target; /* an inode; 0: a subvolume's, left out */
+	char *name;
+	uint16_t len;
+};
+
+/* One inode as one tree holds it */
+struct diff_inode {
+	bool present;
+	uint8_t item[160]; /* struct btrfs_inode_item */
+	uint64_t item_leaf_gen;
+	uint64_t gen;
+	uint64_t size;
+	uint32_t nlink, uid, gid, mode;
+	uint64_t max_leaf_gen; /* the newest leaf any of its items is in */
+	struct diff_ref *ref;
+	size_t nr_refs, cap_refs;
+	struct diff_xattr *xattr;
+	size_t nr_xattrs, cap_xattrs;
+	struct diff_extent *extent;
+	size_t nr_extents, cap_extents;
+	struct diff_dirent *dirent;
+	size_t nr_dirents, cap_dirents;
+};
+
+/* A set of inode numbers, in the order they were added */
+struct diff_inoset {
+	uint64_t *slot; /* hash slots, 0 free */
+	size_t cap, nr;
+	uint64_t *list;
+	size_t list_nr, list_cap;
+};
+
+/* diff_items.c */
+int diff_inoset_add(struct diff_inoset *s, uint64_t ino);
+bool diff_inoset_has(const struct diff_inoset *s, uint64_t ino);
+void diff_inoset_free(struct diff_inoset *s);
+/* inodes whose inode item was written after @since */
+int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set);
+int diff_inode_read(int fd, uint64_t ino, struct diff_inode *in);
+int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in);
+void diff_inode_free(struct diff_inode *in);
+uint64_t diff_extent_end(const struct diff_extent *e, uint32_t sectorsize);
+
+/* diff_data.c */
+struct diff_ranges {
+	struct diff_range *r;
+	size_t nr, cap;
+};
+int diff_ranges_add(struct diff_ranges *rs, uint64_t start, uint64_t end);
+void diff_ranges_merge(struct diff_ranges *rs);
+/* a new file's data */
+int diff_data_new(const struct diff_inode *c, uint32_t sectorsize,
+		  struct diff_ranges *rs);
+/* a modified file's: the extents of leaves newer than @since compared */
+int diff_data_changed(const struct diff_inode *p, const struct diff_inode *c,
+		      uint64_t since, uint32_t sectorsize,
+		      struct diff_ranges *rs);
+
+#endif

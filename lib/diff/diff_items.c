@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio diff: a snapshot's items by tree search (BTRFS_IOC_TREE_SEARCH_V2,
+ * CAP_SYS_ADMIN). A search bounded by min_transid skips every subtree no
+ * newer than it, so finding the inodes a difference touches costs what
+ * btrfs subvolume find-new costs; each of those inodes is then read whole
+ * from both trees.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "base/kernel.h"
+#include "base/le_bytes.h"
+#include "diff/diff_internal.h"
+
+#define SEARCH_BUF (256 * 1024)
+
+static uint64_t hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return v;
+}
+
+static int inoset_grow(struct diff_inoset *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 1024, i;
+	uint64_t *slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i < s->cap; i++) {
+		size_t j;
+
+		if (!s->slot[i])
+			continue;
+		j = hash64(s->slot[i]) & (cap - 1);
+		while (slot[j])
+			j = (j + 1) & (cap - 1);
+		slot[j] = s->slot[i];
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->cap = cap;
+	return 0;
+}
+
+bool diff_inoset_has(const struct diff_inoset *s, uint64_t ino)
+{
+	size_t j;
+
+	if (!s->cap)
+		return false;
+	for (j = hash64(ino) & (s->cap - 1); s->slot[j];
+	     j = (j + 1) & (s->cap - 1))
+		if (s->slot[j] == ino)
+			return true;
+	return false;
+}
+
+int diff_inoset_add(struct diff_inoset *s, uint64_t ino)
+{
+	size_t j;
+
+	if (diff_inoset_has(s, ino))
+		return 0;
+	if ((s->nr + 1) * 2 > s->cap && inoset_grow(s))
+		return -ENOMEM;
+	if (s->list_nr == s->list_cap) {
+		size_t cap = s->list_cap ? s->list_cap * 2 : 1024;
+		uint64_t *l = realloc(s->list, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		s->list = l;
+		s->list_cap = cap;
+	}
+	j = hash64(ino) & (s->cap - 1);
+	while (s->slot[j])
+		j = (j + 1) & (s->cap - 1);
+	s->slot[j] = ino;
+	s->nr++;
+	s->list[s->list_nr++] = ino;
+	return 0;
+}
+
+void diff_inoset_free(struct diff_inoset *s)
+{
+	free(s->slot);
+	free(s->list);
+	memset(s, 0, sizeof(*s));
+}
+
+typedef int (*item_fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
+		       const uint8_t *item);
+
+/* Every item of the key range, of leaves newer than @since (0: all). */
+static int search(int fd, struct btrfs_ioctl_search_key *start,
+		  uint64_t since, item_fn fn, void *arg)
+{
+	struct btrfs_ioctl_search_args_v2 *args;
+	struct btrfs_ioctl_search_header sh;
+	struct btrfs_ioctl_search_key *k;
+	int ret = 0;
+
+	args = malloc(sizeof(*args) + SEARCH_BUF);
+	if (!args)
+		return -ENOMEM;
+	k = &args->key;
+	*k = *start;
+	k->tree_id = 0;
+	k->min_transid = since ? since + 1 : 0;
+	k->max_transid = UINT64_MAX;
+	for (;;) {
+		size_t pos = 0;
+		uint32_t i;
+
+		k->nr_items = UINT32_MAX;
+		args->buf_size = SEARCH_BUF;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
+			ret = -errno;
+			break;
+		}
+		if (!k->nr_items)
+			break;
+		for (i = 0; i < k->nr_items; i++) {
+			memcpy(&sh, args->buf + pos, sizeof(sh));
+			pos += sizeof(sh);
+			ret = fn(arg, &sh, (const uint8_t *)args->buf + pos);
+			if (ret)
+				goto out;
+			pos += sh.len;
+		}
+		/* the next key after the last one returned */
+		k->min_objectid = sh.objectid;
+		k->min_type = sh.type;
+		k->min_offset = sh.offset + 1;
+		if (sh.offset == UINT64_MAX) {
+			k->min_offset = 0;
+			k->min_type = sh.type + 1;
+			if (sh.type == UINT8_MAX) {
+				if (sh.objectid == k->max_objectid)
+					break;
+				k->min_type = 0;
+				k->min_objectid = sh.objectid + 1;
+			}
+		}
+		if (k->min_objectid > k->max_objectid)
+			break;
+	}
+out:
+	free(args);
+	return ret;
+}
+
+struct touched {
+	struct diff_inoset *set;
+	uint64_t since;
+};
+
+/*
+ * An inode item carries the transaction that last wrote it: one no newer
+ * than the trees' parting is the common ancestor's, in both trees alike.
+ */
+static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
+		       const uint8_t *item)
+{
+	struct touched *t = arg;
+
+	if (sh->type != BTRFS_INODE_ITEM_KEY ||
+	    sh->objectid < BTRFS_FIRST_FREE_OBJECTID ||
+	    sh->objectid > BTRFS_LAST_FREE_OBJECTID)
+		return 0;
+	if (sh->len < sizeof(struct btrfs_inode_item))
+		return -EUCLEAN;
+	if (le_get64(item + 8) <= t->since)
+		return 0;
+	return diff_inoset_add(t->set, sh->objectid);
+}
+
+int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = BTRFS_FIRST_FREE_OBJECTID,
+		.max_objectid = BTRFS_LAST_FREE_OBJECTID,
+		.max_type = UINT8_MAX,
+		.max_offset = UINT64_MAX,
+	};
+	struct touched t = { set, since };
+
+	return search(fd, &k, since, add_touched, &t);
+}
+
+static void *grow(void *p, size_t *cap, size_t nr, size_t size)
+{
+	size_t n;
+	void *q;
+
+	if (nr < *cap)
+		return p;
+	n = *cap ? *cap * 2 : 4;
+	q = realloc(p, n * size);
+	if (q)
+		*cap = n;
+	return q;
+}
+
+static char *dup_name(const uint8_t *p, size_t len)
+{
+	char *s = malloc(len + 1);
+
+	if (s) {
+		memcpy(s, p, len);
+		s[len] = 0;
+	}
+	return s;
+}
+
+static int add_ref(struct diff_inode *in, uint64_t dir, const uint8_t *name,
+		   uint16_t len)
+{
+	struct diff_ref *r = grow(in->ref, &in->cap_refs, in->nr_refs,
+				  sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	in->ref = r;
+	r += in->nr_refs;
+	r->dir = dir;
+	r->len = len;
+	r->name = dup_name(name, len);
+	if (!r->name)
+		return -ENOMEM;
+	in->nr_refs++;
+	return 0;
+}
+
+/* INODE_REF: entries of (index, name_len, name) under one directory */
+static int parse_refs(struct diff_inode *in, uint64_t dir, const uint8_t *p,
+		      uint32_t len)
+{
+	uint32_t pos = 0;
+
+	while (pos + 10 <= len) {
+		uint16_t nl = le_get16(p + pos + 8);
+		int ret;
+
+		if (pos + 10 + nl > len)
+			return -EUCLEAN;
+		ret = add_ref(in, dir, p + pos + 10, nl);
+		if (ret)
+			return ret;
+		pos += 10 + nl;
+	}
+	return 0;
+}
+
+/* INODE_EXTREF: entries of (dir, index, name_len, name) */
+static int parse_extrefs(struct diff_inode *in, const uint8_t *p, uint32_t len)
+{
+	uint32_t pos = 0;
+
+	while (pos + 18 <= len) {
+		uint16_t nl = le_get16(p + pos + 16);
+		int ret;
+
+		if (pos + 18 + nl > len)
+			return -EUCLEAN;
+		ret = add_ref(in, le_get64(p + pos), p + pos + 18, nl);
+		if (ret)
+			return ret;
+		pos += 18 + nl;
+	}
+	return 0;
+}
+
+/* XATTR_ITEM: struct btrfs_dir_item entries, name then value */
+static int parse_xattrs(struct diff_inode *in, const uint8_t *p, uint32_t len)
+{
+	uint32_t pos = 0;
+
+	while (pos + sizeof(struct btrfs_dir_item) <= len) {
+		const uint8_t *d = p + pos;
+		uint16_t dl = le_get16(d + 25), nl = le_get16(d + 27);
+		struct diff_xattr *x;
+
+		if (pos + sizeof(struct btrfs_dir_item) + nl + dl > len)
+			return -EUCLEAN;
+		x = grow(in->xattr, &in->cap_xattrs, in->nr_xattrs,
+			 sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		in->xattr = x;
+		x += in->nr_xattrs;
+		x->name = malloc((size_t)nl + 1 + dl);
+		if (!x->name)
+			return -ENOMEM;
+		memcpy(x->name, d + sizeof(struct btrfs_dir_item), nl);
+		x->name[nl] = 0;
+		x->name_len = nl;
+		x->value = (uint8_t *)x->name + nl + 1;
+		x->value_len = dl;
+		memcpy(x->value, d + sizeof(struct btrfs_dir_item) + nl, dl);
+		in->nr_xattrs++;
+		pos += sizeof(struct btrfs_dir_item) + nl + dl;
+	}
+	return 0;
+}
+
+static int parse_dirent(struct diff_inode *in, const uint8_t *p, uint32_t len)
+{
+	struct diff_dirent *d;
+	uint16_t nl;
+
+	if (len < sizeof(struct btrfs_dir_item))
+		return -EUCLEAN;
+	nl = le_get16(p + 27);
+	if (sizeof(struct btrfs_dir_item) + nl > len)
+		return -EUCLEAN;
+	d = grow(in->dirent, &in->cap_dirents, in->nr_dirents, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	in->dirent = d;
+	d += in->nr_dirents;
+	/* a subvolume's entry points at a ROOT_ITEM, no inode here */
+	d->target = p[8] == BTRFS_INODE_ITEM_KEY ? le_get64(p) : 0;
+	d->len = nl;
+	d->name = dup_name(p + sizeof(struct btrfs_dir_item), nl);
+	if (!d->name)
+		return -ENOMEM;
+	in->nr_dirents++;
+	return 0;
+}
+
+static int parse_extent(struct diff_inode *in,
+			const struct btrfs_ioctl_search_header *sh,
+			const uint8_t *p)
+{
+	struct diff_extent *e;
+
+	if (sh->len < 21)
+		return -EUCLEAN;
+	e = grow(in->extent, &in->cap_extents, in->nr_extents, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	in->extent = e;
+	e += in->nr_extents;
+	memset(e, 0, sizeof(*e));
+	e->raw = malloc(sh->len);
+	if (!e->raw)
+		return -ENOMEM;
+	memcpy(e->raw, p, sh->len);
+	e->raw_len = sh->len;
+	e->offset = sh->offset;
+	e->leaf_gen = sh->transid;
+	e->gen = le_get64(p);
+	e->ram_bytes = le_get64(p + 8);
+	e->type = p[20];
+	/*
+	 * The kernel reads disk_bytenr of an inline item too, from the
+	 * inline data's first bytes: kept so, for the holes it compares.
+	 */
+	if (sh->len >= 29)
+		e->disk_bytenr = le_get64(p + 21);
+	else
+		e->disk_bytenr = UINT64_MAX;
+	if (e->type != BTRFS_FILE_EXTENT_INLINE) {
+		if (sh->len < 53)
+			return -EUCLEAN;
+		e->data_offset = le_get64(p + 37);
+		e->num_bytes = le_get64(p + 45);
+	}
+	in->nr_extents++;
+	return 0;
+}
+
+static int parse_inode_item(struct diff_inode *in,
+			    const struct btrfs_ioctl_search_header *sh,
+			    const uint8_t *p)
+{
+	if (sh->len < sizeof(in->item))
+		return -EUCLEAN;
+	memcpy(in->item, p, sizeof(in->item));
+	in->present = true;
+	in->item_leaf_gen = sh->transid;
+	in->gen = le_get64(p);
+	in->size = le_get64(p + 16);
+	in->nlink = le_get32(p + 40);
+	in->uid = le_get32(p + 44);
+	in->gid = le_get32(p + 48);
+	in->mode = le_get32(p + 52);
+	return 0;
+}
+
+static int read_item(void *arg, const struct btrfs_ioctl_search_header *sh,
+		     const uint8_t *p)
+{
+	struct diff_inode *in = arg;
+
+	if (sh->transid > in->max_leaf_gen)
+		in->max_leaf_gen = sh->transid;
+	switch (sh->type) {
+	case BTRFS_INODE_ITEM_KEY:
+		return parse_inode_item(in, sh, p);
+	case BTRFS_INODE_REF_KEY:
+		return parse_refs(in, sh->offset, p, sh->len);
+	case BTRFS_INODE_EXTREF_KEY:
+		return parse_extrefs(in, p, sh->len);
+	case BTRFS_XATTR_ITEM_KEY:
+		return parse_xattrs(in, p, sh->len);
+	case BTRFS_DIR_INDEX_KEY:
+		return parse_dirent(in, p, sh->len);
+	case BTRFS_EXTENT_DATA_KEY:
+		return parse_extent(in, sh, p);
+	}
+	return 0;
+}
+
+/* Its inode item, names and xattrs */
+int diff_inode_read(int fd, uint64_t ino, struct diff_inode *in)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = ino,
+		.max_objectid = ino,
+		.max_type = BTRFS_DIR_ITEM_KEY - 1,
+		.max_offset = UINT64_MAX,
+	};
+
+	memset(in, 0, sizeof(*in));
+	return search(fd, &k, 0, read_item, in);
+}
+
+/*
+ * Its directory entries (DIR_INDEX: DIR_ITEMs name the same) and file
+ * extents: a directory's or a large file's most items, read when needed.
+ */
+int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = ino,
+		.max_objectid = ino,
+		.min_type = BTRFS_DIR_INDEX_KEY,
+		.max_type = UINT8_MAX,
+		.max_offset = UINT64_MAX,
+	};
+
+	return search(fd, &k, 0, read_item, in);
+}
+
+void diff_inode_free(struct diff_inode *in)
+{
+	size_t i;
+
+	for (i = 0; i < in->nr_refs; i++)
+		free(in->ref[i].name);
+	for (i = 0; i < in->nr_xattrs; i++)
+		free(in->xattr[i].name);
+	for (i = 0; i < in->nr_extents; i++)
+		free(in->extent[i].raw);
+	for (i = 0; i < in->nr_dirents; i++)
+		free(in->dirent[i].name);
+	free(in->ref);
+	free(in->xattr);
+	free(in->extent);
+	free(in->dirent);
+	memset(in, 0, sizeof(*in));
+}
+
+/* Where the kernel's send takes an extent item to end (btrfs_file_extent_end) */
+uint64_t diff_extent_end(const struct diff_extent *e, uint32_t sectorsize)
+{
+	if (e->type == BTRFS_FILE_EXTENT_INLINE)
+		return (e->offset + e->ram_bytes + sectorsize - 1) &
+		       ~(uint64_t)(sectorsize - 1);
+	return e->offset + e->num_bytes;
+}
