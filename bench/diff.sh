@@ -82,12 +82,13 @@ sync
 echo "== checking each method once"
 for args in "" "-0" "-v --format=json"; do
 	# shellcheck disable=SC2086 # the options are words
-	"$ENCIO" diff $args "$PARENT" "$CHILD" >"$work/diff.out"
+	"$ENCIO" diff $args "$PARENT" "$CHILD" >"$work/diff.out" 2>"$work/diff.err"
 	rc=$?
-	[ "$rc" = 0 ] || { echo "encio diff $args failed (exit $rc)" >&2; exit 1; }
+	[ "$rc" = 0 ] || { cat "$work/diff.err" >&2; echo "encio diff $args failed (exit $rc)" >&2; exit 1; }
 	case $args in
 	"") LINES=$(wc -l <"$work/diff.out") ;;
 	-0) PATHS=$(tr -cd '\0' <"$work/diff.out" | wc -c) ;;
+	-v*) sed 's/^/  encio diff -v: /' "$work/diff.err" ;;
 	esac
 done
 if [ -n "$ENCIO_BASE" ]; then
@@ -114,7 +115,7 @@ run_one()
 		"$ENCIO" diff -0 "$PARENT" "$CHILD" >/dev/null || echo "encio diff -0 failed" >&2
 		;;
 	encio-diff-v)
-		"$ENCIO" diff -v --format=json "$PARENT" "$CHILD" >/dev/null ||
+		"$ENCIO" diff -v --format=json "$PARENT" "$CHILD" >/dev/null 2>&1 ||
 			echo "encio diff -v --format=json failed" >&2
 		;;
 	base-diff)
