@@ -193,23 +193,17 @@ static bool has_ref(const struct diff_inode *in, const struct diff_ref *r)
 	return false;
 }
 
-static int ref_cmp(const void *a, const void *b)
-{
-	const struct diff_ref *x = a, *y = b;
-	int c;
-
-	if (x->dir != y->dir)
-		return x->dir < y->dir ? -1 : 1;
-	c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
-	return c ? c : (int)x->len - (int)y->len;
-}
-
-/* Names, one entry each: '+' from @c, '-' from @p */
+/*
+ * Names, one entry each: '+' from @c, '-' from @p. *@shown (where not
+ * NULL) is the index of the entry of the least path: the one an inode's
+ * changes are shown on, as for a path the kernel's send names it by.
+ */
 static int name_entries(struct diff_ctx *ctx, uint64_t ino, char change,
 			const struct diff_inode *in, const struct diff_inode *not,
-			struct diff_entry **first)
+			size_t *shown)
 {
 	struct side *s = change == DIFF_REMOVED ? &ctx->parent : &ctx->child;
+	struct diff_result *res = ctx->res;
 	size_t i;
 	int ret;
 
@@ -218,14 +212,39 @@ static int name_entries(struct diff_ctx *ctx, uint64_t ino, char change,
 
 		if (not && has_ref(not, &in->ref[i]))
 			continue;
-		e = entry_new(ctx->res, change, type_of(in->mode), ino);
+		e = entry_new(res, change, type_of(in->mode), ino);
 		if (!e)
 			return -ENOMEM;
 		ret = ref_path(s, &in->ref[i], &e->path);
 		if (ret)
 			return ret;
-		if (first && !*first)
-			*first = e;
+		if (shown && (*shown == SIZE_MAX ||
+			      strcmp(e->path, res->entry[*shown].path) < 0))
+			*shown = res->nr - 1;
+	}
+	return 0;
+}
+
+/* The least of an inode's paths in CHILD */
+static int least_path(struct diff_ctx *ctx, const struct diff_inode *c,
+		      char **out)
+{
+	size_t i;
+	int ret;
+
+	*out = NULL;
+	for (i = 0; i < c->nr_refs; i++) {
+		char *p;
+
+		ret = ref_path(&ctx->child, &c->ref[i], &p);
+		if (ret)
+			return ret;
+		if (!*out || strcmp(p, *out) < 0) {
+			free(*out);
+			*out = p;
+		} else {
+			free(p);
+		}
 	}
 	return 0;
 }
@@ -301,22 +320,21 @@ static int created(struct diff_ctx *ctx, uint64_t ino,
 		   const struct diff_inode *c)
 {
 	struct diff_ranges rs = { 0 };
-	struct diff_entry *first = NULL;
+	size_t shown = SIZE_MAX;
 	int ret;
 
 	/* an inode no name leads to (an orphan) is not sent */
 	if (!c->nlink || !c->nr_refs)
 		return 0;
-	qsort(c->ref, c->nr_refs, sizeof(*c->ref), ref_cmp);
-	ret = name_entries(ctx, ino, DIFF_CREATED, c, NULL, &first);
-	if (ret || !first)
+	ret = name_entries(ctx, ino, DIFF_CREATED, c, NULL, &shown);
+	if (ret || shown == SIZE_MAX)
 		return ret;
 	ret = diff_data_new(c, ctx->sectorsize, &rs);
 	if (!ret)
-		ret = set_ranges(first, &rs);
+		ret = set_ranges(&ctx->res->entry[shown], &rs);
 	free(rs.r);
 	if (!ret)
-		ret = xattr_changes(first, NULL, c);
+		ret = xattr_changes(&ctx->res->entry[shown], NULL, c);
 	return ret;
 }
 
@@ -350,8 +368,6 @@ static int modified(struct diff_ctx *ctx, uint64_t ino,
 	struct diff_entry *e;
 	int ret;
 
-	qsort(p->ref, p->nr_refs, sizeof(*p->ref), ref_cmp);
-	qsort(c->ref, c->nr_refs, sizeof(*c->ref), ref_cmp);
 	for (i = 0; i < p->nr_refs; i++)
 		gone += !has_ref(c, &p->ref[i]);
 	for (i = 0; i < c->nr_refs; i++)
@@ -381,7 +397,7 @@ static int modified(struct diff_ctx *ctx, uint64_t ino,
 	if (ino == BTRFS_FIRST_FREE_OBJECTID)
 		e->path = strdup(".");
 	else
-		ret = ref_path(&ctx->child, &c->ref[0], &e->path);
+		ret = least_path(ctx, c, &e->path);
 	if (ret || !e->path)
 		return ret ? ret : -ENOMEM;
 	e->what = meta_changes(p, c);
@@ -405,26 +421,30 @@ static int dirent_cmp(const void *a, const void *b)
 	return c ? c : (int)x->len - (int)y->len;
 }
 
-/* What the directory's entries in @p led to that @c's do not: to compare */
-static int queue_lost_entries(struct diff_ctx *ctx, const struct diff_inode *p,
-			      const struct diff_inode *c)
+/*
+ * What the directory's entries in @a led to that @b's (NULL: none) do not:
+ * to compare. Called both ways, for an inode gone, and one that came, in
+ * either tree: the child may be the older snapshot.
+ */
+static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
+			 const struct diff_inode *b)
 {
 	size_t i, j = 0;
 	int ret;
 
-	qsort(p->dirent, p->nr_dirents, sizeof(*p->dirent), dirent_cmp);
-	if (c)
-		qsort(c->dirent, c->nr_dirents, sizeof(*c->dirent), dirent_cmp);
-	for (i = 0; i < p->nr_dirents; i++) {
-		const struct diff_dirent *d = &p->dirent[i];
+	qsort(a->dirent, a->nr_dirents, sizeof(*a->dirent), dirent_cmp);
+	if (b)
+		qsort(b->dirent, b->nr_dirents, sizeof(*b->dirent), dirent_cmp);
+	for (i = 0; i < a->nr_dirents; i++) {
+		const struct diff_dirent *d = &a->dirent[i];
 		int cmp = 1;
 
 		if (!d->target)
 			continue;
-		while (c && j < c->nr_dirents &&
-		       (cmp = dirent_cmp(&c->dirent[j], d)) < 0)
+		while (b && j < b->nr_dirents &&
+		       (cmp = dirent_cmp(&b->dirent[j], d)) < 0)
 			j++;
-		if (c && j < c->nr_dirents && !cmp)
+		if (b && j < b->nr_dirents && !cmp)
 			continue;
 		ret = diff_inoset_add(&ctx->todo, d->target);
 		if (ret)
@@ -448,7 +468,7 @@ static bool entries_kept(const struct diff_inode *p, const struct diff_inode *c)
 static int compare_inode(struct diff_ctx *ctx, uint64_t ino)
 {
 	struct diff_inode p, c;
-	bool same, changed, lost;
+	bool same, changed, pdir, cdir;
 	int ret;
 
 	ret = diff_inode_read(ctx->parent.fd, ino, &p);
@@ -459,24 +479,27 @@ static int compare_inode(struct diff_ctx *ctx, uint64_t ino)
 	ctx->res->inodes++;
 	same = p.present && c.present && p.gen == c.gen;
 	changed = !same || memcmp(p.item, c.item, sizeof(p.item));
-	lost = p.present && S_ISDIR(p.mode) && !(same && entries_kept(&p, &c));
-	if (!changed && !lost)
+	pdir = p.present && S_ISDIR(p.mode);
+	cdir = c.present && S_ISDIR(c.mode);
+	if (same && pdir && entries_kept(&p, &c))
+		pdir = cdir = false;
+	if (!changed && !pdir)
 		goto out;
-	if (p.present && (lost || !S_ISDIR(p.mode)))
+	if (p.present && (pdir || !S_ISDIR(p.mode)))
 		ret = diff_inode_read_rest(ctx->parent.fd, ino, &p);
-	if (!ret && c.present && (!same || lost || !S_ISDIR(c.mode)))
+	if (!ret && c.present && (cdir || !S_ISDIR(c.mode)))
 		ret = diff_inode_read_rest(ctx->child.fd, ino, &c);
-	if (!ret && lost)
-		ret = queue_lost_entries(ctx, &p, same ? &c : NULL);
-	if (ret)
+	if (!ret && pdir)
+		ret = queue_entries(ctx, &p, same ? &c : NULL);
+	if (!ret && cdir)
+		ret = queue_entries(ctx, &c, same ? &p : NULL);
+	if (ret || !changed)
 		goto out;
 	if (same) {
-		if (changed)
-			ret = modified(ctx, ino, &p, &c);
+		ret = modified(ctx, ino, &p, &c);
 		goto out;
 	}
 	if (p.present && p.nlink) {
-		qsort(p.ref, p.nr_refs, sizeof(*p.ref), ref_cmp);
 		ret = name_entries(ctx, ino, DIFF_REMOVED, &p, NULL, NULL);
 		if (ret)
 			goto out;

@@ -2426,9 +2426,294 @@ class HostileMethod(Method):
         return "\n".join(lines)
 
 
+
+# ---------------------------------------------------------------------------
+# encio diff against the kernel's difference: btrfs send --no-data -p
+# replayed over the parent's tree, both put in one normal form.
+
+SEND_CMD_TYPE = {3: "F", 4: "/", 6: "|", 7: "=", 8: "@"}      # MKFILE MKDIR MKFIFO MKSOCK SYMLINK
+SEND_C_MKNOD, SEND_C_RENAME, SEND_C_LINK, SEND_C_UNLINK, SEND_C_RMDIR = 5, 9, 10, 11, 12
+SEND_C_SET_XATTR, SEND_C_REMOVE_XATTR, SEND_C_WRITE, SEND_C_CLONE = 13, 14, 15, 16
+SEND_C_CHMOD, SEND_C_CHOWN, SEND_C_UPDATE_EXTENT, SEND_C_ENCODED_WRITE = 18, 19, 22, 25
+SEND_A_MODE, SEND_A_XATTR_NAME, SEND_A_PATH, SEND_A_PATH_TO = 5, 13, 15, 16
+SEND_A_PATH_LINK, SEND_A_FILE_OFFSET, SEND_A_DATA, SEND_A_CLONE_LEN = 17, 18, 19, 24
+SEND_A_UNENCODED_FILE_LEN = 27
+
+
+def stream_commands(path):
+    """[(command, {attr: bytes})] of a stream file (version 1 or 2)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:13] != b"btrfs-stream\0":
+        raise ValueError("not a stream")
+    version = struct.unpack_from("<I", data, 13)[0]
+    pos, out = 17, []
+    while pos + 10 <= len(data):
+        length, cmd = struct.unpack_from("<IH", data, pos)
+        end = pos + 10 + length
+        attrs, p = {}, pos + 10
+        while p + 4 <= end:
+            t, n = struct.unpack_from("<HH", data, p)
+            if t == SEND_A_DATA and version >= 2:
+                attrs[t] = data[p + 2:end]
+                break
+            attrs[t] = data[p + 4:p + 4 + n]
+            p += 4 + n
+        out.append((cmd, attrs))
+        pos = end
+    return out
+
+
+def type_char(mode):
+    for test, c in ((stat.S_ISDIR, "/"), (stat.S_ISLNK, "@"), (stat.S_ISFIFO, "|"),
+                    (stat.S_ISSOCK, "="), (stat.S_ISBLK, "B"), (stat.S_ISCHR, "C")):
+        if test(mode):
+            return c
+    return "F"
+
+
+class DiffObj:
+    def __init__(self, new, ftype):
+        self.new, self.type = new, ftype
+        self.children = {}
+        self.names = set()          # (parent DiffObj, name)
+        self.pnames = {}            # the parent's: (parent, name) -> path
+        self.touched = False
+        self.data, self.meta, self.xattrs = [], set(), set()
+
+
+def merged(ranges):
+    out = []
+    for o, n in sorted(ranges):
+        if n <= 0:
+            continue
+        if out and o <= out[-1][0] + out[-1][1]:
+            out[-1][1] = max(out[-1][1], o + n - out[-1][0])
+        else:
+            out.append([o, n])
+    return ",".join("%d+%d" % (o, n) for o, n in out)
+
+
+def kernel_diff_form(parent, stream):
+    """The normal form of the kernel's difference: its commands replayed
+    over the parent's tree (inodes by st_ino), each inode's changes."""
+    root = DiffObj(False, "/")
+    objs, by_ino = [root], {}
+
+    def walk(d, obj, rel):
+        for e in sorted(os.scandir(d), key=lambda e: e.name):
+            st = e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode) and st.st_ino in (2, 256):
+                continue        # a nested subvolume: not in this tree
+            o = by_ino.get(st.st_ino)
+            if o is None:
+                o = by_ino[st.st_ino] = DiffObj(False, type_char(st.st_mode))
+                objs.append(o)
+            name = e.name.encode(errors="surrogateescape")
+            obj.children[name] = o
+            o.names.add((obj, name))
+            path = (rel + b"/" + name) if rel else name
+            o.pnames[(obj, name)] = path
+            if stat.S_ISDIR(st.st_mode):
+                walk(e.path, o, path)
+    walk(parent, root, b"")
+
+    def resolve(path):
+        o = root
+        for c in path.split(b"/") if path else []:
+            o = o.children[c]
+        return o
+
+    def split(path):
+        d, _, n = path.rpartition(b"/")
+        return resolve(d), n
+
+    def attach(path, o):
+        d, n = split(path)
+        d.children[n] = o
+        o.names.add((d, n))
+
+    def detach(path):
+        d, n = split(path)
+        o = d.children.pop(n)
+        o.names.discard((d, n))
+        return o
+
+    for cmd, a in stream_commands(stream):
+        path = a.get(SEND_A_PATH)
+        if cmd in (SEND_C_SUBVOL, SEND_C_SNAPSHOT):
+            continue
+        if cmd in SEND_CMD_TYPE or cmd == SEND_C_MKNOD:
+            t = SEND_CMD_TYPE.get(cmd) or type_char(struct.unpack("<Q", a[SEND_A_MODE])[0])
+            o = DiffObj(True, t)
+            objs.append(o)
+            attach(path, o)
+            continue
+        if cmd == SEND_C_RENAME:
+            attach(a[SEND_A_PATH_TO], detach(path))
+            continue
+        if cmd == SEND_C_LINK:
+            attach(path, resolve(a[SEND_A_PATH_LINK]))
+            continue
+        if cmd in (SEND_C_UNLINK, SEND_C_RMDIR):
+            detach(path)
+            continue
+        if path is None:
+            continue
+        o = resolve(path)
+        o.touched = True
+        off = struct.unpack("<Q", a[SEND_A_FILE_OFFSET])[0] if SEND_A_FILE_OFFSET in a else 0
+        if cmd == SEND_C_WRITE:
+            o.data.append((off, len(a.get(SEND_A_DATA, b""))))
+        elif cmd == SEND_C_CLONE:
+            o.data.append((off, struct.unpack("<Q", a[SEND_A_CLONE_LEN])[0]))
+        elif cmd == SEND_C_UPDATE_EXTENT:
+            o.data.append((off, struct.unpack("<Q", a[SEND_A_SIZE])[0]))
+        elif cmd == SEND_C_ENCODED_WRITE:
+            o.data.append((off, struct.unpack("<Q", a[SEND_A_UNENCODED_FILE_LEN])[0]))
+        elif cmd == SEND_C_CHMOD:
+            o.meta.add("mode")
+        elif cmd == SEND_C_CHOWN:
+            o.meta.add("owner")
+        elif cmd in (SEND_C_SET_XATTR, SEND_C_REMOVE_XATTR):
+            o.xattrs.add(a[SEND_A_XATTR_NAME])
+
+    def final_path(pair):
+        d, n = pair
+        parts = [n]
+        while d is not root:
+            (d, n), = d.names
+            parts.append(n)
+        return b"/".join(reversed(parts))
+
+    lines = set()
+    for o in objs:
+        now = {pair: final_path(pair) for pair in o.names}
+        if o is root:
+            shown = b"."
+        elif now:
+            shown = min(now.values())
+        if o.new:
+            for p in now.values():
+                lines.add("+ %s %s" % (o.type, p.decode(errors="replace")))
+            if not now:
+                continue
+        else:
+            gone = [o.pnames[k] for k in o.pnames if k not in now]
+            added = [now[k] for k in now if k not in o.pnames]
+            if not now and o is not root:
+                for p in gone:
+                    lines.add("- %s %s" % (o.type, p.decode(errors="replace")))
+                continue
+            if len(gone) == 1 and len(added) == 1:
+                lines.add("R %s %s -> %s" % (o.type, gone[0].decode(errors="replace"),
+                                             added[0].decode(errors="replace")))
+            else:
+                lines |= {"- %s %s" % (o.type, p.decode(errors="replace")) for p in gone}
+                lines |= {"+ %s %s" % (o.type, p.decode(errors="replace")) for p in added}
+            if not o.touched:
+                continue
+            lines.add("M %s %s" % (o.type, shown.decode(errors="replace")))
+            if o.meta:
+                lines.add("O %s %s" % (shown.decode(errors="replace"), ",".join(sorted(o.meta))))
+        if o.data and merged(o.data):
+            lines.add("D %s %s" % (shown.decode(errors="replace"), merged(o.data)))
+        if o.xattrs:
+            lines.add("X %s %s" % (shown.decode(errors="replace"),
+                                   ",".join(sorted(x.decode(errors="replace") for x in o.xattrs))))
+    return lines
+
+
+def encio_diff_form(out):
+    """The same normal form of encio diff --format=json's entries."""
+    def raw(v):
+        # encio writes a byte that is not UTF-8 as U+0080..U+00FF
+        return v.encode("utf-8", "surrogateescape").decode(errors="replace")
+    lines = set()
+    for e in json.loads(out)["entries"]:
+        path = raw(e["path"])
+        if e["change"] == "R":
+            lines.add("R %s %s -> %s" % (e["type"], raw(e["old_path"]), path))
+            continue
+        lines.add("%s %s %s" % (e["change"], e["type"], path))
+        meta = sorted(set(e.get("what", [])) & {"mode", "owner"})
+        if meta and e["change"] == "M":
+            lines.add("O %s %s" % (path, ",".join(meta)))
+        if e.get("data") and merged(e["data"]):
+            lines.add("D %s %s" % (path, merged(e["data"])))
+        if e.get("xattrs"):
+            lines.add("X %s %s" % (path, ",".join(sorted(e["xattrs"]))))
+    return lines
+
+
+class DiffMethod(Method):
+    """encio diff of each snapshot and the one before it (and of two
+    further apart, both ways, in some seeds) against the kernel's
+    difference, btrfs send --no-data -p, in one normal form."""
+    name = "diff"
+    desc = "encio diff against btrfs send --no-data -p"
+    no_tree = True
+
+    def setup(self):
+        self.mnt = None
+
+    def pairs(self, k):
+        out = [(k - 1, k)] if k else []
+        r = random.Random("%d-diff-%d" % (self.ck.seed, k))
+        if k >= 2 and r.random() < 0.4:
+            i = r.randrange(k - 1)
+            out += [(i, k), (k, i)]
+        return out
+
+    def shell(self, step, dest):
+        k = [s["name"] for s in self.ck.steps].index(step["name"])
+        return "\n".join("python3 %s diff-compare $ENCIO %s %s" % (
+            SELF, self.ck.steps[i]["path"], self.ck.steps[j]["path"]) for i, j in self.pairs(k))
+
+    def step(self, k):
+        for i, j in self.pairs(k):
+            bad = diff_compare(self.ck.env, self.ck.encio, self.ck.steps[i]["path"],
+                               self.ck.steps[j]["path"])
+            if bad:
+                return False, bad, None
+        return True, "", None
+
+
+def diff_compare(env, encio, parent, child):
+    """None if encio diff PARENT CHILD is the kernel's difference, else
+    what differs."""
+    f = os.path.join(env.dir, "nodata-stream")
+    p = env.run(["btrfs", "send", "-q", "--no-data", "-p", parent, "-f", f, child])
+    if p.returncode:
+        return "btrfs send --no-data -p failed: %s" % p.stderr.decode(errors="replace")[-500:]
+    e = env.run([encio, "diff", "--format=json", parent, child])
+    if e.returncode:
+        return "encio diff %s %s exited %s: %s" % (parent, child, e.returncode,
+                                                   e.stderr.decode(errors="replace")[-500:])
+    want = kernel_diff_form(parent, f)
+    got = encio_diff_form(e.stdout.decode())
+    if want == got:
+        return None
+    return "encio diff %s %s differs from the kernel's (- kernel only, + encio only): %s" % (
+        os.path.basename(parent), os.path.basename(child),
+        "; ".join(["- " + x for x in sorted(want - got)][:12] + ["+ " + x for x in sorted(got - want)][:12]))
+
+
+def diff_compare_main(argv):
+    """diff-compare ENCIO PARENT CHILD: the check, outside a seed."""
+    env = Env(None, False, False)
+    try:
+        bad = diff_compare(env, argv[0], argv[1], argv[2])
+    finally:
+        env.cleanup()
+    print(bad or "encio diff is the kernel's difference")
+    return 1 if bad else 0
+
+
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
-           "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod, "h": HostileMethod}
-DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h"
+           "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod, "h": HostileMethod,
+           "diff": DiffMethod}
+DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h,diff"
 
 
 # ---------------------------------------------------------------------------
@@ -2512,6 +2797,8 @@ class Checker:
                     self.mismatches.append(Mismatch(m, st["name"], err))
                     failed = True
                     break
+                if getattr(m, "no_tree", False):
+                    continue
                 diffs = self.compare(m, srcs[k], ctrl[k], tree(res))
                 if diffs:
                     self.mismatches.append(Mismatch(m, st["name"], "trees differ", diffs))
@@ -2808,6 +3095,8 @@ def main():
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "compare":
         return compare_main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "diff-compare":
+        return diff_compare_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "nsreceive":
         return ns_receive_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
