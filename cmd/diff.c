@@ -73,15 +73,26 @@ static void text_details(const struct diff_entry *e)
 	}
 }
 
+/* A path of the snapshot at @top: the root is @top itself */
+static void print_path(const char *top, const char *path)
+{
+	if (strcmp(path, "."))
+		printf("%s/%s", top, path);
+	else
+		fputs(top, stdout);
+}
+
 static void text_entry(const struct diff_entry *e, const char *parent,
 		       const char *child)
 {
-	if (e->change == DIFF_RENAMED)
-		printf("R\t%c\t%s/%s -> %s/%s", e->type, parent, e->old_path,
-		       child, e->path);
-	else
-		printf("%c\t%c\t%s/%s", e->change, e->type,
-		       e->change == DIFF_REMOVED ? parent : child, e->path);
+	printf("%c\t%c\t", e->change, e->type);
+	if (e->change == DIFF_RENAMED) {
+		print_path(parent, e->old_path);
+		fputs(" -> ", stdout);
+		print_path(child, e->path);
+	} else {
+		print_path(e->change == DIFF_REMOVED ? parent : child, e->path);
+	}
 	if (global_opts.verbose > 0)
 		text_details(e);
 	putchar('\n');
@@ -175,24 +186,28 @@ static void print_diff_error(int err, const char *parent, const char *child)
 {
 	switch (err) {
 	case -EINVAL:
-		print_error("'%s' and '%s' must be subvolumes of one btrfs filesystem",
-			    parent, child);
+		print_error(
+			"'%s' and '%s' must be subvolumes of one btrfs filesystem",
+			parent, child);
 		break;
 	case -EROFS:
 		print_error("'%s' and '%s' must be read-only snapshots", parent,
 			    child);
 		break;
 	case -ENOTSUP:
-		print_error("'%s' and '%s' are not snapshots of one subvolume (neither was made from the other, nor both from a third)",
-			    parent, child);
+		print_error(
+			"'%s' and '%s' are not snapshots of one subvolume (neither was made from the other, nor both from a third)",
+			parent, child);
 		break;
 	case -EAGAIN:
-		print_error("the trees of '%s' and '%s' were moved while they were read (a balance?): run it again",
-			    parent, child);
+		print_error(
+			"the trees of '%s' and '%s' were moved while they were read (a balance?): run it again",
+			parent, child);
 		break;
 	case -EPERM:
-		print_error("cannot search the trees of '%s' and '%s': %s (encio diff needs CAP_SYS_ADMIN)",
-			    parent, child, strerror(-err));
+		print_error(
+			"cannot search the trees of '%s' and '%s': %s (encio diff needs CAP_SYS_ADMIN)",
+			parent, child, strerror(-err));
 		break;
 	default:
 		print_error("cannot compare '%s' and '%s': %s", parent, child,
@@ -221,7 +236,8 @@ static int cmd_diff(const struct cmd_struct *cmd, int argc, char **argv)
 	if (argc - optind != 2)
 		return usage_error(cmd, "PARENT and CHILD expected");
 	if (nul && json)
-		return usage_error(cmd, "-0 and --format=json exclude each other");
+		return usage_error(cmd,
+				   "-0 and --format=json exclude each other");
 	parent = argv[optind];
 	child = argv[optind + 1];
 	pfd = open_snapshot(parent);
@@ -239,7 +255,8 @@ static int cmd_diff(const struct cmd_struct *cmd, int argc, char **argv)
 		print_diff_error(ret, parent, child);
 		return 1;
 	}
-	verbose(1, "%zu changes, %llu inodes compared, leaves newer than transid %llu searched",
+	verbose(1,
+		"%zu changes, %llu inodes compared, leaves newer than transid %llu searched",
 		res.nr, (unsigned long long)res.inodes,
 		(unsigned long long)res.since);
 	if (json)

@@ -199,8 +199,8 @@ static bool has_ref(const struct diff_inode *in, const struct diff_ref *r)
  * changes are shown on, as for a path the kernel's send names it by.
  */
 static int name_entries(struct diff_ctx *ctx, uint64_t ino, char change,
-			const struct diff_inode *in, const struct diff_inode *not,
-			size_t *shown)
+			const struct diff_inode *in,
+			const struct diff_inode * not, size_t *shown)
 {
 	struct side *s = change == DIFF_REMOVED ? &ctx->parent : &ctx->child;
 	struct diff_result *res = ctx->res;
@@ -210,7 +210,7 @@ static int name_entries(struct diff_ctx *ctx, uint64_t ino, char change,
 	for (i = 0; i < in->nr_refs; i++) {
 		struct diff_entry *e;
 
-		if (not && has_ref(not, &in->ref[i]))
+		if (not &&has_ref(not, &in->ref[i]))
 			continue;
 		e = entry_new(res, change, type_of(in->mode), ino);
 		if (!e)

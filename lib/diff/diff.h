@@ -46,7 +46,7 @@ struct diff_entry {
 	char change; /* enum diff_change */
 	char type;   /* zfs diff's: F / @ | = B C */
 	uint64_t ino;
-	char *path;	/* relative to the snapshot: CHILD's, PARENT's for '-' */
+	char *path; /* relative to the snapshot: CHILD's, PARENT's for '-' */
 	char *old_path; /* 'R': PARENT's */
 	unsigned int what;
 	struct diff_range *range;

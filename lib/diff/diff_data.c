@@ -232,10 +232,9 @@ int diff_data_changed(const struct diff_inode *p, const struct diff_inode *c,
 		if (ret)
 			return ret;
 	}
-	last = c->nr_extents ?
-		       diff_extent_end(&c->extent[c->nr_extents - 1],
-				       sectorsize) :
-		       0;
+	last = c->nr_extents ? diff_extent_end(&c->extent[c->nr_extents - 1],
+					       sectorsize) :
+			       0;
 	if (last < c->size && !hole_in_parent(p, last, c->size, sectorsize))
 		return diff_ranges_add(rs, last, c->size);
 	return 0;

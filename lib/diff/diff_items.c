@@ -98,8 +98,8 @@ typedef int (*item_fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
 		       const uint8_t *item);
 
 /* Every item of the key range, of leaves newer than @since (0: all). */
-static int search(int fd, struct btrfs_ioctl_search_key *start,
-		  uint64_t since, item_fn fn, void *arg)
+static int search(int fd, struct btrfs_ioctl_search_key *start, uint64_t since,
+		  item_fn fn, void *arg)
 {
 	struct btrfs_ioctl_search_args_v2 *args;
 	struct btrfs_ioctl_search_header sh;
@@ -222,8 +222,8 @@ static char *dup_name(const uint8_t *p, size_t len)
 static int add_ref(struct diff_inode *in, uint64_t dir, const uint8_t *name,
 		   uint16_t len)
 {
-	struct diff_ref *r = grow(in->ref, &in->cap_refs, in->nr_refs,
-				  sizeof(*r));
+	struct diff_ref *r =
+		grow(in->ref, &in->cap_refs, in->nr_refs, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
@@ -289,8 +289,7 @@ static int parse_xattrs(struct diff_inode *in, const uint8_t *p, uint32_t len)
 
 		if (pos + sizeof(struct btrfs_dir_item) + nl + dl > len)
 			return -EUCLEAN;
-		x = grow(in->xattr, &in->cap_xattrs, in->nr_xattrs,
-			 sizeof(*x));
+		x = grow(in->xattr, &in->cap_xattrs, in->nr_xattrs, sizeof(*x));
 		if (!x)
 			return -ENOMEM;
 		in->xattr = x;

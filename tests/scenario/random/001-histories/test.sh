@@ -21,7 +21,7 @@ done
 # on a slow machine rather than running past make check's limits, after
 # the first DIFFTEST_MIN.
 "$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-80}" \
-	--methods d,a,b,c,i,copy,sub --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
+	--methods d,a,b,c,i,copy,sub,diff --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
 	--budget "${DIFFTEST_BUDGET:-110}" ${DIFFTEST_ARGS:-}
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || _fail "random histories differ (rerun one: tests/random/difftest.py --seed N -v --keep --minimize 300)"

@@ -23,7 +23,7 @@ done
 # DIFFTEST_SEEDS overrides the seeds; after the budget no new seed starts,
 # but the first DIFFTEST_MIN ones always run.
 "$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-60}" \
-	--methods a,h --min-seeds "${DIFFTEST_MIN:-8}" --budget "${DIFFTEST_BUDGET:-60}" \
+	--methods a,h,diff --min-seeds "${DIFFTEST_MIN:-8}" --budget "${DIFFTEST_BUDGET:-60}" \
 	${DIFFTEST_ARGS:-}
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || _fail "a hostile user's acts changed root's results (rerun one: tests/random/difftest.py --methods a,h --seed N -v --keep)"
