@@ -16,7 +16,7 @@
 #include "json.h"
 
 static const char *const diff_usage[] = {
-	"encio diff [-v|-q] [-0|--format=text|json] PARENT CHILD",
+	"encio diff [-v|-q] [--kernel] [-0|--format=text|json] PARENT CHILD",
 	"List what changed from one read-only snapshot to another.",
 	"",
 	"PARENT and CHILD are read-only snapshots of one subvolume (CHILD a",
@@ -37,10 +37,14 @@ static const char *const diff_usage[] = {
 	"(directories left out), each ended by a NUL, for restic backup",
 	"--files-from-raw.",
 	"",
+	"If a balance moves the trees while they are read, the kernel's",
+	"difference (BTRFS_IOC_SEND without data) is taken instead; -v says so.",
+	"",
 	"Needs CAP_SYS_ADMIN (tree searches), as btrfs send does.",
 	"",
 	"-0                 NUL-separated paths in CHILD, directories left out",
 	"--format=FORMAT    text (default) or json",
+	"--kernel           take the kernel's difference, as after a balance",
 	"-v|--verbose       what each modification changed",
 	"-q|--quiet         errors only",
 	"-h|--help          this help",
@@ -201,7 +205,7 @@ static void print_diff_error(int err, const char *parent, const char *child)
 		break;
 	case -EAGAIN:
 		print_error(
-			"the trees of '%s' and '%s' were moved while they were read (a balance?): run it again",
+			"cannot compare '%s' and '%s' while a balance runs: run it again once it is done",
 			parent, child);
 		break;
 	case -EPERM:
@@ -219,10 +223,12 @@ static int cmd_diff(const struct cmd_struct *cmd, int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "kernel", no_argument, NULL, 'K' },
 		COMMON_LONG_OPTIONS
 	};
 	struct diff_result res;
 	int c, json = 0, nul = 0, pfd, cfd, ret;
+	unsigned int flags = 0;
 	const char *parent, *child;
 	size_t i;
 
@@ -230,6 +236,8 @@ static int cmd_diff(const struct cmd_struct *cmd, int argc, char **argv)
 				long_options, NULL)) != -1) {
 		if (c == '0')
 			nul = 1;
+		else if (c == 'K')
+			flags |= DIFF_KERNEL;
 		else if (common_option(cmd, c, &json))
 			return EXIT_USAGE;
 	}
@@ -248,17 +256,25 @@ static int cmd_diff(const struct cmd_struct *cmd, int argc, char **argv)
 		close(pfd);
 		return 1;
 	}
-	ret = diff_snapshots(pfd, cfd, &res);
+	ret = diff_snapshots(pfd, cfd, flags, &res);
 	close(pfd);
 	close(cfd);
 	if (ret) {
 		print_diff_error(ret, parent, child);
 		return 1;
 	}
-	verbose(1,
-		"%zu changes, %llu inodes compared, leaves newer than transid %llu searched",
-		res.nr, (unsigned long long)res.inodes,
-		(unsigned long long)res.since);
+	if (res.moved)
+		verbose(1,
+			"the trees were moved while they were read (a balance): the kernel's difference was taken");
+	if (res.kernel)
+		verbose(1,
+			"%zu changes, %llu inodes compared, from the kernel's difference",
+			res.nr, (unsigned long long)res.inodes);
+	else
+		verbose(1,
+			"%zu changes, %llu inodes compared, leaves newer than transid %llu searched",
+			res.nr, (unsigned long long)res.inodes,
+			(unsigned long long)res.since);
 	if (json)
 		print_json(&res, parent, child);
 	else if (nul)

@@ -13,12 +13,14 @@
  * found through the directory entries its directory lost.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <btrfsutil.h>
 
@@ -41,6 +43,8 @@ struct diff_ctx {
 	uint64_t since;
 	uint32_t sectorsize;
 	struct diff_inoset todo;
+	bool stop; /* the comparison failed: the searches stop */
+	struct diff_kernel *kernel; /* the fallback's data ranges */
 	struct diff_result *res;
 };
 
@@ -329,7 +333,8 @@ static int created(struct diff_ctx *ctx, uint64_t ino,
 	ret = name_entries(ctx, ino, DIFF_CREATED, c, NULL, &shown);
 	if (ret || shown == SIZE_MAX)
 		return ret;
-	ret = diff_data_new(c, ctx->sectorsize, &rs);
+	ret = ctx->kernel ? diff_kernel_ranges(ctx->kernel, ino, &rs) :
+			    diff_data_new(c, ctx->sectorsize, &rs);
 	if (!ret)
 		ret = set_ranges(&ctx->res->entry[shown], &rs);
 	free(rs.r);
@@ -401,7 +406,9 @@ static int modified(struct diff_ctx *ctx, uint64_t ino,
 	if (ret || !e->path)
 		return ret ? ret : -ENOMEM;
 	e->what = meta_changes(p, c);
-	ret = diff_data_changed(p, c, ctx->since, ctx->sectorsize, &rs);
+	ret = ctx->kernel ?
+		      diff_kernel_ranges(ctx->kernel, ino, &rs) :
+		      diff_data_changed(p, c, ctx->since, ctx->sectorsize, &rs);
 	if (!ret)
 		ret = set_ranges(e, &rs);
 	free(rs.r);
@@ -446,7 +453,7 @@ static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
 			j++;
 		if (b && j < b->nr_dirents && !cmp)
 			continue;
-		ret = diff_inoset_add(&ctx->todo, d->target);
+		ret = diff_inoset_add(&ctx->todo, d->target, 0);
 		if (ret)
 			return ret;
 	}
@@ -465,15 +472,20 @@ static bool entries_kept(const struct diff_inode *p, const struct diff_inode *c)
 	       !memcmp(p->item + 124, c->item + 124, 12);
 }
 
-static int compare_inode(struct diff_ctx *ctx, uint64_t ino)
+/*
+ * One inode in both trees. @mode is the child's where its search saw it:
+ * a file's items are then read in one search, a directory's entries only
+ * where they changed.
+ */
+static int compare_inode(struct diff_ctx *ctx, uint64_t ino, uint32_t mode)
 {
+	bool whole = mode && !S_ISDIR(mode), same, changed, pdir, cdir;
 	struct diff_inode p, c;
-	bool same, changed, pdir, cdir;
 	int ret;
 
-	ret = diff_inode_read(ctx->parent.fd, ino, &p);
+	ret = diff_inode_read(ctx->parent.fd, ino, whole, &p);
 	if (!ret)
-		ret = diff_inode_read(ctx->child.fd, ino, &c);
+		ret = diff_inode_read(ctx->child.fd, ino, whole, &c);
 	if (ret)
 		goto out;
 	ctx->res->inodes++;
@@ -583,35 +595,123 @@ static int check_roots(int parent_fd, int child_fd, uint32_t *sectorsize)
 	return 0;
 }
 
-int diff_snapshots(int parent_fd, int child_fd, struct diff_result *res)
+/*
+ * The inodes the two trees' searches name, found on a thread of its own
+ * while the comparison takes them: the child's search reads what the
+ * comparison reads the parent's counterpart of.
+ */
+static void *search_thread(void *arg)
+{
+	struct diff_ctx *ctx = arg;
+	int ret;
+
+	ret = diff_items_touched(ctx->child.fd, ctx->since, &ctx->todo,
+				 &ctx->stop);
+	if (!ret)
+		ret = diff_items_touched(ctx->parent.fd, ctx->since, &ctx->todo,
+					 &ctx->stop);
+	diff_inoset_close(&ctx->todo, ret);
+	return NULL;
+}
+
+/* The inodes in ctx->todo compared, as they come */
+static int compare_all(struct diff_ctx *ctx)
+{
+	size_t i;
+	int ret = 0;
+
+	/* the list grows as directories lead to what they lost or gained */
+	for (i = 0; !ret; i++) {
+		uint64_t ino;
+		uint32_t mode;
+
+		ret = diff_inoset_get(&ctx->todo, i, &ino, &mode);
+		if (ret <= 0)
+			break;
+		ret = compare_inode(ctx, ino, mode);
+	}
+	return ret;
+}
+
+static int diff_searched(struct diff_ctx *ctx)
+{
+	pthread_t searches;
+	int ret;
+
+	if (pthread_create(&searches, NULL, search_thread, ctx))
+		return -EAGAIN;
+	ret = compare_all(ctx);
+	if (ret)
+		__atomic_store_n(&ctx->stop, true, __ATOMIC_RELAXED);
+	pthread_join(searches, NULL);
+	return ret;
+}
+
+/*
+ * The kernel's difference, its inodes compared with its data ranges: the
+ * leaves' generations say nothing more once a balance moved them.
+ */
+static int diff_kernel(struct diff_ctx *ctx)
+{
+	int ret = diff_kernel_run(ctx->parent.fd, ctx->child.fd, &ctx->todo,
+				  &ctx->kernel);
+
+	diff_inoset_close(&ctx->todo, ret);
+	if (ret)
+		return ret;
+	ctx->res->kernel = true;
+	return compare_all(ctx);
+}
+
+int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
+		   struct diff_result *res)
 {
 	struct diff_ctx ctx = { .parent.fd = parent_fd,
 				.child.fd = child_fd,
 				.res = res };
 	uint64_t before[2], after[2];
-	size_t i;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
 	ret = check_roots(parent_fd, child_fd, &ctx.sectorsize);
+	/*
+	 * A read-only snapshot may still hold data not written back (btrfs
+	 * receive sets the flag with its last writes in flight): their file
+	 * extent items do not exist yet. The kernel's send flushes it first;
+	 * so does this.
+	 */
+	if (!ret && syncfs(child_fd))
+		ret = -errno;
 	if (!ret)
 		ret = parted_at(parent_fd, child_fd, &ctx.since, before);
 	if (ret)
 		return ret;
 	res->since = ctx.since;
-	ret = diff_items_touched(child_fd, ctx.since, &ctx.todo);
-	if (!ret)
-		ret = diff_items_touched(parent_fd, ctx.since, &ctx.todo);
-	/* the list grows as removed directories lead to what they held */
-	for (i = 0; !ret && i < ctx.todo.list_nr; i++)
-		ret = compare_inode(&ctx, ctx.todo.list[i]);
+	ret = diff_inoset_init(&ctx.todo);
+	if (ret)
+		return ret;
+	if (flags & DIFF_KERNEL) {
+		ret = diff_kernel(&ctx);
+		goto out;
+	}
+	ret = diff_searched(&ctx);
 	if (!ret)
 		ret = generations(parent_fd, child_fd, after);
-	if (!ret && (before[0] != after[0] || before[1] != after[1]))
-		ret = -EAGAIN;
+	if (!ret && (before[0] != after[0] || before[1] != after[1])) {
+		res->moved = true;
+		diff_result_free(res);
+		res->since = ctx.since;
+		diff_inoset_free(&ctx.todo);
+		ret = diff_inoset_init(&ctx.todo);
+		if (!ret)
+			ret = diff_kernel(&ctx);
+		res->moved = true;
+	}
+out:
 	side_free(&ctx.parent);
 	side_free(&ctx.child);
 	diff_inoset_free(&ctx.todo);
+	diff_kernel_free(ctx.kernel);
 	if (ret) {
 		diff_result_free(res);
 		return ret;

@@ -61,6 +61,8 @@ struct diff_result {
 	size_t cap;
 	uint64_t since;	 /* the searches' lower bound (a transid) */
 	uint64_t inodes; /* inodes compared */
+	bool kernel;	 /* the kernel's difference */
+	bool moved;	 /* ... taken because a balance moved the trees */
 };
 
 /*
@@ -68,10 +70,14 @@ struct diff_result {
  * @child_fd (each its subvolume's root directory), entries sorted by path.
  * Returns 0; -EINVAL if either is no subvolume's root or they are on two
  * filesystems; -EROFS if one is writable; -ENOTSUP if they are not
- * snapshots of one subvolume; -EAGAIN if a balance moved their trees
- * while they were read; other -errno.
+ * snapshots of one subvolume; -EAGAIN if a balance runs (the kernel's
+ * difference, taken where one moved the trees while they were searched,
+ * cannot be had while it does); other -errno.
  */
-int diff_snapshots(int parent_fd, int child_fd, struct diff_result *res);
+#define DIFF_KERNEL (1u << 0) /* take the kernel's difference */
+
+int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
+		   struct diff_result *res);
 void diff_result_free(struct diff_result *res);
 
 /* "data", "mode", ... for the bit @what */

@@ -7,11 +7,14 @@
  *   diff_items.c   tree searches: the inodes whose leaves are newer than
  *                  a transid, one inode's items read and parsed
  *   diff_data.c    the data ranges a modified file's extents give
+ *   diff_kernel.c  the kernel's difference (BTRFS_IOC_SEND), where a
+ *                  balance moved the trees while they were searched
  *   diff.c         the two trees compared inode by inode, paths, entries
  */
 #ifndef ENCIO_DIFF_INTERNAL_H
 #define ENCIO_DIFF_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +61,7 @@ struct diff_inode {
 	uint64_t gen;
 	uint64_t size;
 	uint32_t nlink, uid, gid, mode;
+	bool whole;	       /* its entries and extents read too */
 	uint64_t max_leaf_gen; /* the newest leaf any of its items is in */
 	struct diff_ref *ref;
 	size_t nr_refs, cap_refs;
@@ -69,21 +73,45 @@ struct diff_inode {
 	size_t nr_dirents, cap_dirents;
 };
 
-/* A set of inode numbers, in the order they were added */
+/*
+ * The inodes to compare: a set, in the order they were added, with the
+ * mode the child's inode item gave where it was seen (0: not seen). The
+ * child's search fills it on a thread of its own while the comparison
+ * takes from it; the comparison adds what directories lead to.
+ */
 struct diff_inoset {
+	pthread_mutex_t lock;
+	pthread_cond_t added;
 	uint64_t *slot; /* hash slots, 0 free */
 	size_t cap, nr;
 	uint64_t *list;
+	uint32_t *mode;
 	size_t list_nr, list_cap;
+	bool closed; /* nothing more from the searches */
+	int err;     /* theirs */
 };
 
+static inline uint64_t diff_hash64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return v;
+}
+
 /* diff_items.c */
-int diff_inoset_add(struct diff_inoset *s, uint64_t ino);
-bool diff_inoset_has(const struct diff_inoset *s, uint64_t ino);
+int diff_inoset_init(struct diff_inoset *s);
+int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode);
+void diff_inoset_close(struct diff_inoset *s, int err);
+/* the @i-th inode, waiting for it: 1, 0 when there is none, or -errno */
+int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
+		    uint32_t *mode);
 void diff_inoset_free(struct diff_inoset *s);
 /* inodes whose inode item was written after @since */
-int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set);
-int diff_inode_read(int fd, uint64_t ino, struct diff_inode *in);
+int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set,
+		       const bool *stop);
+/* its items but directory entries and extents, or (@whole) all */
+int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in);
 int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in);
 void diff_inode_free(struct diff_inode *in);
 uint64_t diff_extent_end(const struct diff_extent *e, uint32_t sectorsize);
@@ -102,5 +130,13 @@ int diff_data_new(const struct diff_inode *c, uint32_t sectorsize,
 int diff_data_changed(const struct diff_inode *p, const struct diff_inode *c,
 		      uint64_t since, uint32_t sectorsize,
 		      struct diff_ranges *rs);
+
+/* diff_kernel.c */
+struct diff_kernel;
+int diff_kernel_run(int parent_fd, int child_fd, struct diff_inoset *todo,
+		    struct diff_kernel **out);
+int diff_kernel_ranges(struct diff_kernel *k, uint64_t ino,
+		       struct diff_ranges *rs);
+void diff_kernel_free(struct diff_kernel *k);
 
 #endif

@@ -7,6 +7,7 @@
  * from both trees.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -16,14 +17,6 @@
 #include "diff/diff_internal.h"
 
 #define SEARCH_BUF (256 * 1024)
-
-static uint64_t hash64(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
-}
 
 static int inoset_grow(struct diff_inoset *s)
 {
@@ -37,7 +30,7 @@ static int inoset_grow(struct diff_inoset *s)
 
 		if (!s->slot[i])
 			continue;
-		j = hash64(s->slot[i]) & (cap - 1);
+		j = diff_hash64(s->slot[i]) & (cap - 1);
 		while (slot[j])
 			j = (j + 1) & (cap - 1);
 		slot[j] = s->slot[i];
@@ -48,49 +41,110 @@ static int inoset_grow(struct diff_inoset *s)
 	return 0;
 }
 
-bool diff_inoset_has(const struct diff_inoset *s, uint64_t ino)
+static bool inoset_has(const struct diff_inoset *s, uint64_t ino)
 {
 	size_t j;
 
 	if (!s->cap)
 		return false;
-	for (j = hash64(ino) & (s->cap - 1); s->slot[j];
+	for (j = diff_hash64(ino) & (s->cap - 1); s->slot[j];
 	     j = (j + 1) & (s->cap - 1))
 		if (s->slot[j] == ino)
 			return true;
 	return false;
 }
 
-int diff_inoset_add(struct diff_inoset *s, uint64_t ino)
+static int inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
 {
 	size_t j;
 
-	if (diff_inoset_has(s, ino))
+	if (inoset_has(s, ino))
 		return 0;
 	if ((s->nr + 1) * 2 > s->cap && inoset_grow(s))
 		return -ENOMEM;
 	if (s->list_nr == s->list_cap) {
 		size_t cap = s->list_cap ? s->list_cap * 2 : 1024;
 		uint64_t *l = realloc(s->list, cap * sizeof(*l));
+		uint32_t *m;
 
 		if (!l)
 			return -ENOMEM;
 		s->list = l;
+		m = realloc(s->mode, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		s->mode = m;
 		s->list_cap = cap;
 	}
-	j = hash64(ino) & (s->cap - 1);
+	j = diff_hash64(ino) & (s->cap - 1);
 	while (s->slot[j])
 		j = (j + 1) & (s->cap - 1);
 	s->slot[j] = ino;
 	s->nr++;
+	s->mode[s->list_nr] = mode;
 	s->list[s->list_nr++] = ino;
 	return 0;
+}
+
+int diff_inoset_init(struct diff_inoset *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (pthread_mutex_init(&s->lock, NULL))
+		return -ENOMEM;
+	if (pthread_cond_init(&s->added, NULL)) {
+		pthread_mutex_destroy(&s->lock);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = inoset_add(s, ino, mode);
+	pthread_cond_signal(&s->added);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+void diff_inoset_close(struct diff_inoset *s, int err)
+{
+	pthread_mutex_lock(&s->lock);
+	s->closed = true;
+	s->err = err;
+	pthread_cond_signal(&s->added);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
+		    uint32_t *mode)
+{
+	int ret = 1;
+
+	pthread_mutex_lock(&s->lock);
+	while (i >= s->list_nr && !s->closed)
+		pthread_cond_wait(&s->added, &s->lock);
+	if (s->err)
+		ret = s->err;
+	else if (i >= s->list_nr)
+		ret = 0;
+	else {
+		*ino = s->list[i];
+		*mode = s->mode[i];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 void diff_inoset_free(struct diff_inoset *s)
 {
 	free(s->slot);
 	free(s->list);
+	free(s->mode);
+	pthread_cond_destroy(&s->added);
+	pthread_mutex_destroy(&s->lock);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -159,6 +213,7 @@ out:
 struct touched {
 	struct diff_inoset *set;
 	uint64_t since;
+	const bool *stop;
 };
 
 /*
@@ -170,6 +225,8 @@ static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
 {
 	struct touched *t = arg;
 
+	if (__atomic_load_n(t->stop, __ATOMIC_RELAXED))
+		return -ECANCELED;
 	if (sh->type != BTRFS_INODE_ITEM_KEY ||
 	    sh->objectid < BTRFS_FIRST_FREE_OBJECTID ||
 	    sh->objectid > BTRFS_LAST_FREE_OBJECTID)
@@ -178,10 +235,11 @@ static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
 		return -EUCLEAN;
 	if (le_get64(item + 8) <= t->since)
 		return 0;
-	return diff_inoset_add(t->set, sh->objectid);
+	return diff_inoset_add(t->set, sh->objectid, le_get32(item + 52));
 }
 
-int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set)
+int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set,
+		       const bool *stop)
 {
 	struct btrfs_ioctl_search_key k = {
 		.min_objectid = BTRFS_FIRST_FREE_OBJECTID,
@@ -189,7 +247,7 @@ int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set)
 		.max_type = UINT8_MAX,
 		.max_offset = UINT64_MAX,
 	};
-	struct touched t = { set, since };
+	struct touched t = { set, since, stop };
 
 	return search(fd, &k, since, add_touched, &t);
 }
@@ -418,17 +476,22 @@ static int read_item(void *arg, const struct btrfs_ioctl_search_header *sh,
 	return 0;
 }
 
-/* Its inode item, names and xattrs */
-int diff_inode_read(int fd, uint64_t ino, struct diff_inode *in)
+/*
+ * Its inode item, names and xattrs, and with @whole its directory entries
+ * and file extents too in the same search (DIR_ITEMs, which name what
+ * DIR_INDEXes name, are skipped).
+ */
+int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in)
 {
 	struct btrfs_ioctl_search_key k = {
 		.min_objectid = ino,
 		.max_objectid = ino,
-		.max_type = BTRFS_DIR_ITEM_KEY - 1,
+		.max_type = whole ? UINT8_MAX : BTRFS_DIR_ITEM_KEY - 1,
 		.max_offset = UINT64_MAX,
 	};
 
 	memset(in, 0, sizeof(*in));
+	in->whole = whole;
 	return search(fd, &k, 0, read_item, in);
 }
 
@@ -438,6 +501,9 @@ int diff_inode_read(int fd, uint64_t ino, struct diff_inode *in)
  */
 int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in)
 {
+	if (in->whole)
+		return 0;
+	in->whole = true;
 	struct btrfs_ioctl_search_key k = {
 		.min_objectid = ino,
 		.max_objectid = ino,

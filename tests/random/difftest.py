@@ -2671,31 +2671,45 @@ class DiffMethod(Method):
             SELF, self.ck.steps[i]["path"], self.ck.steps[j]["path"]) for i, j in self.pairs(k))
 
     def step(self, k):
+        r = random.Random("%d-diff-how-%d" % (self.ck.seed, k))
         for i, j in self.pairs(k):
-            bad = diff_compare(self.ck.env, self.ck.encio, self.ck.steps[i]["path"],
-                               self.ck.steps[j]["path"])
-            if bad:
-                return False, bad, None
+            # in some steps the fallback too, and a balance during the diff
+            how = [{}] + ([{"kernel": True}] if r.random() < 0.3 else []) + \
+                ([{"balance": self.ck.hist.mnt}] if r.random() < 0.15 else [])
+            for kw in how:
+                bad = diff_compare(self.ck.env, self.ck.encio, self.ck.steps[i]["path"],
+                                   self.ck.steps[j]["path"], **kw)
+                if bad:
+                    return False, bad, None
         return True, "", None
 
 
-def diff_compare(env, encio, parent, child):
-    """None if encio diff PARENT CHILD is the kernel's difference, else
-    what differs."""
+def diff_compare(env, encio, parent, child, kernel=False, balance=None):
+    """None if encio diff PARENT CHILD (with --kernel: its fallback, the
+    kernel's difference) is the kernel's difference, else what differs.
+    BALANCE, a mount point: a balance runs on it during encio diff."""
+    cmd = [encio, "diff", "--format=json"] + (["--kernel"] if kernel else []) + [parent, child]
+    bal = None
+    if balance:
+        bal = subprocess.Popen(["btrfs", "balance", "start", "--full-balance", balance],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.05)
+    e = env.run(cmd)
+    if bal:
+        bal.wait()
+    if e.returncode:
+        return "%s exited %s: %s" % (" ".join(cmd), e.returncode, e.stderr.decode(errors="replace")[-500:])
+    # the kernel's difference after: a balance moves blocks, not what they hold
     f = os.path.join(env.dir, "nodata-stream")
     p = env.run(["btrfs", "send", "-q", "--no-data", "-p", parent, "-f", f, child])
     if p.returncode:
         return "btrfs send --no-data -p failed: %s" % p.stderr.decode(errors="replace")[-500:]
-    e = env.run([encio, "diff", "--format=json", parent, child])
-    if e.returncode:
-        return "encio diff %s %s exited %s: %s" % (parent, child, e.returncode,
-                                                   e.stderr.decode(errors="replace")[-500:])
     want = kernel_diff_form(parent, f)
     got = encio_diff_form(e.stdout.decode())
     if want == got:
         return None
-    return "encio diff %s %s differs from the kernel's (- kernel only, + encio only): %s" % (
-        os.path.basename(parent), os.path.basename(child),
+    return "%s differs from the kernel's (- kernel only, + encio only): %s" % (
+        " ".join(["encio diff"] + cmd[3:-2] + [os.path.basename(parent), os.path.basename(child)]),
         "; ".join(["- " + x for x in sorted(want - got)][:12] + ["+ " + x for x in sorted(got - want)][:12]))
 
 

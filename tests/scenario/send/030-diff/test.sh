@@ -3,7 +3,8 @@
 # each with its type, in text (-v: what changed and the data ranges), -0
 # (CHILD's paths for restic --files-from-raw) and JSON; the difference is
 # the kernel's (btrfs send --no-data -p) both ways, and on a pair that btrfs
-# receive made (a parent written after its snapshot was taken). Refused:
+# receive made (a parent written after its snapshot was taken); --kernel
+# (the kernel's difference) and a run during a balance give the same. Refused:
 # writable subvolumes, subvolumes that are not snapshots of one, paths that
 # are no subvolume's root, a wrong number of arguments.
 source "$(dirname "$0")/../../../common.sh"
@@ -72,6 +73,24 @@ PY
 for pair in "$S0 $S1" "$S1 $S0"; do
 	# shellcheck disable=SC2086
 	run_check python3 "$TOP_SRCDIR/tests/random/difftest.py" diff-compare "$ENCIO" $pair
+done
+
+# the kernel's difference (what a balance during the run falls back to)
+# gives the same lines
+"$ENCIO" diff -v "$S0" "$S1" >"$TEST_TMP/searched" 2>/dev/null || _fail "diff -v failed"
+"$ENCIO" diff -v --kernel "$S0" "$S1" >"$TEST_TMP/kernel" 2>"$TEST_TMP/kernel.err" || _fail "diff --kernel failed"
+diff -u "$TEST_TMP/searched" "$TEST_TMP/kernel" || _fail "diff --kernel differs"
+grep -q "from the kernel's difference" "$TEST_TMP/kernel.err" || _fail "-v said: $(cat "$TEST_TMP/kernel.err")"
+
+# a balance during the run: the same lines, taken from the kernel's
+# difference where it moved the trees
+for i in 1 2 3; do
+	btrfs balance start --full-balance "$SRC" >/dev/null 2>&1 &
+	bal=$!
+	"$ENCIO" diff -v "$S0" "$S1" >"$TEST_TMP/bal" 2>"$TEST_TMP/bal.err" || _fail "diff during a balance failed: $(cat "$TEST_TMP/bal.err")"
+	wait $bal
+	diff -u "$TEST_TMP/searched" "$TEST_TMP/bal" || _fail "diff during a balance differs"
+	cat "$TEST_TMP/bal.err"
 done
 
 # a pair btrfs receive made: the child a snapshot of the received parent
