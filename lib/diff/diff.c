@@ -595,20 +595,29 @@ static int check_roots(int parent_fd, int child_fd, uint32_t *sectorsize)
 	return 0;
 }
 
+struct search_half {
+	struct diff_ctx *ctx;
+	uint64_t from, to;
+	bool parent; /* the parent's search after */
+};
+
 /*
- * The inodes the two trees' searches name, found on a thread of its own
- * while the comparison takes them: the child's search reads what the
- * comparison reads the parent's counterpart of.
+ * The inodes the two trees' searches name, found on threads of their own
+ * while the comparison takes them: the child's tree in two halves of its
+ * inode numbers at once, then the parent's.
  */
 static void *search_thread(void *arg)
 {
-	struct diff_ctx *ctx = arg;
+	struct search_half *h = arg;
+	struct diff_ctx *ctx = h->ctx;
 	int ret;
 
-	ret = diff_items_touched(ctx->child.fd, ctx->since, &ctx->todo,
-				 &ctx->stop);
-	if (!ret)
-		ret = diff_items_touched(ctx->parent.fd, ctx->since, &ctx->todo,
+	ret = diff_items_touched(ctx->child.fd, ctx->since, h->from, h->to,
+				 &ctx->todo, &ctx->stop);
+	if (!ret && h->parent)
+		ret = diff_items_touched(ctx->parent.fd, ctx->since,
+					 BTRFS_FIRST_FREE_OBJECTID,
+					 BTRFS_LAST_FREE_OBJECTID, &ctx->todo,
 					 &ctx->stop);
 	diff_inoset_close(&ctx->todo, ret);
 	return NULL;
@@ -635,15 +644,39 @@ static int compare_all(struct diff_ctx *ctx)
 
 static int diff_searched(struct diff_ctx *ctx)
 {
-	pthread_t searches;
-	int ret;
+	struct search_half half[2] = {
+		{ ctx, BTRFS_FIRST_FREE_OBJECTID, 0, true },
+		{ ctx, 0, BTRFS_LAST_FREE_OBJECTID, false },
+	};
+	pthread_t t[2];
+	uint64_t last;
+	int ret, n;
 
-	if (pthread_create(&searches, NULL, search_thread, ctx))
-		return -EAGAIN;
-	ret = compare_all(ctx);
+	ret = diff_items_last_ino(ctx->child.fd, &last);
+	if (ret) {
+		diff_inoset_close(&ctx->todo, ret);
+		diff_inoset_close(&ctx->todo, ret);
+		return ret;
+	}
+	half[0].to = BTRFS_FIRST_FREE_OBJECTID +
+		     (last - BTRFS_FIRST_FREE_OBJECTID) / 2;
+	half[1].from = half[0].to + 1;
+	for (n = 0; n < 2; n++)
+		if (pthread_create(&t[n], NULL, search_thread, &half[n]))
+			break;
+	if (n < 2) {
+		ret = -EAGAIN;
+		__atomic_store_n(&ctx->stop, true, __ATOMIC_RELAXED);
+		if (!n)
+			diff_inoset_close(&ctx->todo, ret);
+		diff_inoset_close(&ctx->todo, ret);
+	} else {
+		ret = compare_all(ctx);
+	}
 	if (ret)
 		__atomic_store_n(&ctx->stop, true, __ATOMIC_RELAXED);
-	pthread_join(searches, NULL);
+	while (n--)
+		pthread_join(t[n], NULL);
 	return ret;
 }
 
@@ -687,7 +720,7 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	if (ret)
 		return ret;
 	res->since = ctx.since;
-	ret = diff_inoset_init(&ctx.todo);
+	ret = diff_inoset_init(&ctx.todo, flags & DIFF_KERNEL ? 1 : 2);
 	if (ret)
 		return ret;
 	if (flags & DIFF_KERNEL) {
@@ -702,7 +735,7 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 		diff_result_free(res);
 		res->since = ctx.since;
 		diff_inoset_free(&ctx.todo);
-		ret = diff_inoset_init(&ctx.todo);
+		ret = diff_inoset_init(&ctx.todo, 1);
 		if (!ret)
 			ret = diff_kernel(&ctx);
 		res->moved = true;

@@ -87,8 +87,8 @@ struct diff_inoset {
 	uint64_t *list;
 	uint32_t *mode;
 	size_t list_nr, list_cap;
-	bool closed; /* nothing more from the searches */
-	int err;     /* theirs */
+	unsigned int open; /* searches still adding */
+	int err;	   /* the first of theirs */
 };
 
 static inline uint64_t diff_hash64(uint64_t v)
@@ -100,7 +100,7 @@ static inline uint64_t diff_hash64(uint64_t v)
 }
 
 /* diff_items.c */
-int diff_inoset_init(struct diff_inoset *s);
+int diff_inoset_init(struct diff_inoset *s, unsigned int searches);
 int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode);
 void diff_inoset_close(struct diff_inoset *s, int err);
 /* the @i-th inode, waiting for it: 1, 0 when there is none, or -errno */
@@ -108,8 +108,10 @@ int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
 		    uint32_t *mode);
 void diff_inoset_free(struct diff_inoset *s);
 /* inodes whose inode item was written after @since */
-int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set,
-		       const bool *stop);
+int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
+		       struct diff_inoset *set, const bool *stop);
+/* the highest inode number the tree holds an item of */
+int diff_items_last_ino(int fd, uint64_t *ino);
 /* its items but directory entries and extents, or (@whole) all */
 int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in);
 int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in);

@@ -86,9 +86,10 @@ static int inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
 	return 0;
 }
 
-int diff_inoset_init(struct diff_inoset *s)
+int diff_inoset_init(struct diff_inoset *s, unsigned int searches)
 {
 	memset(s, 0, sizeof(*s));
+	s->open = searches;
 	if (pthread_mutex_init(&s->lock, NULL))
 		return -ENOMEM;
 	if (pthread_cond_init(&s->added, NULL)) {
@@ -112,8 +113,9 @@ int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
 void diff_inoset_close(struct diff_inoset *s, int err)
 {
 	pthread_mutex_lock(&s->lock);
-	s->closed = true;
-	s->err = err;
+	s->open--;
+	if (!s->err)
+		s->err = err;
 	pthread_cond_signal(&s->added);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -124,7 +126,7 @@ int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
 	int ret = 1;
 
 	pthread_mutex_lock(&s->lock);
-	while (i >= s->list_nr && !s->closed)
+	while (i >= s->list_nr && s->open && !s->err)
 		pthread_cond_wait(&s->added, &s->lock);
 	if (s->err)
 		ret = s->err;
@@ -238,18 +240,78 @@ static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
 	return diff_inoset_add(t->set, sh->objectid, le_get32(item + 52));
 }
 
-int diff_items_touched(int fd, uint64_t since, struct diff_inoset *set,
-		       const bool *stop)
+int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
+		       struct diff_inoset *set, const bool *stop)
 {
 	struct btrfs_ioctl_search_key k = {
-		.min_objectid = BTRFS_FIRST_FREE_OBJECTID,
-		.max_objectid = BTRFS_LAST_FREE_OBJECTID,
+		.min_objectid = from,
+		.max_objectid = to,
 		.max_type = UINT8_MAX,
 		.max_offset = UINT64_MAX,
 	};
 	struct touched t = { set, since, stop };
 
 	return search(fd, &k, since, add_touched, &t);
+}
+
+/* The first objectid at or after @ino that has an item; 0: none */
+static int probe(int fd, uint64_t ino, uint64_t *found)
+{
+	struct btrfs_ioctl_search_args a;
+	struct btrfs_ioctl_search_header sh;
+
+	memset(&a.key, 0, sizeof(a.key));
+	a.key.min_objectid = ino;
+	a.key.max_objectid = BTRFS_LAST_FREE_OBJECTID;
+	a.key.max_type = UINT8_MAX;
+	a.key.max_offset = UINT64_MAX;
+	a.key.max_transid = UINT64_MAX;
+	a.key.nr_items = 1;
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &a) < 0)
+		return -errno;
+	*found = 0;
+	if (a.key.nr_items) {
+		memcpy(&sh, a.buf, sizeof(sh));
+		*found = sh.objectid;
+	}
+	return 0;
+}
+
+/*
+ * Inode numbers are given out in order: the highest is found by doubling,
+ * then halving, each probe one descent of the tree.
+ */
+int diff_items_last_ino(int fd, uint64_t *ino)
+{
+	uint64_t lo = BTRFS_FIRST_FREE_OBJECTID, hi = lo + 1, at;
+	int ret;
+
+	for (;;) {
+		ret = probe(fd, hi, &at);
+		if (ret)
+			return ret;
+		if (!at)
+			break;
+		lo = at;
+		if (at > BTRFS_LAST_FREE_OBJECTID / 2) {
+			hi = BTRFS_LAST_FREE_OBJECTID + 1;
+			break;
+		}
+		hi = at * 2;
+	}
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		ret = probe(fd, mid, &at);
+		if (ret)
+			return ret;
+		if (at)
+			lo = at;
+		else
+			hi = mid;
+	}
+	*ino = lo;
+	return 0;
 }
 
 static void *grow(void *p, size_t *cap, size_t nr, size_t size)
