@@ -439,8 +439,9 @@ static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
 	size_t i, j = 0;
 	int ret;
 
-	qsort(a->dirent, a->nr_dirents, sizeof(*a->dirent), dirent_cmp);
-	if (b)
+	if (a->nr_dirents > 1)
+		qsort(a->dirent, a->nr_dirents, sizeof(*a->dirent), dirent_cmp);
+	if (b && b->nr_dirents > 1)
 		qsort(b->dirent, b->nr_dirents, sizeof(*b->dirent), dirent_cmp);
 	for (i = 0; i < a->nr_dirents; i++) {
 		const struct diff_dirent *d = &a->dirent[i];
@@ -749,7 +750,8 @@ out:
 		diff_result_free(res);
 		return ret;
 	}
-	qsort(res->entry, res->nr, sizeof(*res->entry), entry_cmp);
+	if (res->nr > 1)
+		qsort(res->entry, res->nr, sizeof(*res->entry), entry_cmp);
 	return 0;
 }
 
