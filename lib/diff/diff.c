@@ -42,8 +42,8 @@ struct diff_ctx {
 	struct side parent, child;
 	uint64_t since;
 	uint32_t sectorsize;
-	struct diff_inoset todo;
-	bool stop; /* the comparison failed: the searches stop */
+	struct diff_inoset *todo; /* shared by the comparison's threads */
+	bool *stop;		  /* the comparison failed: the searches stop */
 	struct diff_kernel *kernel; /* the fallback's data ranges */
 	struct diff_result *res;
 };
@@ -454,7 +454,7 @@ static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
 			j++;
 		if (b && j < b->nr_dirents && !cmp)
 			continue;
-		ret = diff_inoset_add(&ctx->todo, d->target, 0);
+		ret = diff_inoset_add(ctx->todo, d->target, 0);
 		if (ret)
 			return ret;
 	}
@@ -614,32 +614,100 @@ static void *search_thread(void *arg)
 	int ret;
 
 	ret = diff_items_touched(ctx->child.fd, ctx->since, h->from, h->to,
-				 &ctx->todo, &ctx->stop);
+				 ctx->todo, ctx->stop);
 	if (!ret && h->parent)
 		ret = diff_items_touched(ctx->parent.fd, ctx->since,
 					 BTRFS_FIRST_FREE_OBJECTID,
-					 BTRFS_LAST_FREE_OBJECTID, &ctx->todo,
-					 &ctx->stop);
-	diff_inoset_close(&ctx->todo, ret);
+					 BTRFS_LAST_FREE_OBJECTID, ctx->todo,
+					 ctx->stop);
+	diff_inoset_close(ctx->todo, ret);
 	return NULL;
 }
 
 /* The inodes in ctx->todo compared, as they come */
-static int compare_all(struct diff_ctx *ctx)
+static int compare_some(struct diff_ctx *ctx)
 {
-	size_t i;
-	int ret = 0;
+	int ret;
 
 	/* the list grows as directories lead to what they lost or gained */
-	for (i = 0; !ret; i++) {
+	for (;;) {
 		uint64_t ino;
 		uint32_t mode;
 
-		ret = diff_inoset_get(&ctx->todo, i, &ino, &mode);
+		ret = diff_inoset_next(ctx->todo, &ino, &mode);
 		if (ret <= 0)
 			break;
 		ret = compare_inode(ctx, ino, mode);
+		if (ret)
+			break;
 	}
+	if (ret)
+		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
+	return ret;
+}
+
+struct worker {
+	struct diff_ctx ctx;
+	struct diff_result res;
+	int ret;
+};
+
+static void *compare_thread(void *arg)
+{
+	struct worker *w = arg;
+
+	w->ret = compare_some(&w->ctx);
+	return NULL;
+}
+
+/* @w's entries moved to @res */
+static int merge(struct diff_result *res, struct diff_result *w)
+{
+	struct diff_entry *e;
+
+	res->inodes += w->inodes;
+	if (!w->nr)
+		return 0;
+	e = realloc(res->entry, (res->nr + w->nr) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	memcpy(e + res->nr, w->entry, w->nr * sizeof(*e));
+	res->entry = e;
+	res->nr += w->nr;
+	res->cap = res->nr;
+	free(w->entry);
+	memset(w, 0, sizeof(*w));
+	return 0;
+}
+
+/*
+ * Two threads compare, each with its own entries and paths' cache: the
+ * parent's leaves are read cold, one inode after another.
+ */
+static int compare_all(struct diff_ctx *ctx)
+{
+	struct worker w = { .ctx = *ctx };
+	pthread_t t;
+	bool two;
+	int ret;
+
+	memset(&w.ctx.parent, 0, sizeof(w.ctx.parent));
+	memset(&w.ctx.child, 0, sizeof(w.ctx.child));
+	w.ctx.parent.fd = ctx->parent.fd;
+	w.ctx.child.fd = ctx->child.fd;
+	w.ctx.res = &w.res;
+	two = !pthread_create(&t, NULL, compare_thread, &w);
+	ret = compare_some(ctx);
+	if (two) {
+		pthread_join(t, NULL);
+		if (!ret)
+			ret = w.ret;
+	}
+	if (!ret)
+		ret = merge(ctx->res, &w.res);
+	diff_result_free(&w.res);
+	side_free(&w.ctx.parent);
+	side_free(&w.ctx.child);
 	return ret;
 }
 
@@ -655,8 +723,8 @@ static int diff_searched(struct diff_ctx *ctx)
 
 	ret = diff_items_last_ino(ctx->child.fd, &last);
 	if (ret) {
-		diff_inoset_close(&ctx->todo, ret);
-		diff_inoset_close(&ctx->todo, ret);
+		diff_inoset_close(ctx->todo, ret);
+		diff_inoset_close(ctx->todo, ret);
 		return ret;
 	}
 	half[0].to = BTRFS_FIRST_FREE_OBJECTID +
@@ -667,15 +735,13 @@ static int diff_searched(struct diff_ctx *ctx)
 			break;
 	if (n < 2) {
 		ret = -EAGAIN;
-		__atomic_store_n(&ctx->stop, true, __ATOMIC_RELAXED);
+		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
 		if (!n)
-			diff_inoset_close(&ctx->todo, ret);
-		diff_inoset_close(&ctx->todo, ret);
+			diff_inoset_close(ctx->todo, ret);
+		diff_inoset_close(ctx->todo, ret);
 	} else {
 		ret = compare_all(ctx);
 	}
-	if (ret)
-		__atomic_store_n(&ctx->stop, true, __ATOMIC_RELAXED);
 	while (n--)
 		pthread_join(t[n], NULL);
 	return ret;
@@ -687,10 +753,10 @@ static int diff_searched(struct diff_ctx *ctx)
  */
 static int diff_kernel(struct diff_ctx *ctx)
 {
-	int ret = diff_kernel_run(ctx->parent.fd, ctx->child.fd, &ctx->todo,
+	int ret = diff_kernel_run(ctx->parent.fd, ctx->child.fd, ctx->todo,
 				  &ctx->kernel);
 
-	diff_inoset_close(&ctx->todo, ret);
+	diff_inoset_close(ctx->todo, ret);
 	if (ret)
 		return ret;
 	ctx->res->kernel = true;
@@ -703,10 +769,14 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	struct diff_ctx ctx = { .parent.fd = parent_fd,
 				.child.fd = child_fd,
 				.res = res };
+	struct diff_inoset todo;
 	uint64_t before[2], after[2];
+	bool stop = false;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	ctx.todo = &todo;
+	ctx.stop = &stop;
 	ret = check_roots(parent_fd, child_fd, &ctx.sectorsize);
 	/*
 	 * A read-only snapshot may still hold data not written back (btrfs
@@ -721,7 +791,7 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	if (ret)
 		return ret;
 	res->since = ctx.since;
-	ret = diff_inoset_init(&ctx.todo, flags & DIFF_KERNEL ? 1 : 2);
+	ret = diff_inoset_init(ctx.todo, flags & DIFF_KERNEL ? 1 : 2);
 	if (ret)
 		return ret;
 	if (flags & DIFF_KERNEL) {
@@ -735,8 +805,8 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 		res->moved = true;
 		diff_result_free(res);
 		res->since = ctx.since;
-		diff_inoset_free(&ctx.todo);
-		ret = diff_inoset_init(&ctx.todo, 1);
+		diff_inoset_free(ctx.todo);
+		ret = diff_inoset_init(ctx.todo, 1);
 		if (!ret)
 			ret = diff_kernel(&ctx);
 		res->moved = true;
@@ -744,7 +814,7 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 out:
 	side_free(&ctx.parent);
 	side_free(&ctx.child);
-	diff_inoset_free(&ctx.todo);
+	diff_inoset_free(ctx.todo);
 	diff_kernel_free(ctx.kernel);
 	if (ret) {
 		diff_result_free(res);

@@ -87,6 +87,7 @@ struct diff_inoset {
 	uint64_t *list;
 	uint32_t *mode;
 	size_t list_nr, list_cap;
+	size_t next;	   /* the next to compare */
 	unsigned int open; /* searches still adding */
 	int err;	   /* the first of theirs */
 };
@@ -103,9 +104,8 @@ static inline uint64_t diff_hash64(uint64_t v)
 int diff_inoset_init(struct diff_inoset *s, unsigned int searches);
 int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode);
 void diff_inoset_close(struct diff_inoset *s, int err);
-/* the @i-th inode, waiting for it: 1, 0 when there is none, or -errno */
-int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
-		    uint32_t *mode);
+/* the next inode to compare, waiting for it: 1, 0 when none is left, or -errno */
+int diff_inoset_next(struct diff_inoset *s, uint64_t *ino, uint32_t *mode);
 void diff_inoset_free(struct diff_inoset *s);
 /* inodes whose inode item was written after @since */
 int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,

@@ -105,7 +105,7 @@ int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
 
 	pthread_mutex_lock(&s->lock);
 	ret = inoset_add(s, ino, mode);
-	pthread_cond_signal(&s->added);
+	pthread_cond_broadcast(&s->added);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
@@ -116,25 +116,25 @@ void diff_inoset_close(struct diff_inoset *s, int err)
 	s->open--;
 	if (!s->err)
 		s->err = err;
-	pthread_cond_signal(&s->added);
+	pthread_cond_broadcast(&s->added);
 	pthread_mutex_unlock(&s->lock);
 }
 
-int diff_inoset_get(struct diff_inoset *s, size_t i, uint64_t *ino,
-		    uint32_t *mode)
+int diff_inoset_next(struct diff_inoset *s, uint64_t *ino, uint32_t *mode)
 {
 	int ret = 1;
 
 	pthread_mutex_lock(&s->lock);
-	while (i >= s->list_nr && s->open && !s->err)
+	while (s->next >= s->list_nr && s->open && !s->err)
 		pthread_cond_wait(&s->added, &s->lock);
-	if (s->err)
+	if (s->err) {
 		ret = s->err;
-	else if (i >= s->list_nr)
+	} else if (s->next >= s->list_nr) {
 		ret = 0;
-	else {
-		*ino = s->list[i];
-		*mode = s->mode[i];
+	} else {
+		*ino = s->list[s->next];
+		*mode = s->mode[s->next];
+		s->next++;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return ret;

@@ -536,16 +536,26 @@ int diff_kernel_run(int parent_fd, int child_fd, struct diff_inoset *todo,
 	return 0;
 }
 
-/* The data ranges the kernel sent for @ino, moved into @rs */
+/*
+ * The data ranges the kernel sent for @ino, moved into @rs: each inode is
+ * asked for once, by one of the comparison's threads, and the table no
+ * longer grows.
+ */
 int diff_kernel_ranges(struct diff_kernel *k, uint64_t ino,
 		       struct diff_ranges *rs)
 {
-	struct kchange *c = change_get(k, ino);
+	size_t j;
 
-	if (!c)
-		return -ENOMEM;
-	*rs = c->ranges;
-	memset(&c->ranges, 0, sizeof(c->ranges));
+	memset(rs, 0, sizeof(*rs));
+	if (!k->cap)
+		return 0;
+	for (j = diff_hash64(ino) & (k->cap - 1); k->slot[j].ino;
+	     j = (j + 1) & (k->cap - 1))
+		if (k->slot[j].ino == ino) {
+			*rs = k->slot[j].ranges;
+			memset(&k->slot[j].ranges, 0, sizeof(*rs));
+			break;
+		}
 	return 0;
 }
 
