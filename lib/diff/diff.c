@@ -417,21 +417,19 @@ static int modified(struct diff_ctx *ctx, uint64_t ino,
 	return ret;
 }
 
-static int dirent_cmp(const void *a, const void *b)
+static bool dirent_same(const struct diff_inode *a, const struct diff_dirent *x,
+			const struct diff_inode *b, const struct diff_dirent *y)
 {
-	const struct diff_dirent *x = a, *y = b;
-	int c;
-
-	if (x->target != y->target)
-		return x->target < y->target ? -1 : 1;
-	c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
-	return c ? c : (int)x->len - (int)y->len;
+	return x->target == y->target && x->len == y->len &&
+	       !memcmp(a->names + x->name, b->names + y->name, x->len);
 }
 
 /*
  * What the directory's entries in @a led to that @b's (NULL: none) do not:
  * to compare. Called both ways, for an inode gone, and one that came, in
- * either tree: the child may be the older snapshot.
+ * either tree: the child may be the older snapshot. Both lists are in
+ * index order; an index is given again only after a remount, to what may
+ * be another entry.
  */
 static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
 			 const struct diff_inode *b)
@@ -439,20 +437,15 @@ static int queue_entries(struct diff_ctx *ctx, const struct diff_inode *a,
 	size_t i, j = 0;
 	int ret;
 
-	if (a->nr_dirents > 1)
-		qsort(a->dirent, a->nr_dirents, sizeof(*a->dirent), dirent_cmp);
-	if (b && b->nr_dirents > 1)
-		qsort(b->dirent, b->nr_dirents, sizeof(*b->dirent), dirent_cmp);
 	for (i = 0; i < a->nr_dirents; i++) {
 		const struct diff_dirent *d = &a->dirent[i];
-		int cmp = 1;
 
 		if (!d->target)
 			continue;
-		while (b && j < b->nr_dirents &&
-		       (cmp = dirent_cmp(&b->dirent[j], d)) < 0)
+		while (b && j < b->nr_dirents && b->dirent[j].index < d->index)
 			j++;
-		if (b && j < b->nr_dirents && !cmp)
+		if (b && j < b->nr_dirents && b->dirent[j].index == d->index &&
+		    dirent_same(a, d, b, &b->dirent[j]))
 			continue;
 		ret = diff_inoset_add(ctx->todo, d->target, 0);
 		if (ret)
@@ -596,7 +589,13 @@ static int check_roots(int parent_fd, int child_fd, uint32_t *sectorsize)
 	return 0;
 }
 
-struct search_half {
+/*
+ * The child's search in parts of its inode numbers at once: its leaves
+ * are read cold, and one search waits on each in turn.
+ */
+#define SEARCH_PARTS 8
+
+struct search_part {
 	struct diff_ctx *ctx;
 	uint64_t from, to;
 	bool parent; /* the parent's search after */
@@ -604,12 +603,12 @@ struct search_half {
 
 /*
  * The inodes the two trees' searches name, found on threads of their own
- * while the comparison takes them: the child's tree in two halves of its
- * inode numbers at once, then the parent's.
+ * while the comparison takes them: the child's tree in parts, the first
+ * part's thread searching the parent's after it.
  */
 static void *search_thread(void *arg)
 {
-	struct search_half *h = arg;
+	struct search_part *h = arg;
 	struct diff_ctx *ctx = h->ctx;
 	int ret;
 
@@ -646,6 +645,13 @@ static int compare_some(struct diff_ctx *ctx)
 	return ret;
 }
 
+/*
+ * Threads comparing inodes, the caller's one of them: each waits on the
+ * parent's cold leaves in turn (bench/diff.sh: 2 took 0.17 s, 4 0.14 s,
+ * 8 0.13 s on 2 CPUs).
+ */
+#define COMPARE_THREADS 4
+
 struct worker {
 	struct diff_ctx ctx;
 	struct diff_result res;
@@ -681,64 +687,71 @@ static int merge(struct diff_result *res, struct diff_result *w)
 }
 
 /*
- * Two threads compare, each with its own entries and paths' cache: the
+ * Threads compare, each with its own entries and paths' cache: the
  * parent's leaves are read cold, one inode after another.
  */
 static int compare_all(struct diff_ctx *ctx)
 {
-	struct worker w = { .ctx = *ctx };
-	pthread_t t;
-	bool two;
-	int ret;
+	struct worker w[COMPARE_THREADS - 1];
+	pthread_t t[COMPARE_THREADS - 1];
+	int ret, n, k;
 
-	memset(&w.ctx.parent, 0, sizeof(w.ctx.parent));
-	memset(&w.ctx.child, 0, sizeof(w.ctx.child));
-	w.ctx.parent.fd = ctx->parent.fd;
-	w.ctx.child.fd = ctx->child.fd;
-	w.ctx.res = &w.res;
-	two = !pthread_create(&t, NULL, compare_thread, &w);
-	ret = compare_some(ctx);
-	if (two) {
-		pthread_join(t, NULL);
-		if (!ret)
-			ret = w.ret;
+	for (n = 0; n < COMPARE_THREADS - 1; n++) {
+		memset(&w[n], 0, sizeof(w[n]));
+		w[n].ctx = *ctx;
+		memset(&w[n].ctx.parent, 0, sizeof(w[n].ctx.parent));
+		memset(&w[n].ctx.child, 0, sizeof(w[n].ctx.child));
+		w[n].ctx.parent.fd = ctx->parent.fd;
+		w[n].ctx.child.fd = ctx->child.fd;
+		w[n].ctx.res = &w[n].res;
+		if (pthread_create(&t[n], NULL, compare_thread, &w[n]))
+			break;
 	}
-	if (!ret)
-		ret = merge(ctx->res, &w.res);
-	diff_result_free(&w.res);
-	side_free(&w.ctx.parent);
-	side_free(&w.ctx.child);
+	ret = compare_some(ctx);
+	for (k = 0; k < n; k++) {
+		pthread_join(t[k], NULL);
+		if (!ret)
+			ret = w[k].ret;
+	}
+	for (k = 0; k < n; k++) {
+		if (!ret)
+			ret = merge(ctx->res, &w[k].res);
+		diff_result_free(&w[k].res);
+		side_free(&w[k].ctx.parent);
+		side_free(&w[k].ctx.child);
+	}
 	return ret;
 }
 
 static int diff_searched(struct diff_ctx *ctx)
 {
-	struct search_half half[2] = {
-		{ ctx, BTRFS_FIRST_FREE_OBJECTID, 0, true },
-		{ ctx, 0, BTRFS_LAST_FREE_OBJECTID, false },
-	};
-	pthread_t t[2];
-	uint64_t last;
-	int ret, n;
+	struct search_part part[SEARCH_PARTS];
+	pthread_t t[SEARCH_PARTS];
+	uint64_t last, step;
+	int ret, n, k;
 
 	ret = diff_items_last_ino(ctx->child.fd, &last);
 	if (ret) {
-		diff_inoset_close(ctx->todo, ret);
-		diff_inoset_close(ctx->todo, ret);
+		for (n = 0; n < SEARCH_PARTS; n++)
+			diff_inoset_close(ctx->todo, ret);
 		return ret;
 	}
-	half[0].to = BTRFS_FIRST_FREE_OBJECTID +
-		     (last - BTRFS_FIRST_FREE_OBJECTID) / 2;
-	half[1].from = half[0].to + 1;
-	for (n = 0; n < 2; n++)
-		if (pthread_create(&t[n], NULL, search_thread, &half[n]))
+	step = (last - BTRFS_FIRST_FREE_OBJECTID) / SEARCH_PARTS + 1;
+	for (n = 0; n < SEARCH_PARTS; n++) {
+		part[n].ctx = ctx;
+		part[n].from = BTRFS_FIRST_FREE_OBJECTID + n * step;
+		part[n].to = part[n].from + step - 1;
+		part[n].parent = !n;
+	}
+	part[SEARCH_PARTS - 1].to = BTRFS_LAST_FREE_OBJECTID;
+	for (n = 0; n < SEARCH_PARTS; n++)
+		if (pthread_create(&t[n], NULL, search_thread, &part[n]))
 			break;
-	if (n < 2) {
+	if (n < SEARCH_PARTS) {
 		ret = -EAGAIN;
 		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
-		if (!n)
+		for (k = n; k < SEARCH_PARTS; k++)
 			diff_inoset_close(ctx->todo, ret);
-		diff_inoset_close(ctx->todo, ret);
 	} else {
 		ret = compare_all(ctx);
 	}
@@ -791,7 +804,8 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	if (ret)
 		return ret;
 	res->since = ctx.since;
-	ret = diff_inoset_init(ctx.todo, flags & DIFF_KERNEL ? 1 : 2);
+	ret = diff_inoset_init(ctx.todo,
+			       flags & DIFF_KERNEL ? 1 : SEARCH_PARTS);
 	if (ret)
 		return ret;
 	if (flags & DIFF_KERNEL) {

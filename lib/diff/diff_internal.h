@@ -48,8 +48,9 @@ struct diff_extent {
 };
 
 struct diff_dirent {
+	uint64_t index;	 /* the DIR_INDEX key's offset */
 	uint64_t target; /* an inode; 0: a subvolume's, left out */
-	char *name;
+	uint32_t name;	 /* offset in the inode's names */
 	uint16_t len;
 };
 
@@ -69,8 +70,10 @@ struct diff_inode {
 	size_t nr_xattrs, cap_xattrs;
 	struct diff_extent *extent;
 	size_t nr_extents, cap_extents;
-	struct diff_dirent *dirent;
+	struct diff_dirent *dirent; /* in index order */
 	size_t nr_dirents, cap_dirents;
+	char *names; /* the entries' names, one after another */
+	size_t names_len, names_cap;
 };
 
 /*

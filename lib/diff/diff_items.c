@@ -429,27 +429,40 @@ static int parse_xattrs(struct diff_inode *in, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
-static int parse_dirent(struct diff_inode *in, const uint8_t *p, uint32_t len)
+static int parse_dirent(struct diff_inode *in,
+			const struct btrfs_ioctl_search_header *sh,
+			const uint8_t *p)
 {
 	struct diff_dirent *d;
 	uint16_t nl;
 
-	if (len < sizeof(struct btrfs_dir_item))
+	if (sh->len < sizeof(struct btrfs_dir_item))
 		return -EUCLEAN;
 	nl = le_get16(p + 27);
-	if (sizeof(struct btrfs_dir_item) + nl > len)
+	if (sizeof(struct btrfs_dir_item) + nl > sh->len)
 		return -EUCLEAN;
 	d = grow(in->dirent, &in->cap_dirents, in->nr_dirents, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	in->dirent = d;
+	if (in->names_len + nl > in->names_cap) {
+		size_t cap = (in->names_cap + nl) * 2;
+		char *n = realloc(in->names, cap);
+
+		if (!n)
+			return -ENOMEM;
+		in->names = n;
+		in->names_cap = cap;
+	}
 	d += in->nr_dirents;
+	d->index = sh->offset;
 	/* a subvolume's entry points at a ROOT_ITEM, no inode here */
 	d->target = p[8] == BTRFS_INODE_ITEM_KEY ? le_get64(p) : 0;
 	d->len = nl;
-	d->name = dup_name(p + sizeof(struct btrfs_dir_item), nl);
-	if (!d->name)
-		return -ENOMEM;
+	d->name = in->names_len;
+	memcpy(in->names + in->names_len, p + sizeof(struct btrfs_dir_item),
+	       nl);
+	in->names_len += nl;
 	in->nr_dirents++;
 	return 0;
 }
@@ -531,7 +544,7 @@ static int read_item(void *arg, const struct btrfs_ioctl_search_header *sh,
 	case BTRFS_XATTR_ITEM_KEY:
 		return parse_xattrs(in, p, sh->len);
 	case BTRFS_DIR_INDEX_KEY:
-		return parse_dirent(in, p, sh->len);
+		return parse_dirent(in, sh, p);
 	case BTRFS_EXTENT_DATA_KEY:
 		return parse_extent(in, sh, p);
 	}
@@ -587,12 +600,11 @@ void diff_inode_free(struct diff_inode *in)
 		free(in->xattr[i].name);
 	for (i = 0; i < in->nr_extents; i++)
 		free(in->extent[i].raw);
-	for (i = 0; i < in->nr_dirents; i++)
-		free(in->dirent[i].name);
 	free(in->ref);
 	free(in->xattr);
 	free(in->extent);
 	free(in->dirent);
+	free(in->names);
 	memset(in, 0, sizeof(*in));
 }
 
