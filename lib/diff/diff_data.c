@@ -9,7 +9,7 @@
  * before such an item, or at the file's end, where the parent had data.
  * The rules, and what they compare, follow fs/btrfs/send.c's
  * process_extent(), is_extent_unchanged(), maybe_send_hole() and
- * range_is_hole_in_parent(): this difference is the kernel's, not a
+ * range_is_hole_in_parent() (Linux 6.18): this difference is the kernel's, not a
  * better one, so that a stream made of it is the kernel's stream.
  */
 #include <errno.h>
@@ -160,7 +160,10 @@ static bool extent_unchanged(const struct diff_inode *p,
 	return key >= end;
 }
 
-/* Whether the parent has no data in [start, end) (range_is_hole_in_parent) */
+/*
+ * Whether the parent has no data in [start, end) (range_is_hole_in_parent):
+ * an inline extent is data, whatever its first bytes.
+ */
 static bool hole_in_parent(const struct diff_inode *p, uint64_t start,
 			   uint64_t end, uint32_t sectorsize)
 {
@@ -173,7 +176,7 @@ static bool hole_in_parent(const struct diff_inode *p, uint64_t start,
 			break;
 		if (diff_extent_end(r, sectorsize) <= start)
 			continue;
-		if (r->disk_bytenr)
+		if (r->type == BTRFS_FILE_EXTENT_INLINE || r->disk_bytenr)
 			return false;
 	}
 	return true;

@@ -42,7 +42,7 @@ struct diff_extent {
 	uint8_t type; /* BTRFS_FILE_EXTENT_* */
 	uint64_t gen;
 	uint64_t ram_bytes;
-	uint64_t disk_bytenr; /* an inline item: its first data bytes */
+	uint64_t disk_bytenr; /* 0 for an inline item */
 	uint64_t data_offset;
 	uint64_t num_bytes;
 };

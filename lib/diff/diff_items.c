@@ -491,17 +491,10 @@ static int parse_extent(struct diff_inode *in,
 	e->gen = le_get64(p);
 	e->ram_bytes = le_get64(p + 8);
 	e->type = p[20];
-	/*
-	 * The kernel reads disk_bytenr of an inline item too, from the
-	 * inline data's first bytes: kept so, for the holes it compares.
-	 */
-	if (sh->len >= 29)
-		e->disk_bytenr = le_get64(p + 21);
-	else
-		e->disk_bytenr = UINT64_MAX;
 	if (e->type != BTRFS_FILE_EXTENT_INLINE) {
 		if (sh->len < 53)
 			return -EUCLEAN;
+		e->disk_bytenr = le_get64(p + 21);
 		e->data_offset = le_get64(p + 37);
 		e->num_bytes = le_get64(p + 45);
 	}
