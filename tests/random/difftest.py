@@ -599,8 +599,16 @@ class History:
         return lambda r, s: stat.S_ISDIR(s.st_mode) and (r == "." or s.st_ino != 256)
 
     def newname(self, d=None):
+        """A name not in use in D (a random one otherwise): an op that
+        writes to a name of a fifo would wait for a reader forever."""
         if d is None:
             d, _ = self.pick(self.dirs())
+        while True:
+            p = self.name_in(d)
+            if not os.path.lexists(os.path.join(self.V, p)):
+                return p
+
+    def name_in(self, d):
         self.counter += 1
         roll = self.r.random()
         if roll < 0.03:
