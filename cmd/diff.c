@@ -29,9 +29,10 @@ static const char *const diff_usage[] = {
 	"",
 	"The difference is the one btrfs send -p PARENT CHILD sends, found",
 	"from the two trees' metadata alone: only the leaves written since the",
-	"snapshots parted are searched, and no file data is read. With -v a",
-	"modification says what changed (data with its byte ranges, mode,",
-	"owner, size, times, flags, links, xattrs with their names).",
+	"snapshots parted are searched, and no file data is read. A",
+	"modification says what changed (data, mode, owner, size, times,",
+	"flags, links, xattrs); -v adds the data's byte ranges and the",
+	"xattrs' names.",
 	"",
 	"-0 prints the paths in CHILD of what was created, modified or renamed",
 	"(directories left out), each ended by a NUL, for restic backup",
@@ -45,7 +46,7 @@ static const char *const diff_usage[] = {
 	"-0                 NUL-separated paths in CHILD, directories left out",
 	"--format=FORMAT    text (default) or json",
 	"--kernel           take the kernel's difference, as after a balance",
-	"-v|--verbose       what each modification changed",
+	"-v|--verbose       the data's byte ranges, the xattrs' names",
 	"-q|--quiet         errors only",
 	"-h|--help          this help",
 	NULL
@@ -56,7 +57,8 @@ static const unsigned int what_bits[] = { DIFF_DATA,  DIFF_MODE,  DIFF_OWNER,
 					  DIFF_LINKS, DIFF_XATTRS };
 #define NR_WHAT (sizeof(what_bits) / sizeof(what_bits[0]))
 
-static void text_details(const struct diff_entry *e)
+/* What changed, after the path; with -v the data ranges and xattr names */
+static void text_details(const struct diff_entry *e, bool full)
 {
 	const char *sep = "\t";
 	size_t i, j;
@@ -66,12 +68,12 @@ static void text_details(const struct diff_entry *e)
 			continue;
 		printf("%s%s", sep, diff_what_name(what_bits[i]));
 		sep = ",";
-		if (what_bits[i] == DIFF_DATA)
+		if (full && what_bits[i] == DIFF_DATA)
 			for (j = 0; j < e->nr_ranges; j++)
-				printf("%s%llu+%llu", j ? " " : " ",
+				printf(" %llu+%llu",
 				       (unsigned long long)e->range[j].offset,
 				       (unsigned long long)e->range[j].len);
-		if (what_bits[i] == DIFF_XATTRS)
+		if (full && what_bits[i] == DIFF_XATTRS)
 			for (j = 0; j < e->nr_xattrs; j++)
 				printf(" %s", e->xattr[j]);
 	}
@@ -97,8 +99,7 @@ static void text_entry(const struct diff_entry *e, const char *parent,
 	} else {
 		print_path(e->change == DIFF_REMOVED ? parent : child, e->path);
 	}
-	if (global_opts.verbose > 0)
-		text_details(e);
+	text_details(e, global_opts.verbose > 0);
 	putchar('\n');
 }
 

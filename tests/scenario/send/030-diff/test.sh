@@ -1,6 +1,7 @@
 #!/bin/bash
 # encio diff PARENT CHILD: the changes between two read-only snapshots,
-# each with its type, in text (-v: what changed and the data ranges), -0
+# each with its type and what changed, in text (-v: the data ranges and
+# the xattrs' names), -0
 # (CHILD's paths for restic --files-from-raw) and JSON; the difference is
 # the kernel's (btrfs send --no-data -p) both ways, and on a pair that btrfs
 # receive made (a parent written after its snapshot was taken); --kernel
@@ -41,9 +42,9 @@ run_check btrfs -q subvolume snapshot -r "$V" "$SRC/s1"
 S0=$SRC/s0 S1=$SRC/s1
 
 out=$("$ENCIO" diff "$S0" "$S1") || _fail "encio diff failed"
-for want in "R	F	$S0/f2 -> $S1/f2b" "-	F	$S0/f3" "+	F	$S1/d/f4" \
-	"R	/	$S0/d/sub -> $S1/e/sub" "+	F	$S1/h3" "M	F	$S1/f1" \
-	"M	@	$S1/link" "M	F	$S1/e/sub/k" "M	F	$S1/h"; do
+for want in "R	F	$S0/f2 -> $S1/f2b" "-	F	$S0/f3" "+	F	$S1/d/f4	data" \
+	"R	/	$S0/d/sub -> $S1/e/sub" "+	F	$S1/h3" "M	F	$S1/f1	data,size,times,xattrs" \
+	"M	@	$S1/link	owner,times" "M	F	$S1/e/sub/k	mode,times" "M	F	$S1/h	times,links"; do
 	grep -qxF -e "$want" <<<"$out" || _fail "no line '$want' in: $out"
 done
 grep -q "fifo" <<<"$out" && _fail "the unchanged fifo is listed: $out"
