@@ -90,25 +90,32 @@ static char type_of(uint32_t mode)
 	return 'F';
 }
 
-/* A directory's path in one tree, by BTRFS_IOC_INO_LOOKUP, cached */
-static int dir_path(struct side *s, uint64_t dir, const char **out)
+static const char *cache_get(const struct side *s, uint64_t dir)
 {
-	struct btrfs_ioctl_ino_lookup_args args = { .objectid = dir };
-	size_t j, len;
+	size_t j;
 
-	if (s->cap && s->nr * 2 < s->cap) {
-		for (j = dir & (s->cap - 1); s->cache[j].path;
-		     j = (j + 1) & (s->cap - 1))
-			if (s->cache[j].dir == dir) {
-				*out = s->cache[j].path;
-				return 0;
-			}
-	} else {
+	if (!s->cap)
+		return NULL;
+	for (j = dir & (s->cap - 1); s->cache[j].path;
+	     j = (j + 1) & (s->cap - 1))
+		if (s->cache[j].dir == dir)
+			return s->cache[j].path;
+	return NULL;
+}
+
+/* @path (taken) cached as @dir's */
+static int cache_put(struct side *s, uint64_t dir, char *path)
+{
+	size_t j;
+
+	if ((s->nr + 1) * 2 > s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 256, i;
 		struct dir_path *c = calloc(cap, sizeof(*c));
 
-		if (!c)
+		if (!c) {
+			free(path);
 			return -ENOMEM;
+		}
 		for (i = 0; i < s->cap; i++) {
 			if (!s->cache[i].path)
 				continue;
@@ -120,22 +127,72 @@ static int dir_path(struct side *s, uint64_t dir, const char **out)
 		free(s->cache);
 		s->cache = c;
 		s->cap = cap;
-		return dir_path(s, dir, out);
 	}
-	if (dir != BTRFS_FIRST_FREE_OBJECTID &&
-	    ioctl(s->fd, BTRFS_IOC_INO_LOOKUP, &args) < 0)
-		return -errno;
-	/* the kernel ends a path with '/' */
-	len = strnlen(args.name, sizeof(args.name));
-	if (len && args.name[len - 1] == '/')
-		len--;
+	for (j = dir & (s->cap - 1); s->cache[j].path;
+	     j = (j + 1) & (s->cap - 1))
+		;
 	s->cache[j].dir = dir;
-	s->cache[j].path = strndup(args.name, len);
-	if (!s->cache[j].path)
-		return -ENOMEM;
+	s->cache[j].path = path;
 	s->nr++;
-	*out = s->cache[j].path;
 	return 0;
+}
+
+static int dir_path(struct side *s, uint64_t dir, const char **out);
+
+/*
+ * A path longer than BTRFS_IOC_INO_LOOKUP returns (4080 bytes), built
+ * from the directory's INODE_REF up to one it does return.
+ */
+static int path_from_ref(struct side *s, uint64_t dir, char **path)
+{
+	struct diff_inode in;
+	const char *above;
+	int ret = diff_inode_read(s->fd, dir, false, &in);
+
+	if (!ret && !in.nr_refs)
+		ret = -ENOENT;
+	if (!ret && in.ref[0].dir == dir)
+		ret = -ELOOP;
+	if (!ret)
+		ret = dir_path(s, in.ref[0].dir, &above);
+	if (!ret && asprintf(path, "%s%s%s", above, *above ? "/" : "",
+			     in.ref[0].name) < 0)
+		ret = -ENOMEM;
+	diff_inode_free(&in);
+	return ret;
+}
+
+/* A directory's path in one tree, by BTRFS_IOC_INO_LOOKUP, cached */
+static int dir_path(struct side *s, uint64_t dir, const char **out)
+{
+	struct btrfs_ioctl_ino_lookup_args args = { .objectid = dir };
+	char *path;
+	size_t len;
+	int ret;
+
+	*out = cache_get(s, dir);
+	if (*out)
+		return 0;
+	if (dir != BTRFS_FIRST_FREE_OBJECTID &&
+	    ioctl(s->fd, BTRFS_IOC_INO_LOOKUP, &args) < 0) {
+		if (errno != ENAMETOOLONG)
+			return -errno;
+		ret = path_from_ref(s, dir, &path);
+		if (ret)
+			return ret;
+	} else {
+		/* the kernel ends a path with '/' */
+		len = strnlen(args.name, sizeof(args.name));
+		if (len && args.name[len - 1] == '/')
+			len--;
+		path = strndup(args.name, len);
+		if (!path)
+			return -ENOMEM;
+	}
+	ret = cache_put(s, dir, path);
+	if (!ret)
+		*out = cache_get(s, dir);
+	return ret;
 }
 
 static void side_free(struct side *s)
