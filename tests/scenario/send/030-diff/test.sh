@@ -42,18 +42,19 @@ run_check btrfs -q subvolume snapshot -r "$V" "$SRC/s1"
 S0=$SRC/s0 S1=$SRC/s1
 
 out=$("$ENCIO" diff "$S0" "$S1") || _fail "encio diff failed"
-for want in "R	F	$S0/f2 -> $S1/f2b" "-	F	$S0/f3" "+	F	$S1/d/f4	data" \
-	"R	/	$S0/d/sub -> $S1/e/sub" "+	F	$S1/h3" "M	F	$S1/f1	data,size,times,xattrs" \
-	"M	@	$S1/link	owner,times" "M	F	$S1/e/sub/k	mode,times" "M	F	$S1/h	times,links"; do
-	grep -qxF -e "$want" <<<"$out" || _fail "no line '$want' in: $out"
+# (times where a clock tick passed since the snapshot before: it may not)
+for want in "R	F	$S0/f2 -> $S1/f2b" "-	F	$S0/f3" "\+	F	$S1/d/f4	data" \
+	"R	/	$S0/d/sub -> $S1/e/sub" "\+	F	$S1/h3" "M	F	$S1/f1	data,size(,times)?,xattrs" \
+	"M	@	$S1/link	owner(,times)?" "M	F	$S1/e/sub/k	mode(,times)?" "M	F	$S1/h	(times,)?links"; do
+	grep -qxE -e "$want" <<<"$out" || _fail "no line '$want' in: $out"
 done
 grep -q "fifo" <<<"$out" && _fail "the unchanged fifo is listed: $out"
 
 out=$("$ENCIO" diff -v "$S0" "$S1") || _fail "encio diff -v failed"
-grep -qE "^M	F	$S1/f1	data( [0-9]+\+[0-9]+)+,size,times,xattrs user.b$" <<<"$out" ||
+grep -qE "^M	F	$S1/f1	data( [0-9]+\+[0-9]+)+,size(,times)?,xattrs user.b$" <<<"$out" ||
 	_fail "f1's changes: $(grep "/f1" <<<"$out")"
-grep -qxF "M	@	$S1/link	owner,times" <<<"$out" || _fail "link's changes: $(grep link <<<"$out")"
-grep -qxF "M	F	$S1/h	times,links" <<<"$out" || _fail "h's changes: $(grep "/h" <<<"$out")"
+grep -qxE "M	@	$S1/link	owner(,times)?" <<<"$out" || _fail "link's changes: $(grep link <<<"$out")"
+grep -qxE "M	F	$S1/h	(times,)?links" <<<"$out" || _fail "h's changes: $(grep "/h" <<<"$out")"
 
 # -0: CHILD's paths of what came or changed, no directory, no removal
 "$ENCIO" diff -0 "$S0" "$S1" | tr '\0' '\n' | sort >"$TEST_TMP/list" || _fail "diff -0 failed"

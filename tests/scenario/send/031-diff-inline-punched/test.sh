@@ -17,6 +17,6 @@ run_check btrfs -q subvolume snapshot -r "$SRC/v" "$SRC/b"
 
 out=$("$ENCIO" diff -v "$SRC/a" "$SRC/b") || _fail "encio diff failed"
 echo "$out"
-grep -qxF "M	F	$SRC/b/f	data 0+1530,times" <<<"$out" || _fail "the punched inline data is not a change: $out"
+grep -qxE "M	F	$SRC/b/f	data 0\+1530(,times)?" <<<"$out" || _fail "the punched inline data is not a change: $out"
 run_check python3 "$TOP_SRCDIR/tests/random/difftest.py" diff-compare "$ENCIO" "$SRC/a" "$SRC/b"
 _log "ok"

@@ -22,7 +22,8 @@ run_check btrfs -q subvolume snapshot -r "$SRC/v" "$SRC/b"
 [ ${#rel} -gt 4080 ] || _fail "the tree is not deep enough: ${#rel}"
 
 out=$("$ENCIO" diff "$SRC/a" "$SRC/b") || _fail "encio diff failed: $out"
-grep -qxF "M	F	$SRC/b/$rel/f	data,size,times" <<<"$out" || _fail "the deep file's change is not listed: $out"
+# (times: a clock tick may not have passed since the file was made)
+grep -qxE "M	F	$SRC/b/$rel/f	data,size(,times)?" <<<"$out" || _fail "the deep file's change is not listed: $out"
 grep -qxF "+	F	$SRC/b/$rel/g	data" <<<"$out" || _fail "the deep new file is not listed: $out"
 n=$("$ENCIO" diff --format=json "$SRC/a" "$SRC/b" |
 	python3 -c 'import json, sys; print(sum(len(e["path"]) > 4080 for e in json.load(sys.stdin)["entries"]))') ||
