@@ -34,6 +34,7 @@ struct dir_path {
 
 struct side {
 	int fd;
+	struct tree_search *ts; /* the comparing thread's */
 	struct dir_path *cache; /* hashed by dir */
 	size_t cap, nr;
 };
@@ -147,7 +148,7 @@ static int path_from_ref(struct side *s, uint64_t dir, char **path)
 {
 	struct diff_inode in;
 	const char *above;
-	int ret = diff_inode_read(s->fd, dir, false, &in);
+	int ret = diff_inode_read(s->ts, s->fd, dir, false, &in);
 
 	if (!ret && !in.nr_refs)
 		ret = -ENOENT;
@@ -534,9 +535,10 @@ static int compare_inode(struct diff_ctx *ctx, uint64_t ino, uint32_t mode)
 	struct diff_inode p, c;
 	int ret;
 
-	ret = diff_inode_read(ctx->parent.fd, ino, whole, &p);
+	ret = diff_inode_read(ctx->parent.ts, ctx->parent.fd, ino, whole, &p);
 	if (!ret)
-		ret = diff_inode_read(ctx->child.fd, ino, whole, &c);
+		ret = diff_inode_read(ctx->child.ts, ctx->child.fd, ino, whole,
+				      &c);
 	if (ret)
 		goto out;
 	ctx->res->inodes++;
@@ -549,9 +551,11 @@ static int compare_inode(struct diff_ctx *ctx, uint64_t ino, uint32_t mode)
 	if (!changed && !pdir)
 		goto out;
 	if (p.present && (pdir || !S_ISDIR(p.mode)))
-		ret = diff_inode_read_rest(ctx->parent.fd, ino, &p);
+		ret = diff_inode_read_rest(ctx->parent.ts, ctx->parent.fd, ino,
+					   &p);
 	if (!ret && c.present && (cdir || !S_ISDIR(c.mode)))
-		ret = diff_inode_read_rest(ctx->child.fd, ino, &c);
+		ret = diff_inode_read_rest(ctx->child.ts, ctx->child.fd, ino,
+					   &c);
 	if (!ret && pdir)
 		ret = queue_entries(ctx, &p, same ? &c : NULL);
 	if (!ret && cdir)
@@ -585,16 +589,26 @@ static int entry_cmp(const void *a, const void *b)
 	return (int)(unsigned char)x->change - (int)(unsigned char)y->change;
 }
 
+static int both_info(int parent_fd, int child_fd,
+		     struct btrfs_util_subvolume_info *p,
+		     struct btrfs_util_subvolume_info *c)
+{
+	if (btrfs_util_subvolume_info_fd(parent_fd, 0, p) ||
+	    btrfs_util_subvolume_info_fd(child_fd, 0, c))
+		return errno ? -errno : -EINVAL;
+	return 0;
+}
+
 /* Where the two trees parted, from how one was made from the other */
 static int parted_at(int parent_fd, int child_fd, uint64_t *since,
 		     uint64_t gen[2])
 {
 	struct btrfs_util_subvolume_info p, c;
 	static const uint8_t zero[16];
+	int ret = both_info(parent_fd, child_fd, &p, &c);
 
-	if (btrfs_util_subvolume_info_fd(parent_fd, 0, &p) ||
-	    btrfs_util_subvolume_info_fd(child_fd, 0, &c))
-		return errno ? -errno : -EINVAL;
+	if (ret)
+		return ret;
 	if (!(p.flags & BTRFS_ROOT_SUBVOL_RDONLY) ||
 	    !(c.flags & BTRFS_ROOT_SUBVOL_RDONLY))
 		return -EROFS;
@@ -612,16 +626,16 @@ static int parted_at(int parent_fd, int child_fd, uint64_t *since,
 	return 0;
 }
 
-static int generations(int parent_fd, int child_fd, uint64_t gen[2])
+/* Whether a balance moved either tree since parted_at() gave @gen */
+static int moved_since(int parent_fd, int child_fd, const uint64_t gen[2],
+		       bool *moved)
 {
 	struct btrfs_util_subvolume_info p, c;
+	int ret = both_info(parent_fd, child_fd, &p, &c);
 
-	if (btrfs_util_subvolume_info_fd(parent_fd, 0, &p) ||
-	    btrfs_util_subvolume_info_fd(child_fd, 0, &c))
-		return errno ? -errno : -EINVAL;
-	gen[0] = p.generation;
-	gen[1] = c.generation;
-	return 0;
+	if (!ret)
+		*moved = p.generation != gen[0] || c.generation != gen[1];
+	return ret;
 }
 
 static int check_roots(int parent_fd, int child_fd, uint32_t *sectorsize)
@@ -683,10 +697,12 @@ static void *search_thread(void *arg)
 /* The inodes in ctx->todo compared, as they come */
 static int compare_some(struct diff_ctx *ctx)
 {
-	int ret;
+	struct tree_search ts;
+	int ret = tree_search_init(&ts, DIFF_SEARCH_BUF);
 
+	ctx->parent.ts = ctx->child.ts = &ts;
 	/* the list grows as directories lead to what they lost or gained */
-	for (;;) {
+	while (!ret) {
 		uint64_t ino;
 		uint32_t mode;
 
@@ -694,11 +710,11 @@ static int compare_some(struct diff_ctx *ctx)
 		if (ret <= 0)
 			break;
 		ret = compare_inode(ctx, ino, mode);
-		if (ret)
-			break;
 	}
 	if (ret)
 		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
+	ctx->parent.ts = ctx->child.ts = NULL;
+	tree_search_release(&ts);
 	return ret;
 }
 
@@ -840,8 +856,8 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 				.child.fd = child_fd,
 				.res = res };
 	struct diff_inoset todo;
-	uint64_t before[2], after[2];
-	bool stop = false;
+	bool stop = false, moved = false;
+	uint64_t gen[2];
 	int ret;
 
 	memset(res, 0, sizeof(*res));
@@ -857,7 +873,7 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	if (!ret && syncfs(child_fd))
 		ret = -errno;
 	if (!ret)
-		ret = parted_at(parent_fd, child_fd, &ctx.since, before);
+		ret = parted_at(parent_fd, child_fd, &ctx.since, gen);
 	if (ret)
 		return ret;
 	res->since = ctx.since;
@@ -871,16 +887,15 @@ int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 	}
 	ret = diff_searched(&ctx);
 	if (!ret)
-		ret = generations(parent_fd, child_fd, after);
-	if (!ret && (before[0] != after[0] || before[1] != after[1])) {
-		res->moved = true;
+		ret = moved_since(parent_fd, child_fd, gen, &moved);
+	if (!ret && moved) {
 		diff_result_free(res);
 		res->since = ctx.since;
+		res->moved = true;
 		diff_inoset_free(ctx.todo);
 		ret = diff_inoset_init(ctx.todo, 1);
 		if (!ret)
 			ret = diff_kernel(&ctx);
-		res->moved = true;
 	}
 out:
 	side_free(&ctx.parent);

@@ -20,6 +20,10 @@
 #include <stdint.h>
 
 #include "diff/diff.h"
+#include "fs/tree_search.h"
+
+/* a search buffer: any item fits (a leaf is at most 64 KiB) */
+#define DIFF_SEARCH_BUF (256 * 1024)
 
 struct diff_ref {
 	uint64_t dir;
@@ -58,7 +62,6 @@ struct diff_dirent {
 struct diff_inode {
 	bool present;
 	uint8_t item[160]; /* struct btrfs_inode_item */
-	uint64_t item_leaf_gen;
 	uint64_t gen;
 	uint64_t size;
 	uint32_t nlink, uid, gid, mode;
@@ -95,14 +98,6 @@ struct diff_inoset {
 	int err;	   /* the first of theirs */
 };
 
-static inline uint64_t diff_hash64(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
-}
-
 /* diff_items.c */
 int diff_inoset_init(struct diff_inoset *s, unsigned int searches);
 int diff_inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode);
@@ -116,8 +111,10 @@ int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
 /* the highest inode number the tree holds an item of */
 int diff_items_last_ino(int fd, uint64_t *ino);
 /* its items but directory entries and extents, or (@whole) all */
-int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in);
-int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in);
+int diff_inode_read(struct tree_search *ts, int fd, uint64_t ino, bool whole,
+		    struct diff_inode *in);
+int diff_inode_read_rest(struct tree_search *ts, int fd, uint64_t ino,
+			 struct diff_inode *in);
 void diff_inode_free(struct diff_inode *in);
 uint64_t diff_extent_end(const struct diff_extent *e, uint32_t sectorsize);
 

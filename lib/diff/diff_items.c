@@ -12,11 +12,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "base/hash.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
 #include "diff/diff_internal.h"
-
-#define SEARCH_BUF (256 * 1024)
 
 static int inoset_grow(struct diff_inoset *s)
 {
@@ -30,7 +29,7 @@ static int inoset_grow(struct diff_inoset *s)
 
 		if (!s->slot[i])
 			continue;
-		j = diff_hash64(s->slot[i]) & (cap - 1);
+		j = hash64(s->slot[i]) & (cap - 1);
 		while (slot[j])
 			j = (j + 1) & (cap - 1);
 		slot[j] = s->slot[i];
@@ -47,7 +46,7 @@ static bool inoset_has(const struct diff_inoset *s, uint64_t ino)
 
 	if (!s->cap)
 		return false;
-	for (j = diff_hash64(ino) & (s->cap - 1); s->slot[j];
+	for (j = hash64(ino) & (s->cap - 1); s->slot[j];
 	     j = (j + 1) & (s->cap - 1))
 		if (s->slot[j] == ino)
 			return true;
@@ -76,7 +75,7 @@ static int inoset_add(struct diff_inoset *s, uint64_t ino, uint32_t mode)
 		s->mode = m;
 		s->list_cap = cap;
 	}
-	j = diff_hash64(ino) & (s->cap - 1);
+	j = hash64(ino) & (s->cap - 1);
 	while (s->slot[j])
 		j = (j + 1) & (s->cap - 1);
 	s->slot[j] = ino;
@@ -150,68 +149,6 @@ void diff_inoset_free(struct diff_inoset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-typedef int (*item_fn)(void *arg, const struct btrfs_ioctl_search_header *sh,
-		       const uint8_t *item);
-
-/* Every item of the key range, of leaves newer than @since (0: all). */
-static int search(int fd, struct btrfs_ioctl_search_key *start, uint64_t since,
-		  item_fn fn, void *arg)
-{
-	struct btrfs_ioctl_search_args_v2 *args;
-	struct btrfs_ioctl_search_header sh;
-	struct btrfs_ioctl_search_key *k;
-	int ret = 0;
-
-	args = malloc(sizeof(*args) + SEARCH_BUF);
-	if (!args)
-		return -ENOMEM;
-	k = &args->key;
-	*k = *start;
-	k->tree_id = 0;
-	k->min_transid = since ? since + 1 : 0;
-	k->max_transid = UINT64_MAX;
-	for (;;) {
-		size_t pos = 0;
-		uint32_t i;
-
-		k->nr_items = UINT32_MAX;
-		args->buf_size = SEARCH_BUF;
-		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0) {
-			ret = -errno;
-			break;
-		}
-		if (!k->nr_items)
-			break;
-		for (i = 0; i < k->nr_items; i++) {
-			memcpy(&sh, args->buf + pos, sizeof(sh));
-			pos += sizeof(sh);
-			ret = fn(arg, &sh, (const uint8_t *)args->buf + pos);
-			if (ret)
-				goto out;
-			pos += sh.len;
-		}
-		/* the next key after the last one returned */
-		k->min_objectid = sh.objectid;
-		k->min_type = sh.type;
-		k->min_offset = sh.offset + 1;
-		if (sh.offset == UINT64_MAX) {
-			k->min_offset = 0;
-			k->min_type = sh.type + 1;
-			if (sh.type == UINT8_MAX) {
-				if (sh.objectid == k->max_objectid)
-					break;
-				k->min_type = 0;
-				k->min_objectid = sh.objectid + 1;
-			}
-		}
-		if (k->min_objectid > k->max_objectid)
-			break;
-	}
-out:
-	free(args);
-	return ret;
-}
-
 struct touched {
 	struct diff_inoset *set;
 	uint64_t since;
@@ -250,8 +187,13 @@ int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
 		.max_offset = UINT64_MAX,
 	};
 	struct touched t = { set, since, stop };
+	struct tree_search ts;
+	int ret = tree_search_init(&ts, DIFF_SEARCH_BUF);
 
-	return search(fd, &k, since, add_touched, &t);
+	if (!ret)
+		ret = tree_search_run(&ts, fd, &k, since, add_touched, &t);
+	tree_search_release(&ts);
+	return ret;
 }
 
 /* The first objectid at or after @ino that has an item; 0: none */
@@ -510,7 +452,6 @@ static int parse_inode_item(struct diff_inode *in,
 		return -EUCLEAN;
 	memcpy(in->item, p, sizeof(in->item));
 	in->present = true;
-	in->item_leaf_gen = sh->transid;
 	in->gen = le_get64(p);
 	in->size = le_get64(p + 16);
 	in->nlink = le_get32(p + 40);
@@ -549,7 +490,8 @@ static int read_item(void *arg, const struct btrfs_ioctl_search_header *sh,
  * and file extents too in the same search (DIR_ITEMs, which name what
  * DIR_INDEXes name, are skipped).
  */
-int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in)
+int diff_inode_read(struct tree_search *ts, int fd, uint64_t ino, bool whole,
+		    struct diff_inode *in)
 {
 	struct btrfs_ioctl_search_key k = {
 		.min_objectid = ino,
@@ -560,14 +502,15 @@ int diff_inode_read(int fd, uint64_t ino, bool whole, struct diff_inode *in)
 
 	memset(in, 0, sizeof(*in));
 	in->whole = whole;
-	return search(fd, &k, 0, read_item, in);
+	return tree_search_run(ts, fd, &k, 0, read_item, in);
 }
 
 /*
  * Its directory entries (DIR_INDEX: DIR_ITEMs name the same) and file
  * extents: a directory's or a large file's most items, read when needed.
  */
-int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in)
+int diff_inode_read_rest(struct tree_search *ts, int fd, uint64_t ino,
+			 struct diff_inode *in)
 {
 	if (in->whole)
 		return 0;
@@ -580,7 +523,7 @@ int diff_inode_read_rest(int fd, uint64_t ino, struct diff_inode *in)
 		.max_offset = UINT64_MAX,
 	};
 
-	return search(fd, &k, 0, read_item, in);
+	return tree_search_run(ts, fd, &k, 0, read_item, in);
 }
 
 void diff_inode_free(struct diff_inode *in)

@@ -23,6 +23,7 @@
 #include <btrfsutil.h>
 
 #include "base/fsutil.h"
+#include "base/hash.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
 #include "diff/diff_internal.h"
@@ -50,6 +51,7 @@ struct diff_kernel {
 	struct kchange *slot;
 	size_t cap, nr;
 	struct diff_inoset *todo;
+	char path[PATH_MAX], to[PATH_MAX]; /* the command's, with their NUL */
 };
 
 static struct kname *kname_new(const char *name, uint64_t ino)
@@ -233,8 +235,8 @@ static struct kchange *change_get(struct diff_kernel *k, uint64_t ino)
 		for (i = 0; i < k->cap; i++) {
 			if (!k->slot[i].ino)
 				continue;
-			for (j = diff_hash64(k->slot[i].ino) & (cap - 1);
-			     s[j].ino; j = (j + 1) & (cap - 1))
+			for (j = hash64(k->slot[i].ino) & (cap - 1); s[j].ino;
+			     j = (j + 1) & (cap - 1))
 				;
 			s[j] = k->slot[i];
 		}
@@ -242,7 +244,7 @@ static struct kchange *change_get(struct diff_kernel *k, uint64_t ino)
 		k->slot = s;
 		k->cap = cap;
 	}
-	for (j = diff_hash64(ino) & (k->cap - 1); k->slot[j].ino;
+	for (j = hash64(ino) & (k->cap - 1); k->slot[j].ino;
 	     j = (j + 1) & (k->cap - 1))
 		if (k->slot[j].ino == ino)
 			return &k->slot[j];
@@ -406,7 +408,7 @@ static int apply_data(struct diff_kernel *k, const struct stream_cmd *c,
 
 static int apply(struct diff_kernel *k, const struct stream_cmd *c)
 {
-	static char path[PATH_MAX], to[PATH_MAX];
+	char *path = k->path, *to = k->to;
 	uint64_t ino;
 	int ret;
 
@@ -416,7 +418,7 @@ static int apply(struct diff_kernel *k, const struct stream_cmd *c)
 	case BTRFS_SEND_C_END:
 		return 0;
 	}
-	ret = attr_str(c, BTRFS_SEND_A_PATH, path, sizeof(path));
+	ret = attr_str(c, BTRFS_SEND_A_PATH, path, PATH_MAX);
 	if (ret)
 		return ret;
 	switch (c->type) {
@@ -429,10 +431,10 @@ static int apply(struct diff_kernel *k, const struct stream_cmd *c)
 		ret = attr_u64(c, BTRFS_SEND_A_INO, &ino);
 		return ret ? ret : k_made(k, path, ino);
 	case BTRFS_SEND_C_RENAME:
-		ret = attr_str(c, BTRFS_SEND_A_PATH_TO, to, sizeof(to));
+		ret = attr_str(c, BTRFS_SEND_A_PATH_TO, to, PATH_MAX);
 		return ret ? ret : k_rename(k, path, to);
 	case BTRFS_SEND_C_LINK:
-		ret = attr_str(c, BTRFS_SEND_A_PATH_LINK, to, sizeof(to));
+		ret = attr_str(c, BTRFS_SEND_A_PATH_LINK, to, PATH_MAX);
 		return ret ? ret : k_link(k, path, to);
 	case BTRFS_SEND_C_UNLINK:
 	case BTRFS_SEND_C_RMDIR:
@@ -549,7 +551,7 @@ int diff_kernel_ranges(struct diff_kernel *k, uint64_t ino,
 	memset(rs, 0, sizeof(*rs));
 	if (!k->cap)
 		return 0;
-	for (j = diff_hash64(ino) & (k->cap - 1); k->slot[j].ino;
+	for (j = hash64(ino) & (k->cap - 1); k->slot[j].ino;
 	     j = (j + 1) & (k->cap - 1))
 		if (k->slot[j].ino == ino) {
 			*rs = k->slot[j].ranges;

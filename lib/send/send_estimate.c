@@ -16,14 +16,15 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/hash.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
+#include "fs/tree_search.h"
 #include "send/send.h"
 #include "send/send_internal.h"
 
@@ -47,14 +48,6 @@ struct est_table {
 	uint64_t *extents; /* disk_bytenr + 1 of extents seen; 0: free */
 	size_t ext_cap, ext_nr;
 };
-
-static uint64_t hash64(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return v;
-}
 
 static int inode_grow(struct est_table *t)
 {
@@ -294,62 +287,34 @@ static uint64_t table_total(struct est_table *t)
 	return total;
 }
 
-/* The next key after the last one a search returned. */
-static void key_next(struct btrfs_ioctl_search_key *k, uint64_t objectid,
-		     uint32_t type, uint64_t offset)
+struct estimate_walk {
+	struct send_estimate *est;
+	struct est_table *t;
+};
+
+static int count_one(void *arg, const struct btrfs_ioctl_search_header *sh,
+		     const uint8_t *item)
 {
-	k->min_objectid = objectid;
-	k->min_type = type;
-	k->min_offset = offset + 1;
-	if (offset == UINT64_MAX) {
-		k->min_offset = 0;
-		k->min_type = type + 1;
-		if (type == UINT8_MAX) {
-			k->min_type = 0;
-			k->min_objectid = objectid + 1;
-		}
-	}
+	struct estimate_walk *w = arg;
+
+	if (__atomic_load_n(&w->est->stop, __ATOMIC_RELAXED))
+		return -EINTR;
+	return count_item(w->est, w->t, sh, item);
 }
 
 static int estimate_search(struct send_estimate *est, struct est_table *t,
-			   struct btrfs_ioctl_search_args_v2 *args)
+			   struct tree_search *ts)
 {
-	struct btrfs_ioctl_search_header sh;
-	struct btrfs_ioctl_search_key *k = &args->key;
-	size_t pos;
-	uint32_t i;
-	int ret;
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = BTRFS_FIRST_FREE_OBJECTID,
+		.max_objectid = BTRFS_LAST_FREE_OBJECTID,
+		.max_type = BTRFS_EXTENT_DATA_KEY,
+		.max_offset = UINT64_MAX,
+	};
+	struct estimate_walk w = { est, t };
 
-	memset(k, 0, sizeof(*k));
-	k->min_objectid = BTRFS_FIRST_FREE_OBJECTID;
-	k->max_objectid = BTRFS_LAST_FREE_OBJECTID;
-	k->max_type = BTRFS_EXTENT_DATA_KEY;
-	k->max_offset = UINT64_MAX;
 	/* an incremental's: only the leaves written since (find-new's way) */
-	k->min_transid = est->since ? est->since + 1 : 0;
-	k->max_transid = UINT64_MAX;
-	for (;;) {
-		if (__atomic_load_n(&est->stop, __ATOMIC_RELAXED))
-			return -EINTR;
-		k->nr_items = UINT32_MAX;
-		args->buf_size = ESTIMATE_BUF;
-		if (ioctl(est->root_fd, BTRFS_IOC_TREE_SEARCH_V2, args) < 0)
-			return -errno;
-		if (!k->nr_items)
-			return 0;
-		for (i = 0, pos = 0; i < k->nr_items; i++) {
-			memcpy(&sh, args->buf + pos, sizeof(sh));
-			pos += sizeof(sh);
-			ret = count_item(est, t, &sh,
-					 (const uint8_t *)args->buf + pos);
-			if (ret)
-				return ret;
-			pos += sh.len;
-		}
-		if (sh.objectid >= BTRFS_LAST_FREE_OBJECTID)
-			return 0;
-		key_next(k, sh.objectid, sh.type, sh.offset);
-	}
+	return tree_search_run(ts, est->root_fd, &k, est->since, count_one, &w);
 }
 
 /*
@@ -358,7 +323,7 @@ static int estimate_search(struct send_estimate *est, struct est_table *t,
  * from the rest, counted by the caller's est->count (-n's walk).
  */
 static int estimate_root(struct send_estimate *est, const char *root,
-			 struct btrfs_ioctl_search_args_v2 *args)
+			 struct tree_search *ts)
 {
 	struct est_table t = { 0 };
 	struct statfs sfs;
@@ -375,7 +340,7 @@ static int estimate_root(struct send_estimate *est, const char *root,
 		est->root_fd = -1;
 		return est->count(root, est->count_arg, &est->sum);
 	}
-	ret = estimate_search(est, &t, args);
+	ret = estimate_search(est, &t, ts);
 	/* its SUBVOL or SNAPSHOT and its END */
 	if (!ret)
 		est->sum += table_total(&t) + 2 * 128;
@@ -389,8 +354,8 @@ static int estimate_root(struct send_estimate *est, const char *root,
 static void *estimate_thread(void *arg)
 {
 	struct send_estimate *est = arg;
-	struct btrfs_ioctl_search_args_v2 *args;
 	struct sched_param idle = { 0 };
+	struct tree_search ts;
 	size_t i;
 	int ret = 0;
 
@@ -400,15 +365,13 @@ static void *estimate_thread(void *arg)
 	 */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 
-	args = malloc(sizeof(*args) + ESTIMATE_BUF);
-	if (!args)
-		ret = -ENOMEM;
+	ret = tree_search_init(&ts, ESTIMATE_BUF);
 	for (i = 0; !ret && i < est->nr; i++)
-		ret = estimate_root(est, est->roots[i], args);
+		ret = estimate_root(est, est->roots[i], &ts);
 	if (!ret)
 		__atomic_store_n(&est->bytes, est->sum ?: 1, __ATOMIC_RELEASE);
 	est->err = ret;
-	free(args);
+	tree_search_release(&ts);
 	return NULL;
 }
 
