@@ -124,7 +124,8 @@ static void *prefetch_thread(void *arg)
 	args = calloc(1, sizeof(*args) + PREFETCH_BUF_SIZE);
 	if (!args)
 		return NULL;
-	/* tree_id 0: the subvolume of the fd; every key of it. */
+	/* tree_id 0: the subvolume of the fd; every key of it from p->from */
+	args->key.min_objectid = p->from;
 	args->key.max_objectid = UINT64_MAX;
 	args->key.max_type = UINT8_MAX;
 	args->key.max_offset = UINT64_MAX;
@@ -145,7 +146,8 @@ static void *prefetch_thread(void *arg)
 }
 
 void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
-			 const struct stat *st, const uint64_t *walked)
+			 const struct stat *st, const uint64_t *walked,
+			 uint64_t from)
 {
 	long fs_type;
 	bool frozen;
@@ -158,6 +160,7 @@ void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
 		return;
 	p->walked = walked;
 	p->walked_base = *walked;
+	p->from = from;
 	p->dev = st->st_dev;
 	p->track_xattrs = !extent_fs_kind(p->fd, &fs_type, &frozen) && frozen;
 	pthread_mutex_init(&p->xattr_lock, NULL);
@@ -175,7 +178,7 @@ int meta_prefetch_has_xattrs(struct meta_prefetch *p, const struct stat *st)
 	size_t lo = 0, hi;
 	int ret;
 
-	if (!p->running || st->st_dev != p->dev ||
+	if (!p->running || st->st_dev != p->dev || st->st_ino < p->from ||
 	    st->st_ino >= __atomic_load_n(&p->read_below, __ATOMIC_ACQUIRE))
 		return -1;
 	pthread_mutex_lock(&p->xattr_lock);

@@ -38,6 +38,7 @@ struct meta_prefetch {
 	size_t nr_xattr_inos;
 	size_t cap_xattr_inos;
 	uint64_t read_below; /* atomic: every inode below it read whole */
+	uint64_t from;	     /* and above this one */
 };
 
 /*
@@ -46,10 +47,12 @@ struct meta_prefetch {
  * inside one, whose subvolume may hold much more than the walk. It is only
  * a hint: where it cannot start or its search fails (not btrfs, no
  * CAP_SYS_ADMIN), the walk goes on as without it. @walked is read to keep
- * the reading at most PREFETCH_LEAD_INODES ahead.
+ * the reading at most PREFETCH_LEAD_INODES ahead. It reads from inode
+ * @from on (0: all), and knows nothing of those before.
  */
 void meta_prefetch_start(struct meta_prefetch *p, int dir_fd, const char *path,
-			 const struct stat *st, const uint64_t *walked);
+			 const struct stat *st, const uint64_t *walked,
+			 uint64_t from);
 
 /*
  * Whether the inode of @st has xattrs: 1 or 0 where the reading knows (a

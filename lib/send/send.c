@@ -192,6 +192,12 @@ static int send_create(struct send_ctx *ctx, const char *path,
 		cmd = BTRFS_SEND_C_MKNOD;
 		break;
 	}
+	ctx->creates++;
+	if (ctx->names_only)
+		return 0;
+	if (stream_writer_blind(&ctx->w) &&
+	    ctx->creates == ctx->w.skip->anchor.creates)
+		stream_writer_at_anchor(&ctx->w, st->st_ino);
 	stream_begin_cmd(&ctx->w, cmd);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_u64(&ctx->w, BTRFS_SEND_A_INO, st->st_ino);
@@ -222,6 +228,8 @@ static int send_symlink(struct send_ctx *ctx, int dirfd, const char *name,
 static int send_two_paths(struct send_ctx *ctx, uint16_t cmd, const char *path,
 			  const char *other)
 {
+	if (ctx->names_only)
+		return 0;
 	stream_begin_cmd(&ctx->w, cmd);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, path);
 	stream_put_string(&ctx->w,
@@ -550,16 +558,200 @@ static int send_dirs_meta(struct send_ctx *ctx)
 	return ret;
 }
 
+/*
+ * The read-ahead thread takes no SIGINT or SIGTERM: they are for this
+ * thread, whose waits they interrupt.
+ */
+static void prefetch_start(struct send_ctx *ctx, int fd, const struct stat *st,
+			   uint64_t from)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	meta_prefetch_start(&ctx->prefetch, fd, ".", st, &ctx->walked, from);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * The commands that make an inode in the group of the inode at @pos of
+ * the walk's order (@links links): directories made under orphan names
+ * for it, and its own.
+ */
+static uint64_t group_creates(const struct send_walk *w, size_t pos,
+			      size_t links)
+{
+	const struct send_node *n = &w->nodes[w->order[pos]];
+	uint32_t dir;
+	uint64_t c = 1;
+	size_t i, j;
+
+	if (n->type == DT_DIR)
+		return !w->nodes[n->parent].created + !n->created;
+	for (i = 0; i < links; i++) {
+		dir = w->nodes[w->order[pos + i]].parent;
+		for (j = 0; j < i; j++)
+			if (w->nodes[w->order[pos + j]].parent == dir)
+				break;
+		c += j == i && !w->nodes[dir].created;
+	}
+	return c;
+}
+
+static bool ino_listed(const uint64_t *inos, size_t nr, uint64_t ino)
+{
+	size_t lo = 0, hi = nr, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (inos[mid] == ino)
+			return true;
+		if (inos[mid] < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * A regular file before the resume point that may share: opened, mapped
+ * and remembered as sent (under its link @best) as the walk would have.
+ */
+static int note_sent_file(struct send_ctx *ctx, uint32_t node, uint32_t best)
+{
+	const struct send_node *n = &ctx->walk.nodes[node];
+	struct extent_map map;
+	char at[PATH_MAX];
+	struct stat st;
+	int dirfd, fd, ret;
+
+	send_walk_set_src(ctx, node);
+	dirfd = send_walk_dirfd(ctx, n->parent);
+	if (dirfd < 0)
+		return dirfd;
+	fd = file_open_map(ctx, dirfd, n->name, &st, &map);
+	if (fd < 0)
+		return fd;
+	if (st.st_ino != n->ino)
+		ret = send_fail(ctx, EAGAIN, "send (replaced while read)", 0,
+				false);
+	else
+		ret = node_path(ctx, best, at);
+	if (!ret && ctx->probe.read_mode != ENCIO_IO_NONE) {
+		ctx->walk_node = best;
+		ret = send_share_note(ctx, fd, at, &map);
+		ctx->walk_node = SEND_NODE_NONE;
+		if (ret)
+			ret = send_fail(ctx, ret, "map extents of", 0, false);
+	}
+	extent_map_release(&map);
+	close(fd);
+	return ret;
+}
+
+/*
+ * The group of the inode at @pos (@links links) as sent before the resume
+ * point: its directories marked made, and, a regular file listed in
+ * @shared, remembered as sent.
+ */
+static int pass_group(struct send_ctx *ctx, size_t pos, size_t links,
+		      const uint64_t *shared, size_t nr_shared)
+{
+	const struct send_walk *w = &ctx->walk;
+	const struct send_node *n = &w->nodes[w->order[pos]];
+	struct send_pending p = { .node = w->order[pos],
+				  .link = pos,
+				  .nr_links = links };
+	uint32_t best = p.node;
+	int ret;
+
+	if (n->type == DT_DIR)
+		return send_dir_node(ctx, p.node);
+	ret = place_links(ctx, &p, &best);
+	ctx->creates++;
+	if (ret || n->type != DT_REG || !ino_listed(shared, nr_shared, n->ino))
+		return ret;
+	return note_sent_file(ctx, p.node, best);
+}
+
+/*
+ * Whether the subvolume being sent is a resume's, with an anchor, and
+ * cannot hold the stream's own file (which the walk leaves out, by stat).
+ */
+static bool may_go_to_anchor(const struct send_ctx *ctx)
+{
+	return ctx->w.skip && resume_point_anchored(ctx->w.skip) &&
+	       ctx->out_st.st_dev != ctx->root_dev;
+}
+
+/*
+ * A resume whose point has an anchor (resume.h) goes there from the
+ * walk's names: the groups of inodes before the one that makes the anchor
+ * are passed without a command put, their files unread but those that may
+ * share, and the writer drops what comes after uncounted up to the
+ * anchor. *@from: the place in the walk's order to go on from.
+ */
+static int go_to_anchor(struct send_ctx *ctx, struct share_candidates *c,
+			size_t *from)
+{
+	const struct resume_point *p = ctx->w.skip;
+	const struct send_walk *w = &ctx->walk;
+	const uint64_t *shared = c->inos;
+	size_t i, links, nr_shared = c->nr;
+	int ret;
+
+	*from = 0;
+	ctx->names_only = true;
+	for (i = 0, ret = 0; !ret && i < w->nr_order; i += links) {
+		for (links = 1; i + links < w->nr_order &&
+				w->nodes[w->order[i + links]].ino ==
+					w->nodes[w->order[i]].ino;
+		     links++)
+			;
+		if (ctx->creates + group_creates(w, i, links) >=
+		    p->anchor.creates)
+			break;
+		ret = send_stopped(ctx) ?:
+			      pass_group(ctx, i, links, shared, nr_shared);
+	}
+	ctx->names_only = false;
+	if (ret)
+		return ret;
+	stream_writer_skip_to_anchor(&ctx->w);
+	*from = i;
+	return 0;
+}
+
 /* The tree at @fd (@st), its entries in inode-number order. */
 static int send_walk_tree(struct send_ctx *ctx, int fd, const struct stat *st)
 {
 	struct send_pending batch[SEND_BATCH];
-	size_t i, n, taken;
+	struct share_candidates shared;
+	const struct resume_point *p = ctx->w.skip;
+	bool anchored = may_go_to_anchor(ctx);
+	size_t i = 0, n, taken;
 	int ret;
 
+	if (anchored)
+		send_share_candidates_start(&shared, ctx, fd, st,
+					    p->anchor.ino);
 	ret = send_walk_list(ctx, fd, ctx->src, st);
+	/* a search refused: the resume reads what comes before its point */
+	if (anchored && !send_share_candidates_wait(&shared) && !ret)
+		ret = go_to_anchor(ctx, &shared, &i);
+	if (anchored)
+		free(shared.inos);
+	if (!ret && anchored)
+		prefetch_start(ctx, fd, st,
+			       stream_writer_blind(&ctx->w) &&
+					       i < ctx->walk.nr_order ?
+				       ctx->walk.nodes[ctx->walk.order[i]].ino :
+				       0);
 	ctx->nr_pieces = 0;
-	for (i = 0; !ret && i < ctx->walk.nr_order; i += taken) {
+	for (; !ret && i < ctx->walk.nr_order; i += taken) {
 		n = 0;
 		taken = 0;
 		while (i + taken < ctx->walk.nr_order &&
@@ -610,22 +802,6 @@ int send_source_kind(const char *path, enum send_source *kind,
 	return 0;
 }
 
-/*
- * The read-ahead thread takes no SIGINT or SIGTERM: they are for this
- * thread, whose waits they interrupt.
- */
-static void prefetch_start(struct send_ctx *ctx, int fd, const struct stat *st)
-{
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	meta_prefetch_start(&ctx->prefetch, fd, ".", st, &ctx->walked);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
 /* SUBVOL: the subvolume's UUID and ctransid, or a fresh UUID for a dir. */
 static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 {
@@ -655,6 +831,7 @@ static int send_subvol(struct send_ctx *ctx, int fd, const char *name)
 		uuid[8] = (uuid[8] & 0x3f) | 0x80;
 	}
 	ctx->w.layout = send_layout(ctx);
+	ctx->creates = 0;
 	stream_begin_cmd(&ctx->w, BTRFS_SEND_C_SUBVOL);
 	stream_put_string(&ctx->w, BTRFS_SEND_A_PATH, name);
 	stream_put_uuid(&ctx->w, BTRFS_SEND_A_UUID, uuid);
@@ -697,7 +874,9 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		goto out;
 	}
 	ctx->root_dev = st.st_dev;
-	prefetch_start(ctx, fd, &st);
+	/* a resume going to its anchor reads ahead from there (walk_tree) */
+	if (!may_go_to_anchor(ctx))
+		prefetch_start(ctx, fd, &st, 0);
 	ret = send_subvol(ctx, fd, name);
 	if (ret)
 		goto out;

@@ -180,6 +180,10 @@ struct send_ctx {
 	uint32_t check_src;		 /* its share file + 1; 0: none */
 	/* counted data reached the resume point: read from this offset */
 	uint64_t data_from;
+	/* commands that made an inode, in the subvolume's stream so far */
+	uint64_t creates;
+	/* a resume going to its anchor: the walk's names, nothing put */
+	bool names_only;
 	/* progress: the stream's size, estimated beside the send */
 	struct send_estimate est;
 };
@@ -340,6 +344,42 @@ bool send_share_batchable(struct send_ctx *ctx, int fd, const struct stat *st,
 			  const struct extent_map *map);
 int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		   const struct extent_map *map);
+/*
+ * A file sent before a resume point: what send_share_map() remembers of
+ * it, and no piece.
+ */
+int send_share_note(struct send_ctx *ctx, int fd, const char *path,
+		    const struct extent_map *map);
+/*
+ * The inodes below @below of the subvolume at @root_fd (@root_st) that
+ * have an extent send_share_map() may remember, ascending, into *@inos
+ * (to free): those a resume must open before its point. From one tree
+ * search of their extent items; none where sharing is off or nothing of
+ * the filesystem is shared. 0 or -errno (a search refused: not known).
+ */
+int send_share_candidates(struct send_ctx *ctx, int root_fd,
+			  const struct stat *root_st, uint64_t below,
+			  uint64_t **inos, size_t *nr);
+/*
+ * send_share_candidates() on a thread, while the walk lists the tree
+ * (which touches nothing of the share index); _wait() its result.
+ */
+struct share_candidates {
+	struct send_ctx *ctx;
+	int fd;
+	struct stat st;
+	uint64_t below;
+	uint64_t *inos;
+	size_t nr;
+	int ret;
+	pthread_t thread;
+	bool started;
+};
+
+void send_share_candidates_start(struct share_candidates *c,
+				 struct send_ctx *ctx, int root_fd,
+				 const struct stat *root_st, uint64_t below);
+int send_share_candidates_wait(struct share_candidates *c);
 /*
  * The walk of a subvolume ends: the files it sent are named by their final
  * paths from now on. -ENOMEM, else 0.

@@ -12,11 +12,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/tree_search.h"
 #include "send/send_internal.h"
 
 int send_share_begin(struct send_ctx *ctx, const char *const *paths, size_t nr)
@@ -231,8 +234,13 @@ static enum share_cut cut_of(const struct file_extent *fe)
 							SHARE_CUT_ANY;
 }
 
-int send_share_map(struct send_ctx *ctx, int fd, const char *path,
-		   const struct extent_map *map)
+/*
+ * The pieces of @map planned, its ranges remembered as sent by @path: the
+ * pieces pushed if @push, else left (a file sent before a resume point).
+ * Whether it may share is asked first.
+ */
+static int share_map(struct send_ctx *ctx, int fd, const char *path,
+		     const struct extent_map *map, bool push)
 {
 	struct share_plan plan = { 0 };
 	size_t first = ctx->nr_pieces, i;
@@ -242,7 +250,7 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 
 	if (!ctx->share_on || !ctx->nr_subvols || fstat(fd, &st) ||
 	    send_share_batchable(ctx, fd, &st, map))
-		return send_map_pieces(ctx, map);
+		return push ? send_map_pieces(ctx, map) : 0;
 	ret = share_fs_of(&ctx->share, fd, &st, &fs) ?:
 		      new_file(ctx, fd, path, &file);
 	for (i = 0; !ret && i < map->nr; i++) {
@@ -255,11 +263,96 @@ int send_share_map(struct send_ctx *ctx, int fd, const char *path,
 		if (end > map->size)
 			end = map->size;
 		plan.nr = 0;
-		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end, map->size, cut_of(fe), file, &plan) ?:
-			      push_plan(ctx, first, &plan, fe);
+		ret = share_plan_range(&ctx->share, fs, fe, fe->offset, end,
+				       map->size, cut_of(fe), file, &plan);
+		if (!ret && push)
+			ret = push_plan(ctx, first, &plan, fe);
 	}
 	share_plan_release(&plan);
 	return ret;
+}
+
+int send_share_map(struct send_ctx *ctx, int fd, const char *path,
+		   const struct extent_map *map)
+{
+	return share_map(ctx, fd, path, map, true);
+}
+
+int send_share_note(struct send_ctx *ctx, int fd, const char *path,
+		    const struct extent_map *map)
+{
+	return share_map(ctx, fd, path, map, false);
+}
+
+/* The tree search's items: the inodes with an extent that may be shared. */
+struct may_share_search {
+	struct send_ctx *ctx;
+	uint32_t fs;
+	uint64_t *inos;
+	size_t nr, cap;
+};
+
+static int may_share_item(void *arg, const struct btrfs_ioctl_search_header *sh,
+			  const uint8_t *item)
+{
+	struct may_share_search *m = arg;
+	struct file_extent fe;
+	uint64_t *v;
+
+	if (sh->type != BTRFS_EXTENT_DATA_KEY ||
+	    (m->nr && m->inos[m->nr - 1] == sh->objectid) ||
+	    extent_item_parse(item, sh->len, sh->offset, &fe) ||
+	    fe.kind != EXTENT_REGULAR ||
+	    !share_extent_may_share(&m->ctx->share, m->fs, &fe))
+		return 0;
+	if (m->nr == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 256;
+		v = realloc(m->inos, m->cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->inos = v;
+	}
+	m->inos[m->nr++] = sh->objectid;
+	return 0;
+}
+
+int send_share_candidates(struct send_ctx *ctx, int root_fd,
+			  const struct stat *root_st, uint64_t below,
+			  uint64_t **inos, size_t *nr)
+{
+	struct may_share_search m = { .ctx = ctx };
+	struct btrfs_ioctl_search_key key = {
+		.min_objectid = BTRFS_FIRST_FREE_OBJECTID,
+		.max_objectid = below - 1,
+		.min_type = BTRFS_EXTENT_DATA_KEY,
+		.max_type = BTRFS_EXTENT_DATA_KEY,
+		.max_offset = UINT64_MAX,
+		.max_transid = UINT64_MAX,
+	};
+	struct tree_search ts;
+	const struct share_fs *f;
+	int ret;
+
+	*inos = NULL;
+	*nr = 0;
+	if (!ctx->share_on || !ctx->nr_subvols ||
+	    share_fs_of(&ctx->share, root_fd, root_st, &m.fs))
+		return 0;
+	f = &ctx->share.fs[m.fs];
+	if ((!f->all && !f->nr_multi) || below <= BTRFS_FIRST_FREE_OBJECTID)
+		return 0;
+	ret = tree_search_init(&ts, 256 * 1024);
+	if (ret)
+		return ret;
+	ret = tree_search_run(&ts, root_fd, &key, 0, may_share_item, &m);
+	tree_search_release(&ts);
+	if (ret) {
+		free(m.inos);
+		return ret;
+	}
+	*inos = m.inos;
+	*nr = m.nr;
+	return 0;
 }
 
 static int send_clone(struct send_ctx *ctx, const char *path,
@@ -396,4 +489,43 @@ void send_clone_checks_end(struct send_ctx *ctx)
 	if (ctx->check_src)
 		extent_map_release(&ctx->check_src_map);
 	ctx->check_src = 0;
+}
+
+static void *candidates_thread(void *arg)
+{
+	struct share_candidates *c = arg;
+
+	c->ret = send_share_candidates(c->ctx, c->fd, &c->st, c->below,
+				       &c->inos, &c->nr);
+	return NULL;
+}
+
+/* The thread takes no SIGINT or SIGTERM: they are for the walk's. */
+void send_share_candidates_start(struct share_candidates *c,
+				 struct send_ctx *ctx, int root_fd,
+				 const struct stat *root_st, uint64_t below)
+{
+	sigset_t block, old;
+
+	memset(c, 0, sizeof(*c));
+	c->ctx = ctx;
+	c->fd = root_fd;
+	c->st = *root_st;
+	c->below = below;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	c->started = !pthread_create(&c->thread, NULL, candidates_thread, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int send_share_candidates_wait(struct share_candidates *c)
+{
+	if (c->started)
+		pthread_join(c->thread, NULL);
+	else
+		candidates_thread(c);
+	c->started = false;
+	return c->ret;
 }

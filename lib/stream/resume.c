@@ -55,20 +55,40 @@ size_t resume_point_pack(const struct resume_point *p, uint8_t *buf)
 	q += 4;
 	*q++ = (uint8_t)name_len;
 	memcpy(q, p->name, name_len);
-	return (size_t)(q - buf) + name_len;
+	q += name_len;
+	q = put64(q, p->anchor.creates);
+	q = put64(q, p->anchor.ino);
+	q = put64(q, p->anchor.position);
+	q = put64(q, p->anchor.fingerprint);
+	q = put64(q, p->anchor.shape);
+	q = put64(q, p->anchor.commands);
+	return (size_t)(q - buf);
+}
+
+static void unpack_anchor(const uint8_t *q, struct resume_anchor *a)
+{
+	a->creates = le_get64(q);
+	a->ino = le_get64(q + 8);
+	a->position = le_get64(q + 16);
+	a->fingerprint = le_get64(q + 24);
+	a->shape = le_get64(q + 32);
+	a->commands = le_get64(q + 40);
 }
 
 int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 			size_t *used)
 {
 	const size_t fixed = 1 + 2 * (BTRFS_UUID_SIZE + 8) + 6 * 8 + 4 + 1;
+	const size_t anchor = 6 * 8;
 	const uint8_t *q = buf + 1;
-	size_t name_len;
+	size_t name_len, tail;
 
-	if (len < fixed || buf[0] != RESUME_TOKEN_VERSION)
+	if (len < fixed || (buf[0] != RESUME_TOKEN_VERSION &&
+			    buf[0] != RESUME_TOKEN_VERSION - 1))
 		return -EINVAL;
+	tail = buf[0] == RESUME_TOKEN_VERSION ? anchor : 0;
 	name_len = buf[fixed - 1];
-	if (!name_len || len < fixed + name_len)
+	if (!name_len || len < fixed + name_len + tail)
 		return -EINVAL;
 	memset(p, 0, sizeof(*p));
 	memcpy(p->uuid, q, BTRFS_UUID_SIZE);
@@ -92,7 +112,11 @@ int resume_point_unpack(const uint8_t *buf, size_t len, struct resume_point *p,
 	p->name[name_len] = '\0';
 	if (strlen(p->name) != name_len || strchr(p->name, '/'))
 		return -EINVAL;
-	*used = fixed + name_len;
+	if (tail)
+		unpack_anchor(buf + fixed + name_len, &p->anchor);
+	else
+		p->anchor.creates = RESUME_ANCHOR_UNKNOWN;
+	*used = fixed + name_len + tail;
 	return 0;
 }
 
@@ -123,9 +147,12 @@ int resume_token_decode(const char *token, struct resume_point *p)
 	uint8_t buf[RESUME_POINT_PACKED_MAX + 4];
 	size_t hex_len, len, i, used;
 	uint32_t crc;
-	int hi, lo;
+	int hi, lo, version;
 
-	if (token[0] != '0' + RESUME_TOKEN_VERSION || token[1] != '-')
+	version = token[0] - '0';
+	if ((version != RESUME_TOKEN_VERSION &&
+	     version != RESUME_TOKEN_VERSION - 1) ||
+	    token[1] != '-')
 		return -EINVAL;
 	token += 2;
 	hex_len = strlen(token);
@@ -143,7 +170,8 @@ int resume_token_decode(const char *token, struct resume_point *p)
 	memcpy(&crc, buf + len, sizeof(crc));
 	if (le32toh(crc) != crc32c(0, buf, len))
 		return -EINVAL;
-	if (resume_point_unpack(buf, len, p, &used) || used != len)
+	if (buf[0] != version || resume_point_unpack(buf, len, p, &used) ||
+	    used != len)
 		return -EINVAL;
 	return 0;
 }

@@ -13,7 +13,10 @@
  * an ENCIO_RESUME command that names the point again. A stream the kernel
  * computes is regenerated up to the point and checked against the first
  * fingerprint; a tree encio walks is skipped up to the point from its
- * metadata alone, no data read, and checked against the second.
+ * metadata alone, no data read, and checked against the second. The point
+ * also names its anchor, the last command before it that made an inode:
+ * a walked tree's resume goes there from the tree's names alone, no inode
+ * before it read, and is checked against the shape from there on.
  */
 #ifndef ENCIO_RESUME_H
 #define ENCIO_RESUME_H
@@ -25,9 +28,10 @@
 
 #include "base/kernel.h"
 
-#define RESUME_POINT_PACKED_MAX (116 + NAME_MAX)
-#define RESUME_TOKEN_VERSION 2
-/* "2-" and the hex of the point and its crc32c */
+#define RESUME_POINT_PACKED_MAX (116 + NAME_MAX + 6 * 8)
+/* Version 2 had no anchor: its points are still read. */
+#define RESUME_TOKEN_VERSION 3
+/* "3-" and the hex of the point and its crc32c */
 #define RESUME_TOKEN_MAX (2 + 2 * (RESUME_POINT_PACKED_MAX + 4) + 1)
 
 struct resume_point {
@@ -48,7 +52,33 @@ struct resume_point {
 	 */
 	uint64_t layout;
 	uint32_t flags; /* RESUME_POINT_* */
+	/*
+	 * The last command before the position that made an inode (MKFILE,
+	 * MKDIR, MKNOD, MKFIFO, MKSOCK or SYMLINK, with its INO): its number
+	 * among those of the subvolume's stream, its INO, and the position,
+	 * fingerprints and count of the commands before it.
+	 */
+	struct resume_anchor {
+		uint64_t creates; /* 0: none yet; RESUME_ANCHOR_UNKNOWN */
+		uint64_t ino;
+		uint64_t position;
+		uint64_t fingerprint;
+		uint64_t shape;
+		uint64_t commands;
+	} anchor;
 };
+
+/* A point of version 2 (and all that follow it) has no anchor. */
+#define RESUME_ANCHOR_UNKNOWN UINT64_MAX
+
+/* Whether @p's anchor may be gone to (a point's own, checked). */
+static inline bool resume_point_anchored(const struct resume_point *p)
+{
+	return p->anchor.creates &&
+	       p->anchor.creates != RESUME_ANCHOR_UNKNOWN &&
+	       p->anchor.position < p->position &&
+	       p->anchor.commands < p->commands;
+}
 
 /*
  * The point ends a stream file cut short (stream_file_point()): the rest

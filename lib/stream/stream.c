@@ -641,6 +641,20 @@ uint64_t stream_cmd_layout(const struct stream_cmd *cmd)
 	return a->present && a->len == 8 ? le_get64(a->data) : 0;
 }
 
+bool stream_cmd_makes_inode(uint16_t type)
+{
+	switch (type) {
+	case BTRFS_SEND_C_MKFILE:
+	case BTRFS_SEND_C_MKDIR:
+	case BTRFS_SEND_C_MKNOD:
+	case BTRFS_SEND_C_MKFIFO:
+	case BTRFS_SEND_C_MKSOCK:
+	case BTRFS_SEND_C_SYMLINK:
+		return true;
+	}
+	return false;
+}
+
 void stream_point_add(struct resume_point *p, uint64_t *base,
 		      const struct stream_cmd *cmd, uint64_t end)
 {
@@ -651,6 +665,19 @@ void stream_point_add(struct resume_point *p, uint64_t *base,
 	    cmd->type == BTRFS_SEND_C_SNAPSHOT) {
 		*base = cmd->offset;
 		p->layout = stream_cmd_layout(cmd);
+		memset(&p->anchor, 0, sizeof(p->anchor));
+	}
+	if (stream_cmd_makes_inode(cmd->type) &&
+	    p->anchor.creates != RESUME_ANCHOR_UNKNOWN) {
+		const struct stream_attr *ino = &cmd->attr[BTRFS_SEND_A_INO];
+
+		p->anchor.creates++;
+		p->anchor.ino =
+			ino->present && ino->len == 8 ? le_get64(ino->data) : 0;
+		p->anchor.position = p->position;
+		p->anchor.fingerprint = p->fingerprint;
+		p->anchor.shape = p->shape;
+		p->anchor.commands = p->commands;
 	}
 	*base += cmd->len - len;
 	p->fingerprint =
@@ -1027,8 +1054,30 @@ void stream_writer_skip(struct stream_writer *w, const struct resume_point *p,
 {
 	w->skip = p;
 	w->skip_by_shape = by_shape;
+	w->skip_blind = false;
 	w->skip_pos = w->skip_fp = w->skip_shape = w->skip_cmds = 0;
 	w->len = w->cmd_start = 0; /* the header, before anything is written */
+}
+
+void stream_writer_skip_to_anchor(struct stream_writer *w)
+{
+	if (w->skip && resume_point_anchored(w->skip))
+		w->skip_blind = true;
+}
+
+void stream_writer_at_anchor(struct stream_writer *w, uint64_t ino)
+{
+	const struct resume_anchor *a = &w->skip->anchor;
+
+	w->skip_blind = false;
+	if (ino != a->ino) {
+		w->err = w->err ?: -ESTALE;
+		return;
+	}
+	w->skip_pos = a->position;
+	w->skip_fp = a->fingerprint;
+	w->skip_shape = a->shape;
+	w->skip_cmds = a->commands;
 }
 
 static void put_resume(struct stream_writer *w, const struct resume_point *p)
@@ -1069,6 +1118,8 @@ static int skip_cmd(struct stream_writer *w, uint16_t type, uint32_t len,
 	/* the first command, SUBVOL or SNAPSHOT, says how the rest is laid out */
 	if (!w->skip_cmds && w->layout != p->layout)
 		return w->err = -EPROTO;
+	if (w->skip_blind)
+		return 0;
 	w->skip_pos += BTRFS_SEND_CMD_HEADER_LEN + len;
 	w->skip_fp = resume_fingerprint_add(w->skip_fp, type, len, crc);
 	w->skip_shape = resume_fingerprint_add(w->skip_shape, type, len, 0);

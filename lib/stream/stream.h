@@ -193,6 +193,8 @@ struct stream_writer {
 	uint64_t skip_pos, skip_fp, skip_shape, skip_cmds;
 	/* the commands dropped carry no data: their shape alone is checked */
 	bool skip_by_shape;
+	/* before the point's anchor: commands dropped, not even counted */
+	bool skip_blind;
 	/* the estimate carried by the next SUBVOL, SNAPSHOT or ENCIO_RESUME */
 	uint64_t total;
 	/* the layout each SUBVOL or SNAPSHOT command carries; 0: none */
@@ -215,6 +217,23 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
  */
 void stream_writer_skip(struct stream_writer *w, const struct resume_point *p,
 			bool by_shape);
+/*
+ * The sender goes to the point's anchor (resume.h) from what it knows
+ * without reading: from now on what it puts is dropped uncounted, until
+ * stream_writer_at_anchor(), called before the command that makes inode
+ * @ino and is the anchor by its number, goes on from the anchor's
+ * position and fingerprints (-ESTALE if @ino is not the anchor's).
+ * Nothing where the point has no anchor.
+ */
+void stream_writer_skip_to_anchor(struct stream_writer *w);
+void stream_writer_at_anchor(struct stream_writer *w, uint64_t ino);
+/* Whether the writer is dropping commands uncounted, to an anchor. */
+static inline bool stream_writer_blind(const struct stream_writer *w)
+{
+	return w->skip && w->skip_blind;
+}
+/* Whether @type is a command that makes an inode (MKFILE, MKDIR, ...). */
+bool stream_cmd_makes_inode(uint16_t type);
 /* What is put now is not written (send -n, or before a resume point). */
 static inline bool stream_writer_drops(const struct stream_writer *w)
 {

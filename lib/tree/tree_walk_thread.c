@@ -218,7 +218,7 @@ void *tree_walk_thread(void *arg)
 							    AT_FDCWD,
 							    t->walk.src_root,
 							    &t->walk.st,
-							    &t->walked);
+							    &t->walked, 0);
 					tree_source_begin(t);
 				}
 				tree_entry(t);

@@ -2692,6 +2692,125 @@ class DiffMethod(Method):
         return True, "", None
 
 
+class CutMethod(Method):
+    """encio send of each snapshot whole (a walked tree; in some steps with
+    an earlier snapshot before it in one stream), the stream file cut at
+    random bytes, encio stream-cut's token, and encio send -t's rest
+    appended: the joined file must be the uncut stream byte for byte. Each
+    cut is resumed twice: by the token, which goes to its anchor from the
+    tree's names, and by the same point without its anchor (a version 2
+    token), which skips every command before it by its shape."""
+    name = "cut"
+    desc = "encio send cut in its file, resumed by position (encio stream-cut, send -t >>)"
+    no_tree = True
+
+    def setup(self):
+        self.mnt = None
+
+    def paths(self, k):
+        r = random.Random("%d-cut-paths-%d" % (self.ck.seed, k))
+        first = [self.ck.steps[r.randrange(k)]["path"]] if k and r.random() < 0.4 else []
+        return first + [self.ck.steps[k]["path"]]
+
+    def shell(self, step, dest):
+        k = [s["name"] for s in self.ck.steps].index(step["name"])
+        return "python3 %s cut-compare $ENCIO %s %s" % (SELF, self.cuts_arg(k), " ".join(self.paths(k)))
+
+    def cuts_arg(self, k):
+        """Three cuts: one at a byte, two in a command picked among all
+        (most are small: a byte's pick would seldom land after one)."""
+        r = random.Random("%d-cut-at-%d" % (self.ck.seed, k))
+        return "%.6f,c%.6f,c%.6f" % (r.random(), r.random(), r.random())
+
+    def step(self, k):
+        bad = cut_compare(self.ck.env, self.ck.encio, self.cuts_arg(k).split(","), self.paths(k))
+        return (False, bad, None) if bad else (True, "", None)
+
+
+def token_without_anchor(token):
+    """The point of a version 3 token as version 2 wrote it: no anchor."""
+    raw = bytearray(bytes.fromhex(token[2:]))[:-4]
+    fixed = 1 + 2 * (16 + 8) + 6 * 8 + 4 + 1
+    raw = raw[:fixed + raw[fixed - 1]]
+    raw[0] = 2
+    return "2-" + (bytes(raw) + crc32c(bytes(raw)).to_bytes(4, "little")).hex()
+
+
+def crc32c(data):
+    """The raw reflected update from 0, as send streams and tokens use it."""
+    crc = 0
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
+    return crc
+
+
+def stream_cmd_ends(data):
+    """The offsets where the commands of the stream(s) in DATA end."""
+    ends, pos = [], 0
+    while pos + 10 <= len(data):
+        if data[pos:pos + 13] == b"btrfs-stream\0":
+            pos += 17
+            continue
+        length = struct.unpack_from("<I", data, pos)[0]
+        pos += 10 + length
+        ends.append(pos)
+    return ends
+
+
+def cut_compare(env, encio, cuts, paths):
+    """None if the stream of encio send PATHS, cut in a file at each of
+    CUTS and resumed there (encio stream-cut, encio send -t appended), by
+    the token and by its point without an anchor, is the uncut stream byte
+    for byte; else what differs. A cut is a fraction of the stream's
+    bytes, or cFRACTION: one of its commands so picked, cut inside."""
+    whole = os.path.join(env.dir, "cut-whole")
+    with open(whole, "wb") as f:
+        p = subprocess.run([encio, "send", "-q"] + paths, stdout=f, stderr=subprocess.PIPE, timeout=300)
+    if p.returncode != 0:
+        return "encio send %s exited %d: %s" % (" ".join(paths), p.returncode,
+                                                p.stderr.decode(errors="replace").strip()[-1000:])
+    with open(whole, "rb") as f:
+        data = f.read()
+    ends = stream_cmd_ends(data)
+    for cut in cuts:
+        if cut.startswith("c") and len(ends) > 1:
+            i = min(int(float(cut[1:]) * (len(ends) - 1)), len(ends) - 2)
+            at = ends[i] + 1 + int((ends[i + 1] - ends[i] - 1) * float(cut[1:]) * 7 % 1)
+        else:
+            at = max(1, int(len(data) * float(cut.lstrip("c"))))
+        part = os.path.join(env.dir, "cut-part")
+        with open(part, "wb") as f:
+            f.write(data[:at])
+        p = subprocess.run([encio, "stream-cut", part], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        if p.returncode != 0:
+            err = p.stderr.decode(errors="replace").strip()
+            if "no subvolume's first command is whole" in err:
+                continue
+            return "encio stream-cut at byte %d of %d exited %d: %s" % (at, len(data), p.returncode, err[-500:])
+        token = p.stdout.decode().strip()
+        with open(part, "rb") as f:
+            head = f.read()
+        env.log("cut at byte %d of %d, cut back to %d: %s" % (at, len(data), len(head), token[:40]))
+        for how, tok in (("anchor", token), ("shape", token_without_anchor(token))):
+            rest = os.path.join(env.dir, "cut-rest")
+            with open(rest, "wb") as f:
+                p = subprocess.run([encio, "send", "-q", "-t", tok] + paths, stdout=f,
+                                   stderr=subprocess.PIPE, timeout=300)
+            if p.returncode != 0:
+                return "encio send -t (by %s) at byte %d of %d exited %d: %s" % (
+                    how, len(head), len(data), p.returncode, p.stderr.decode(errors="replace").strip()[-1000:])
+            with open(rest, "rb") as f:
+                joined = head + f.read()
+            if joined != data:
+                diff_at = next((i for i in range(min(len(joined), len(data))) if joined[i] != data[i]),
+                               min(len(joined), len(data)))
+                return "resumed by %s at byte %d: the joined stream (%d bytes) differs from the uncut one (%d) from byte %d" % (
+                    how, len(head), len(joined), len(data), diff_at)
+    return None
+
+
 def diff_compare(env, encio, parent, child, kernel=False, balance=None):
     """None if encio diff PARENT CHILD (with --kernel: its fallback, the
     kernel's difference) is the kernel's difference, else what differs.
@@ -2732,10 +2851,21 @@ def diff_compare_main(argv):
     return 1 if bad else 0
 
 
+def cut_compare_main(argv):
+    """cut-compare ENCIO CUTS PATH...: the check, outside a seed."""
+    env = Env(None, False, False)
+    try:
+        bad = cut_compare(env, argv[0], argv[1].split(","), argv[2:])
+    finally:
+        env.cleanup()
+    print(bad or "every resumed stream is the uncut one")
+    return 1 if bad else 0
+
+
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
            "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod, "h": HostileMethod,
-           "diff": DiffMethod}
-DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h,diff"
+           "diff": DiffMethod, "cut": CutMethod}
+DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h,diff,cut"
 
 
 # ---------------------------------------------------------------------------
@@ -3119,6 +3249,8 @@ def main():
         return compare_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "diff-compare":
         return diff_compare_main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "cut-compare":
+        return cut_compare_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "nsreceive":
         return ns_receive_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

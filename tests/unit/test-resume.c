@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "base/crc32c.h"
 #include "stream/resume.h"
 #include "stream/stream.h"
 
@@ -35,6 +36,12 @@ static void point_fill(struct resume_point *p)
 	p->shape = 0xfedcba9876543210ULL;
 	p->commands = 77;
 	p->layout = 0x5555aaaa5555aaaaULL;
+	p->anchor.creates = 12;
+	p->anchor.ino = 300;
+	p->anchor.position = 1 << 19;
+	p->anchor.fingerprint = 0x1111222233334444ULL;
+	p->anchor.shape = 0x5555666677778888ULL;
+	p->anchor.commands = 70;
 }
 
 static void test_token_round_trip(void **state)
@@ -75,6 +82,38 @@ static void test_token_refused(void **state)
 	assert_int_equal(resume_token_decode(token + 1, &q), -EINVAL);
 	assert_int_equal(resume_token_decode("", &q), -EINVAL);
 	assert_int_equal(resume_token_decode("2-zz", &q), -EINVAL);
+}
+
+/*
+ * A token of version 2, which had no anchor, still resumes: by shape, its
+ * anchor unknown (and never counted on by a receive resumed from it).
+ */
+static void test_token_version_2(void **state)
+{
+	uint8_t buf[RESUME_POINT_PACKED_MAX + 4];
+	char token[RESUME_TOKEN_MAX], *t = token;
+	struct resume_point p, q;
+	size_t len, i;
+	uint32_t crc;
+
+	(void)state;
+	point_fill(&p);
+	assert_true(resume_point_anchored(&p));
+	len = resume_point_pack(&p, buf) - sizeof(p.anchor);
+	buf[0] = 2;
+	crc = htole32(crc32c(0, buf, len));
+	memcpy(buf + len, &crc, sizeof(crc));
+	t += sprintf(t, "2-");
+	for (i = 0; i < len + sizeof(crc); i++)
+		t += sprintf(t, "%02x", buf[i]);
+	assert_int_equal(resume_token_decode(token, &q), 0);
+	assert_int_equal(q.anchor.creates, RESUME_ANCHOR_UNKNOWN);
+	assert_false(resume_point_anchored(&q));
+	q.anchor = p.anchor;
+	assert_memory_equal(&p, &q, sizeof(p));
+	/* its version said otherwise: refused */
+	token[0] = '3';
+	assert_int_equal(resume_token_decode(token, &q), -EINVAL);
 }
 
 static void test_fingerprint_order(void **state)
@@ -388,6 +427,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_token_round_trip),
 		cmocka_unit_test(test_token_refused),
+		cmocka_unit_test(test_token_version_2),
 		cmocka_unit_test(test_fingerprint_order),
 		cmocka_unit_test(test_writer_skip),
 		cmocka_unit_test(test_writer_skip_refuses),

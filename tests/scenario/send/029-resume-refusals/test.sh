@@ -56,7 +56,7 @@ def crc32c(data):
 
 tok = sys.argv[1]
 raw = bytearray(bytes.fromhex(tok[2:]))[:-4]
-assert raw[0] == 2
+assert raw[0] == 3
 layout = 1 + 16 + 8 + 16 + 8 + 8 * 5  # version, uuids, ctransids, five u64s
 raw[layout] ^= 0x5a
 print(tok[:2] + (bytes(raw) + crc32c(raw).to_bytes(4, "little")).hex())
