@@ -3,7 +3,9 @@
 # by encio send | btrfs receive, encio send | encio receive, btrfs send |
 # encio receive, an interrupted and retried encio send | encio receive and
 # encio copy -r, checked against the source and against btrfs send |
-# btrfs receive. User 4242 owns files in SRC (reflink copies of root's,
+# btrfs receive; encio diff against the kernel's difference; and encio
+# send's streams cut in their file and resumed by position (method cut),
+# byte for byte the uncut stream. User 4242 owns files in SRC (reflink copies of root's,
 # FIFOs, links), and btrfs receive of encio's streams runs chrooted with
 # canaries at the stream's paths; its acts in DEST are random/002-hostile's. A few
 # seeds here, bounded in time (an AddressSanitizer build runs encio 2-3x
@@ -21,7 +23,7 @@ done
 # on a slow machine rather than running past make check's limits, after
 # the first DIFFTEST_MIN.
 "$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-80}" \
-	--methods d,a,b,c,i,copy,sub,diff --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
+	--methods d,a,b,c,i,copy,sub,diff,cut --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
 	--budget "${DIFFTEST_BUDGET:-110}" ${DIFFTEST_ARGS:-}
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || _fail "random histories differ (rerun one: tests/random/difftest.py --seed N -v --keep --minimize 300)"
