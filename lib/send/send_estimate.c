@@ -16,14 +16,20 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <btrfsutil.h>
 
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
+#include "diff/diff.h"
 #include "fs/tree_search.h"
 #include "send/send.h"
 #include "send/send_internal.h"
@@ -42,11 +48,24 @@ struct est_inode {
 	int64_t plen;	   /* its path's length; -1: not found yet */
 };
 
+/* A range of an extent's data sent before, in the extent's bytes. */
+struct est_range {
+	uint64_t start, end;
+	uint32_t next; /* index + 1 of the extent's next range; 0: none */
+};
+
+struct est_extent {
+	uint64_t key;  /* disk_bytenr + 1; 0: a free slot */
+	uint32_t head; /* index + 1 of its last range */
+};
+
 struct est_table {
 	struct est_inode *slot;
 	size_t cap, nr;
-	uint64_t *extents; /* disk_bytenr + 1 of extents seen; 0: free */
+	struct est_extent *extents;
 	size_t ext_cap, ext_nr;
+	struct est_range *ranges;
+	size_t nr_ranges, cap_ranges;
 };
 
 static int inode_grow(struct est_table *t)
@@ -101,42 +120,105 @@ static struct est_inode *inode_find(const struct est_table *t, uint64_t ino)
 	return NULL;
 }
 
-/*
- * Whether the range @offset of the extent at @bytenr was seen before (and
- * now it is): a reflink or a snapshot refers to the same range again, the
- * two parts of an extent overwritten in its middle to two ranges, and only
- * the first is a CLONE. An estimate: two ranges may hash alike.
- */
-static int extent_seen(struct est_table *t, uint64_t bytenr, uint64_t offset)
+static int extents_grow(struct est_table *t)
 {
-	uint64_t key = (hash64(bytenr) ^ hash64(offset + 1)) | 1,
-		 *old = t->extents;
-	size_t j, i, cap = t->ext_cap;
+	size_t cap = t->ext_cap ? t->ext_cap * 2 : 4096, i, j;
+	struct est_extent *n = calloc(cap, sizeof(*n));
 
-	if (t->ext_nr * 2 >= t->ext_cap) {
-		t->ext_cap = cap ? cap * 2 : 4096;
-		t->extents = calloc(t->ext_cap, sizeof(*t->extents));
-		if (!t->extents) {
-			t->extents = old;
-			t->ext_cap = cap;
-			return -ENOMEM;
-		}
-		for (i = 0; i < cap; i++) {
-			if (!old[i])
-				continue;
-			for (j = hash64(old[i]) & (t->ext_cap - 1);
-			     t->extents[j]; j = (j + 1) & (t->ext_cap - 1))
-				;
-			t->extents[j] = old[i];
-		}
-		free(old);
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < t->ext_cap; i++) {
+		if (!t->extents[i].key)
+			continue;
+		for (j = hash64(t->extents[i].key) & (cap - 1); n[j].key;
+		     j = (j + 1) & (cap - 1))
+			;
+		n[j] = t->extents[i];
 	}
-	for (j = hash64(key) & (t->ext_cap - 1); t->extents[j];
+	free(t->extents);
+	t->extents = n;
+	t->ext_cap = cap;
+	return 0;
+}
+
+static struct est_extent *extent_get(struct est_table *t, uint64_t bytenr)
+{
+	uint64_t key = bytenr + 1;
+	size_t j;
+
+	if (t->ext_nr * 2 >= t->ext_cap && extents_grow(t))
+		return NULL;
+	for (j = hash64(key) & (t->ext_cap - 1); t->extents[j].key;
 	     j = (j + 1) & (t->ext_cap - 1))
-		if (t->extents[j] == key)
-			return 1;
-	t->extents[j] = key;
+		if (t->extents[j].key == key)
+			return &t->extents[j];
+	t->extents[j].key = key;
 	t->ext_nr++;
+	return &t->extents[j];
+}
+
+#define EST_OVERLAPS 64
+
+static int overlap_cmp(const void *a, const void *b)
+{
+	const struct est_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * The bytes of [@start, @end) of the extent @x sent before, into *@covered,
+ * and the pieces they make (each a CLONE, as send_share.c plans them);
+ * then the range remembered as sent. An extent referred to in more
+ * places than EST_OVERLAPS is taken as sent whole.
+ */
+static int extent_covered(struct est_table *t, struct est_extent *x,
+			  uint64_t start, uint64_t end, uint64_t *covered,
+			  uint32_t *pieces)
+{
+	struct est_range o[EST_OVERLAPS], *r;
+	uint64_t at = start;
+	size_t n = 0, i;
+	uint32_t k;
+
+	*covered = 0;
+	*pieces = 0;
+	for (k = x->head; k; k = t->ranges[k - 1].next) {
+		r = &t->ranges[k - 1];
+		if (r->end <= start || r->start >= end)
+			continue;
+		if (n == EST_OVERLAPS) {
+			*covered = end - start;
+			*pieces = 1;
+			return 0;
+		}
+		o[n].start = r->start > start ? r->start : start;
+		o[n++].end = r->end < end ? r->end : end;
+	}
+	qsort(o, n, sizeof(*o), overlap_cmp);
+	for (i = 0; i < n; i++) {
+		if (o[i].end <= at)
+			continue;
+		if (o[i].start > at || !*pieces)
+			(*pieces)++;
+		*covered += o[i].end - (o[i].start > at ? o[i].start : at);
+		at = o[i].end;
+	}
+	if (*covered == end - start)
+		return 0;
+	if (t->nr_ranges == t->cap_ranges) {
+		size_t cap = t->cap_ranges ? t->cap_ranges * 2 : 4096;
+
+		r = realloc(t->ranges, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		t->ranges = r;
+		t->cap_ranges = cap;
+	}
+	t->ranges[t->nr_ranges] = (struct est_range){ .start = start,
+						      .end = end,
+						      .next = x->head };
+	x->head = (uint32_t)++t->nr_ranges;
 	return 0;
 }
 
@@ -160,10 +242,26 @@ static void count_inode(struct est_inode *in, const struct btrfs_inode_item *ii)
 		in->fixed += 2 * (TLV + 8); /* MODE, RDEV */
 }
 
+/* WRITEs of @len bytes, of write_max bytes at most. */
+static void count_writes(struct est_inode *in, uint64_t len, uint32_t write_max)
+{
+	in->fixed += len + (len + write_max - 1) / write_max *
+				   (CMD + TLV + TLV + 8 + 2);
+	in->paths += (len + write_max - 1) / write_max;
+}
+
+/*
+ * The data of @fe as it is sent: what a range of its extent sent before
+ * covers as CLONEs, the rest written (a compressed extent's by its bytes
+ * on disk where they are fewer).
+ */
 static int count_extent(struct est_table *t, struct est_inode *in,
 			const struct file_extent *fe, uint32_t write_max)
 {
-	int seen;
+	uint64_t covered = 0, left = fe->len;
+	struct est_extent *x;
+	uint32_t pieces = 0;
+	int ret;
 
 	switch (fe->kind) {
 	case EXTENT_HOLE:
@@ -175,29 +273,31 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 	case EXTENT_INLINE:
 		break;
 	case EXTENT_REGULAR:
-		seen = extent_seen(t, fe->disk_bytenr, fe->extent_offset);
-		if (seen < 0)
-			return seen;
-		if (seen) {
-			/* CLONE: the file's and its source's paths */
-			in->fixed += CMD + 2 * TLV + 3 * (TLV + 8) + TLV + 16 +
-				     TLV + 8;
-			in->paths += 2;
-			return 0;
-		}
+		x = extent_get(t, fe->disk_bytenr);
+		if (!x)
+			return -ENOMEM;
+		ret = extent_covered(t, x, fe->extent_offset,
+				     fe->extent_offset + fe->len, &covered,
+				     &pieces);
+		if (ret)
+			return ret;
+		/* CLONE: the file's and its source's paths */
+		in->fixed += pieces * (CMD + 2 * TLV + 3 * (TLV + 8) + TLV +
+				       16 + TLV + 8);
+		in->paths += 2 * pieces;
+		left -= covered;
 		break;
 	}
-	if (fe->compression && fe->len >= fe->disk_bytes) {
+	if (!left)
+		return 0;
+	if (fe->compression && left >= fe->disk_bytes) {
 		/* ENCODED_WRITE of the extent's bytes on disk */
 		in->fixed += CMD + TLV + 4 * (TLV + 8) + TLV + 4 + 2 +
 			     fe->disk_bytes;
 		in->paths++;
 		return 0;
 	}
-	/* WRITEs of write_max bytes at most */
-	in->fixed += fe->len + (fe->len + write_max - 1) / write_max *
-				       (CMD + TLV + TLV + 8 + 2);
-	in->paths += (fe->len + write_max - 1) / write_max;
+	count_writes(in, left, write_max);
 	return 0;
 }
 
@@ -318,6 +418,353 @@ static int estimate_search(struct send_estimate *est, struct est_table *t,
 }
 
 /*
+ * An incremental stream from encio diff's difference, which is the
+ * kernel's (lib/diff): its entries make the commands the kernel's pass
+ * sends, with their paths; their data ranges are read in the child's
+ * extent items: a hole where the parent had data goes as a FALLOCATE that
+ * punches it (as WRITEs of zeros where a hole item holds it), data older than the parent as a CLONE from it, new data as
+ * a full send's.
+ */
+struct incr_extent {
+	struct file_extent fe;
+	uint64_t generation;
+};
+
+struct incr_ctx {
+	struct send_estimate *est;
+	struct est_table t;
+	struct est_inode in; /* the inode at hand, its paths' length known */
+	struct tree_search *ts;
+	int child_fd;
+	int parent_fd;
+	uint64_t roots[2];    /* the parent's and the child's tree ids */
+	uint64_t parent_size; /* of the inode at hand, 0: none */
+	uint64_t ino;	      /* the inode at hand */
+	struct incr_extent *ext;
+	size_t nr_ext, cap_ext;
+};
+
+/* the orphan name a new inode is made under, then renamed from */
+#define ORPHAN_LEN 12u
+#define CLONE_CMD (CMD + 2 * TLV + 3 * (TLV + 8) + TLV + 16 + TLV + 8)
+
+static int incr_extent_item(void *arg,
+			    const struct btrfs_ioctl_search_header *sh,
+			    const uint8_t *item)
+{
+	struct incr_ctx *c = arg;
+	struct btrfs_file_extent_item ei;
+	struct incr_extent *x;
+
+	if (sh->type != BTRFS_EXTENT_DATA_KEY || sh->len < 21)
+		return 0;
+	if (c->nr_ext == c->cap_ext) {
+		size_t cap = c->cap_ext ? c->cap_ext * 2 : 64;
+
+		x = realloc(c->ext, cap * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		c->ext = x;
+		c->cap_ext = cap;
+	}
+	x = &c->ext[c->nr_ext];
+	memcpy(&ei, item, sh->len < sizeof(ei) ? sh->len : sizeof(ei));
+	if (extent_item_parse(item, sh->len, sh->offset, &x->fe))
+		return 0;
+	x->generation = le64toh(ei.generation);
+	c->nr_ext++;
+	return 0;
+}
+
+/*
+ * A hole where the parent had data, on a filesystem with NO_HOLES (no
+ * item for it): FALLOCATE punches it.
+ */
+static void count_hole(struct est_inode *in)
+{
+	in->fixed += CMD + TLV + TLV + 4 + 2 * (TLV + 8);
+	in->paths++;
+}
+
+/*
+ * Whether a file other than the one at hand refers to the extent at
+ * @bytenr, in the parent or the child (BTRFS_IOC_LOGICAL_INO_V2): one
+ * the kernel may clone it from.
+ */
+static bool incr_other_refs(struct incr_ctx *c, uint64_t bytenr)
+{
+	struct btrfs_ioctl_logical_ino_args args = {
+		.logical = bytenr,
+		.size = 64 * 1024,
+		.flags = BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET,
+	};
+	struct btrfs_data_container *refs = malloc(args.size);
+	bool other = false;
+	uint32_t i;
+
+	if (!refs)
+		return false;
+	args.inodes = (uintptr_t)refs;
+	if (ioctl(c->child_fd, BTRFS_IOC_LOGICAL_INO_V2, &args) == 0) {
+		for (i = 0; !other && i + 2 < refs->elem_cnt; i += 3)
+			other = refs->val[i] != c->ino &&
+				(refs->val[i + 2] == c->roots[0] ||
+				 refs->val[i + 2] == c->roots[1]);
+	}
+	free(refs);
+	return other;
+}
+
+/* The part [@start, @end) of the extent @x, as the kernel sends it. */
+static int incr_count_part(struct incr_ctx *c, const struct incr_extent *x,
+			   uint64_t start, uint64_t end)
+{
+	struct file_extent fe = x->fe;
+	bool old = x->generation <= c->est->since;
+
+	/*
+	 * A new preallocated range within the size, or one the parent had
+	 * past its size where no other file of either has it (nothing is
+	 * cloned from past EOF): WRITEs of zeros
+	 */
+	if (fe.kind == EXTENT_PREALLOC &&
+	    (!old ||
+	     (end > c->parent_size && !incr_other_refs(c, fe.disk_bytenr)))) {
+		count_writes(&c->in, end - start, c->est->write_max);
+		return 0;
+	}
+	/* data the parent has: a CLONE from it */
+	if (old && (fe.kind == EXTENT_REGULAR || fe.kind == EXTENT_PREALLOC)) {
+		c->in.fixed += CLONE_CMD;
+		c->in.paths += 2;
+		return 0;
+	}
+	fe.offset = start;
+	fe.len = end - start;
+	if (fe.kind != EXTENT_INLINE)
+		fe.extent_offset += start - x->fe.offset;
+	return count_extent(&c->t, &c->in, &fe, c->est->write_max);
+}
+
+/* The size of inode @ino in the parent, into c->parent_size (0: none). */
+static int incr_parent_item(void *arg,
+			    const struct btrfs_ioctl_search_header *sh,
+			    const uint8_t *item)
+{
+	struct incr_ctx *c = arg;
+	struct btrfs_inode_item ii;
+
+	if (sh->type != BTRFS_INODE_ITEM_KEY || sh->len < sizeof(ii))
+		return 0;
+	memcpy(&ii, item, sizeof(ii));
+	c->parent_size = le64toh(ii.size);
+	return 0;
+}
+
+static int incr_parent_size(struct incr_ctx *c, uint64_t ino)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = ino,
+		.max_objectid = ino,
+		.min_type = BTRFS_INODE_ITEM_KEY,
+		.max_type = BTRFS_INODE_ITEM_KEY,
+		.max_offset = UINT64_MAX,
+		.max_transid = UINT64_MAX,
+	};
+
+	c->parent_size = 0;
+	return tree_search_run(c->ts, c->parent_fd, &k, 0, incr_parent_item, c);
+}
+
+static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = e->ino,
+		.max_objectid = e->ino,
+		.min_type = BTRFS_EXTENT_DATA_KEY,
+		.max_type = BTRFS_EXTENT_DATA_KEY,
+		.max_offset = UINT64_MAX,
+		.max_transid = UINT64_MAX,
+	};
+	size_t i, j = 0;
+	int ret;
+
+	c->nr_ext = 0;
+	c->ino = e->ino;
+	ret = incr_parent_size(c, e->ino) ?:
+		      tree_search_run(c->ts, c->child_fd, &k, 0,
+				      incr_extent_item, c);
+	for (i = 0; !ret && i < e->nr_ranges; i++) {
+		uint64_t pos = e->range[i].offset;
+		uint64_t end = pos + e->range[i].len;
+
+		while (j &&
+		       c->ext[j - 1].fe.offset + c->ext[j - 1].fe.len > pos)
+			j--;
+		for (; !ret && pos < end && j < c->nr_ext; j++) {
+			const struct incr_extent *x = &c->ext[j];
+			uint64_t xend = x->fe.offset + x->fe.len;
+
+			if (xend <= pos)
+				continue;
+			if (x->fe.offset >= end)
+				break;
+			if (x->fe.offset > pos)
+				count_hole(&c->in);
+			pos = x->fe.offset > pos ? x->fe.offset : pos;
+			/* a hole item (no NO_HOLES): WRITEs of zeros */
+			if (x->fe.kind == EXTENT_HOLE)
+				count_writes(&c->in,
+					     (xend < end ? xend : end) - pos,
+					     c->est->write_max);
+			else
+				ret = incr_count_part(c, x, pos,
+						      xend < end ? xend : end);
+			pos = xend < end ? xend : end;
+		}
+		if (!ret && pos < end)
+			count_hole(&c->in);
+	}
+	return ret;
+}
+
+/* SET_XATTR of each xattr named (its value's length read), or REMOVE. */
+static void incr_count_xattrs(struct incr_ctx *c, const struct diff_entry *e)
+{
+	char at[64 + PATH_MAX];
+	ssize_t n;
+	size_t i;
+
+	snprintf(at, sizeof(at), "/proc/self/fd/%d/%s", c->child_fd, e->path);
+	for (i = 0; i < e->nr_xattrs; i++) {
+		n = lgetxattr(at, e->xattr[i], NULL, 0);
+		c->in.fixed += CMD + 2 * TLV + strlen(e->xattr[i]) +
+			       (n >= 0 ? TLV + (size_t)n : 0);
+		c->in.paths++;
+	}
+}
+
+static bool incr_ino_modified(const struct diff_result *res, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < res->nr; i++)
+		if (res->entry[i].ino == ino &&
+		    res->entry[i].change == DIFF_MODIFIED)
+			return true;
+	return false;
+}
+
+/* The commands of entry @e (of @res), into c->in. */
+static int incr_count_entry(struct incr_ctx *c, const struct diff_result *res,
+			    const struct diff_entry *e, const char **made)
+{
+	size_t len = strlen(e->path);
+
+	memset(&c->in, 0, sizeof(c->in));
+	c->in.plen = (int64_t)len;
+	switch (e->change) {
+	case DIFF_REMOVED:
+	case DIFF_RENAMED:
+		c->in.fixed += CMD + TLV;
+		c->in.paths++;
+		if (e->change == DIFF_RENAMED)
+			c->in.fixed += TLV + strlen(e->old_path);
+		return 0;
+	case DIFF_CREATED:
+		if (*made || incr_ino_modified(res, e->ino)) {
+			/* LINK of a new name to one it has */
+			c->in.fixed +=
+				CMD + 2 * TLV + (*made ? strlen(*made) : len);
+			c->in.paths++;
+			return 0;
+		}
+		*made = e->path;
+		/* made under its orphan name, then renamed */
+		c->in.fixed += 2 * (CMD + 2 * TLV) + 8 + 2 * ORPHAN_LEN;
+		c->in.paths++;
+		if (e->type == '@') {
+			char at[64 + PATH_MAX];
+			struct stat st;
+
+			snprintf(at, sizeof(at), "/proc/self/fd/%d/%s",
+				 c->child_fd, e->path);
+			c->in.fixed += TLV + (lstat(at, &st) ? 0 : st.st_size);
+		} else {
+			c->in.fixed += 2 * (CMD + TLV) + 3 * (TLV + 8);
+			c->in.paths += 2; /* CHOWN, CHMOD */
+		}
+		if (e->type == '|' || e->type == '=' || e->type == 'B' ||
+		    e->type == 'C')
+			c->in.fixed += 2 * (TLV + 8);
+		c->in.fixed += CMD + TLV + 3 * (TLV + 12); /* UTIMES */
+		c->in.paths++;
+		break;
+	case DIFF_MODIFIED:
+		c->in.fixed += CMD + TLV + 3 * (TLV + 12); /* UTIMES */
+		c->in.paths++;
+		if (e->what & DIFF_OWNER)
+			c->in.fixed += CMD + TLV + 2 * (TLV + 8);
+		if (e->what & DIFF_MODE)
+			c->in.fixed += CMD + TLV + TLV + 8;
+		if (e->what & DIFF_SIZE)
+			c->in.fixed += CMD + TLV + TLV + 8; /* TRUNCATE */
+		if (e->what & DIFF_FLAGS)
+			c->in.fixed += CMD + TLV + TLV + 8; /* FILEATTR */
+		c->in.paths +=
+			!!(e->what & DIFF_OWNER) + !!(e->what & DIFF_MODE) +
+			!!(e->what & DIFF_SIZE) + !!(e->what & DIFF_FLAGS);
+		break;
+	}
+	incr_count_xattrs(c, e);
+	return e->nr_ranges ? incr_count_data(c, e) : 0;
+}
+
+/*
+ * The incremental stream of @root from est->parent, into est->sum; -errno
+ * where encio diff cannot tell it (the caller counts then as before).
+ */
+static int estimate_incremental(struct send_estimate *est, int child_fd,
+				struct tree_search *ts)
+{
+	struct incr_ctx c = { .est = est, .ts = ts, .child_fd = child_fd };
+	struct diff_result res = { 0 };
+	uint64_t sum = 2 * 128; /* its SNAPSHOT and END */
+	const char *made = NULL;
+	uint64_t ino = 0;
+	int pfd, ret;
+	size_t i;
+
+	pfd = open(est->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	c.parent_fd = pfd;
+	ret = diff_snapshots(pfd, child_fd, 0, &res);
+	if (!ret && (btrfs_util_subvolume_id_fd(pfd, &c.roots[0]) ||
+		     btrfs_util_subvolume_id_fd(child_fd, &c.roots[1])))
+		ret = -EINVAL;
+	for (i = 0; !ret && i < res.nr; i++) {
+		if (__atomic_load_n(&est->stop, __ATOMIC_RELAXED)) {
+			ret = -EINTR;
+			break;
+		}
+		if (res.entry[i].ino != ino)
+			made = NULL;
+		ino = res.entry[i].ino;
+		ret = incr_count_entry(&c, &res, &res.entry[i], &made);
+		sum += c.in.fixed + c.in.paths * (uint64_t)c.in.plen;
+	}
+	if (!ret)
+		est->sum += sum;
+	close(pfd);
+	diff_result_free(&res);
+	free(c.ext);
+	free(c.t.extents);
+	free(c.t.ranges);
+	return ret;
+}
+
+/*
  * One tree's stream, added to est->sum: a subvolume's from its items; a
  * directory in one, or a tree elsewhere, whose items no search can tell
  * from the rest, counted by the caller's est->count (-n's walk).
@@ -340,12 +787,18 @@ static int estimate_root(struct send_estimate *est, const char *root,
 		est->root_fd = -1;
 		return est->count(root, est->count_arg, &est->sum);
 	}
+	if (est->parent && !estimate_incremental(est, est->root_fd, ts)) {
+		close(est->root_fd);
+		est->root_fd = -1;
+		return 0;
+	}
 	ret = estimate_search(est, &t, ts);
 	/* its SUBVOL or SNAPSHOT and its END */
 	if (!ret)
 		est->sum += table_total(&t) + 2 * 128;
 	free(t.slot);
 	free(t.extents);
+	free(t.ranges);
 	close(est->root_fd);
 	est->root_fd = -1;
 	return ret;
@@ -376,10 +829,12 @@ static void *estimate_thread(void *arg)
 }
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, uint64_t since, uint32_t write_max,
-			send_count_fn count, void *count_arg)
+			size_t nr, const char *parent, uint64_t since,
+			uint32_t write_max, send_count_fn count,
+			void *count_arg)
 {
 	memset(est, 0, sizeof(*est));
+	est->parent = parent;
 	est->count = count;
 	est->count_arg = count_arg;
 	est->roots = roots;

@@ -100,7 +100,9 @@ struct send_subvol_id {
 /*
  * send_estimate.c: send_estimate_start() estimates, on a thread, the
  * stream of the @nr subvolumes @roots (of what changed after generation
- * @since, 0: all of it), which must live until send_estimate_end(); a
+ * @since, 0: all of it; from the snapshot @parent, by encio diff's
+ * difference, where it can be had), which must live until
+ * send_estimate_end(); a
  * tree that is no subvolume's root counted by @count, -n's walk;
  * send_estimate_bytes() is 0 until it is known; send_estimate_end() stops
  * the thread if it still runs.
@@ -113,6 +115,7 @@ struct send_estimate {
 	void *count_arg;
 	const char *const *roots;
 	size_t nr;
+	const char *parent; /* of an incremental stream; NULL: none */
 	int root_fd;
 	uint64_t sum;
 	uint64_t since;
@@ -224,8 +227,9 @@ int send_end_cmd(struct send_ctx *ctx);
 uint64_t send_layout(const struct send_ctx *ctx);
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, uint64_t since, uint32_t write_max,
-			send_count_fn count, void *count_arg);
+			size_t nr, const char *parent, uint64_t since,
+			uint32_t write_max, send_count_fn count,
+			void *count_arg);
 uint64_t send_estimate_bytes(const struct send_estimate *est);
 /*
  * An estimate not made after SEND_ESTIMATE_IDLE_SECONDS (a machine with no
