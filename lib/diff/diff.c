@@ -43,8 +43,8 @@ struct diff_ctx {
 	struct side parent, child;
 	uint64_t since;
 	uint32_t sectorsize;
-	struct diff_inoset *todo; /* shared by the comparison's threads */
-	bool *stop;		  /* the comparison failed: the searches stop */
+	struct diff_inoset *todo;   /* shared by the comparison's threads */
+	struct diff_stop *stop;	    /* shared by the threads */
 	struct diff_kernel *kernel; /* the fallback's data ranges */
 	struct diff_result *res;
 };
@@ -709,10 +709,11 @@ static int compare_some(struct diff_ctx *ctx)
 		ret = diff_inoset_next(ctx->todo, &ino, &mode);
 		if (ret <= 0)
 			break;
-		ret = compare_inode(ctx, ino, mode);
+		ret = diff_stopped(ctx->stop) ? -ECANCELED :
+						compare_inode(ctx, ino, mode);
 	}
 	if (ret)
-		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->stop->failed, true, __ATOMIC_RELAXED);
 	ctx->parent.ts = ctx->child.ts = NULL;
 	tree_search_release(&ts);
 	return ret;
@@ -822,7 +823,7 @@ static int diff_searched(struct diff_ctx *ctx)
 			break;
 	if (n < SEARCH_PARTS) {
 		ret = -EAGAIN;
-		__atomic_store_n(ctx->stop, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->stop->failed, true, __ATOMIC_RELAXED);
 		for (k = n; k < SEARCH_PARTS; k++)
 			diff_inoset_close(ctx->todo, ret);
 	} else {
@@ -852,11 +853,18 @@ static int diff_kernel(struct diff_ctx *ctx)
 int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 		   struct diff_result *res)
 {
+	return diff_snapshots_cancel(parent_fd, child_fd, flags, NULL, res);
+}
+
+int diff_snapshots_cancel(int parent_fd, int child_fd, unsigned int flags,
+			  const bool *cancel, struct diff_result *res)
+{
 	struct diff_ctx ctx = { .parent.fd = parent_fd,
 				.child.fd = child_fd,
 				.res = res };
+	struct diff_stop stop = { .cancel = cancel };
 	struct diff_inoset todo;
-	bool stop = false, moved = false;
+	bool moved = false;
 	uint64_t gen[2];
 	int ret;
 

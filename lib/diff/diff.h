@@ -78,6 +78,12 @@ struct diff_result {
 
 int diff_snapshots(int parent_fd, int child_fd, unsigned int flags,
 		   struct diff_result *res);
+/*
+ * diff_snapshots(), given up with -ECANCELED soon after *@cancel is set
+ * (by another thread) while the trees are searched and compared.
+ */
+int diff_snapshots_cancel(int parent_fd, int child_fd, unsigned int flags,
+			  const bool *cancel, struct diff_result *res);
 void diff_result_free(struct diff_result *res);
 
 /* "data", "mode", ... for the bit @what */

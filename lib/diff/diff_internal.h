@@ -105,9 +105,24 @@ void diff_inoset_close(struct diff_inoset *s, int err);
 /* the next inode to compare, waiting for it: 1, 0 when none is left, or -errno */
 int diff_inoset_next(struct diff_inoset *s, uint64_t *ino, uint32_t *mode);
 void diff_inoset_free(struct diff_inoset *s);
+/*
+ * What stops a difference's threads: one of them failed, or the caller
+ * asked (diff_snapshots_cancel()'s @cancel, NULL: never).
+ */
+struct diff_stop {
+	bool failed;
+	const bool *cancel;
+};
+
+static inline bool diff_stopped(const struct diff_stop *s)
+{
+	return __atomic_load_n(&s->failed, __ATOMIC_RELAXED) ||
+	       (s->cancel && __atomic_load_n(s->cancel, __ATOMIC_RELAXED));
+}
+
 /* inodes whose inode item was written after @since */
 int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
-		       struct diff_inoset *set, const bool *stop);
+		       struct diff_inoset *set, const struct diff_stop *stop);
 /* the highest inode number the tree holds an item of */
 int diff_items_last_ino(int fd, uint64_t *ino);
 /* its items but directory entries and extents, or (@whole) all */

@@ -152,7 +152,7 @@ void diff_inoset_free(struct diff_inoset *s)
 struct touched {
 	struct diff_inoset *set;
 	uint64_t since;
-	const bool *stop;
+	const struct diff_stop *stop;
 };
 
 /*
@@ -164,7 +164,7 @@ static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
 {
 	struct touched *t = arg;
 
-	if (__atomic_load_n(t->stop, __ATOMIC_RELAXED))
+	if (diff_stopped(t->stop))
 		return -ECANCELED;
 	if (sh->type != BTRFS_INODE_ITEM_KEY ||
 	    sh->objectid < BTRFS_FIRST_FREE_OBJECTID ||
@@ -178,7 +178,7 @@ static int add_touched(void *arg, const struct btrfs_ioctl_search_header *sh,
 }
 
 int diff_items_touched(int fd, uint64_t since, uint64_t from, uint64_t to,
-		       struct diff_inoset *set, const bool *stop)
+		       struct diff_inoset *set, const struct diff_stop *stop)
 {
 	struct btrfs_ioctl_search_key k = {
 		.min_objectid = from,

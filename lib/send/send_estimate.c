@@ -739,7 +739,7 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 	if (pfd < 0)
 		return -errno;
 	c.parent_fd = pfd;
-	ret = diff_snapshots(pfd, child_fd, 0, &res);
+	ret = diff_snapshots_cancel(pfd, child_fd, 0, &est->stop, &res);
 	if (!ret && (btrfs_util_subvolume_id_fd(pfd, &c.roots[0]) ||
 		     btrfs_util_subvolume_id_fd(child_fd, &c.roots[1])))
 		ret = -EINVAL;
