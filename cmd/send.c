@@ -703,6 +703,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	if (args.progress) {
 		opts.progress = show_progress;
 		opts.progress_arg = &progress;
+		opts.estimate_reported = args.json;
 	}
 	ret = send_run(paths, nr, out.fd, file ? file : "stdout", &opts, &stats,
 		       &e);

@@ -1004,6 +1004,7 @@ static void estimate_start(struct send_ctx *ctx, const char *const *paths,
 		since = info.otransid;
 	send_estimate_start(&ctx->est, paths, nr,
 			    since ? ctx->opts.parent : NULL, since,
+			    since && !ctx->opts.estimate_reported,
 			    (uint32_t)ctx->write_max, count_tree, ctx);
 }
 
@@ -1240,7 +1241,7 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 	if (ret)
 		stream_writer_abandon(&ctx->w);
 	/* the estimate a quick send outran, for what it reports */
-	if (!ret && ctx->opts.progress) {
+	if (!ret && ctx->opts.progress && ctx->opts.estimate_reported) {
 		send_estimate_wait(&ctx->est);
 		send_progress_estimate(ctx);
 	}

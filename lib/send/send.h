@@ -79,6 +79,13 @@ struct send_options {
 	send_progress_fn progress;
 	void *progress_arg;
 	/*
+	 * The estimate is reported (stats' bytes_estimated, JSON): made
+	 * from the start and waited for at the end. Without it, an
+	 * incremental's starts SEND_ESTIMATE_DELAY_SECONDS in and a send
+	 * done first does not wait for it.
+	 */
+	bool estimate_reported;
+	/*
 	 * The kernel's pass for the one PATH, made before with these
 	 * options (send_pass_make()): read instead of asking the kernel
 	 * again, unless a subvolume it depends on changed since.

@@ -101,7 +101,8 @@ struct send_subvol_id {
  * send_estimate.c: send_estimate_start() estimates, on a thread, the
  * stream of the @nr subvolumes @roots (of what changed after generation
  * @since, 0: all of it; from the snapshot @parent, by encio diff's
- * difference, where it can be had), which must live until
+ * difference, where it can be had; after SEND_ESTIMATE_DELAY_SECONDS if
+ * @delayed), which must live until
  * send_estimate_end(); a
  * tree that is no subvolume's root counted by @count, -n's walk;
  * send_estimate_bytes() is 0 until it is known; send_estimate_end() stops
@@ -116,6 +117,7 @@ struct send_estimate {
 	const char *const *roots;
 	size_t nr;
 	const char *parent; /* of an incremental stream; NULL: none */
+	bool delayed;	    /* SEND_ESTIMATE_DELAY_SECONDS before it starts */
 	int root_fd;
 	uint64_t sum;
 	uint64_t since;
@@ -131,6 +133,8 @@ struct send_estimate {
 
 /* The estimate runs SCHED_IDLE for this long, then as the send does. */
 #define SEND_ESTIMATE_IDLE_SECONDS 1.0
+/* An incremental's estimate not reported starts after this long. */
+#define SEND_ESTIMATE_DELAY_SECONDS 0.5
 
 struct send_ctx {
 	struct stream_writer w;
@@ -228,7 +232,7 @@ uint64_t send_layout(const struct send_ctx *ctx);
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
 			size_t nr, const char *parent, uint64_t since,
-			uint32_t write_max, send_count_fn count,
+			bool delayed, uint32_t write_max, send_count_fn count,
 			void *count_arg);
 uint64_t send_estimate_bytes(const struct send_estimate *est);
 /*
