@@ -421,15 +421,11 @@ static int apply(struct diff_kernel *k, const struct stream_cmd *c)
 	ret = attr_str(c, BTRFS_SEND_A_PATH, path, PATH_MAX);
 	if (ret)
 		return ret;
-	switch (c->type) {
-	case BTRFS_SEND_C_MKFILE:
-	case BTRFS_SEND_C_MKDIR:
-	case BTRFS_SEND_C_MKNOD:
-	case BTRFS_SEND_C_MKFIFO:
-	case BTRFS_SEND_C_MKSOCK:
-	case BTRFS_SEND_C_SYMLINK:
+	if (stream_cmd_makes_inode(c->type)) {
 		ret = attr_u64(c, BTRFS_SEND_A_INO, &ino);
 		return ret ? ret : k_made(k, path, ino);
+	}
+	switch (c->type) {
 	case BTRFS_SEND_C_RENAME:
 		ret = attr_str(c, BTRFS_SEND_A_PATH_TO, to, PATH_MAX);
 		return ret ? ret : k_rename(k, path, to);
