@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "base/array.h"
 #include "base/hash.h"
 #include "base/kernel.h"
 #include "base/le_bytes.h"
@@ -256,20 +257,6 @@ int diff_items_last_ino(int fd, uint64_t *ino)
 	return 0;
 }
 
-static void *grow(void *p, size_t *cap, size_t nr, size_t size)
-{
-	size_t n;
-	void *q;
-
-	if (nr < *cap)
-		return p;
-	n = *cap ? *cap * 2 : 4;
-	q = realloc(p, n * size);
-	if (q)
-		*cap = n;
-	return q;
-}
-
 static char *dup_name(const uint8_t *p, size_t len)
 {
 	char *s = malloc(len + 1);
@@ -285,7 +272,7 @@ static int add_ref(struct diff_inode *in, uint64_t dir, const uint8_t *name,
 		   uint16_t len)
 {
 	struct diff_ref *r =
-		grow(in->ref, &in->cap_refs, in->nr_refs, sizeof(*r));
+		array_grow(in->ref, &in->cap_refs, in->nr_refs, sizeof(*r));
 
 	if (!r)
 		return -ENOMEM;
@@ -351,7 +338,8 @@ static int parse_xattrs(struct diff_inode *in, const uint8_t *p, uint32_t len)
 
 		if (pos + sizeof(struct btrfs_dir_item) + nl + dl > len)
 			return -EUCLEAN;
-		x = grow(in->xattr, &in->cap_xattrs, in->nr_xattrs, sizeof(*x));
+		x = array_grow(in->xattr, &in->cap_xattrs, in->nr_xattrs,
+			       sizeof(*x));
 		if (!x)
 			return -ENOMEM;
 		in->xattr = x;
@@ -383,7 +371,8 @@ static int parse_dirent(struct diff_inode *in,
 	nl = le_get16(p + 27);
 	if (sizeof(struct btrfs_dir_item) + nl > sh->len)
 		return -EUCLEAN;
-	d = grow(in->dirent, &in->cap_dirents, in->nr_dirents, sizeof(*d));
+	d = array_grow(in->dirent, &in->cap_dirents, in->nr_dirents,
+		       sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	in->dirent = d;
@@ -417,7 +406,8 @@ static int parse_extent(struct diff_inode *in,
 
 	if (sh->len < 21)
 		return -EUCLEAN;
-	e = grow(in->extent, &in->cap_extents, in->nr_extents, sizeof(*e));
+	e = array_grow(in->extent, &in->cap_extents, in->nr_extents,
+		       sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	in->extent = e;

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/vfs.h>
 
+#include "base/array.h"
 #include "base/kernel.h"
 #include "fs/share.h"
 
@@ -365,21 +366,7 @@ bool share_extent_may_share(const struct share_index *si, uint32_t fs,
 
 static bool may_share(const struct share_fs *f, uint64_t bytenr)
 {
-	size_t lo = 0, hi = f->nr_multi;
-
-	if (f->all)
-		return true;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->multi[mid] == bytenr)
-			return true;
-		if (f->multi[mid] < bytenr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
+	return f->all || array_has_u64(f->multi, f->nr_multi, bytenr);
 }
 
 static size_t slot_of(const struct share_index *si, uint32_t fs,

@@ -25,6 +25,22 @@ typedef int (*tree_search_fn)(void *arg,
 			      const struct btrfs_ioctl_search_header *sh,
 			      const uint8_t *item);
 
+/* The key of every item of type @type of inode @ino. */
+static inline struct btrfs_ioctl_search_key tree_search_key_items(uint64_t ino,
+								  uint8_t type)
+{
+	struct btrfs_ioctl_search_key k = {
+		.min_objectid = ino,
+		.max_objectid = ino,
+		.min_type = type,
+		.max_type = type,
+		.max_offset = UINT64_MAX,
+		.max_transid = UINT64_MAX,
+	};
+
+	return k;
+}
+
 int tree_search_init(struct tree_search *s, size_t buf_size);
 void tree_search_release(struct tree_search *s);
 

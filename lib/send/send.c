@@ -42,6 +42,7 @@
 
 #include <btrfsutil.h>
 
+#include "base/array.h"
 #include "fs/extents.h"
 #include "fs/inode_flags.h"
 #include "fs/prefetch.h"
@@ -454,14 +455,12 @@ static bool batch_take(struct send_ctx *ctx, size_t pos, struct send_pending *b,
 	struct send_walk *w = &ctx->walk;
 	uint32_t node = w->order[pos];
 	const struct send_node *n = &w->nodes[node];
-	size_t before = ctx->nr_pieces, links = 1;
+	size_t before = ctx->nr_pieces, links;
 	struct send_pending *p;
 
 	if (*nr && n->parent != w->nodes[b[0].node].parent)
 		return false;
-	while (pos + links < w->nr_order &&
-	       w->nodes[w->order[pos + links]].ino == n->ino)
-		links++;
+	links = send_walk_links(w, pos);
 	p = &b[(*nr)++];
 	*taken += links;
 	memset(p, 0, sizeof(*p));
@@ -600,22 +599,6 @@ static uint64_t group_creates(const struct send_walk *w, size_t pos,
 	return c;
 }
 
-static bool ino_listed(const uint64_t *inos, size_t nr, uint64_t ino)
-{
-	size_t lo = 0, hi = nr, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (inos[mid] == ino)
-			return true;
-		if (inos[mid] < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 /*
  * A regular file before the resume point that may share: opened, mapped
  * and remembered as sent (under its link @best) as the walk would have.
@@ -671,8 +654,9 @@ static int pass_group(struct send_ctx *ctx, size_t pos, size_t links,
 	if (n->type == DT_DIR)
 		return send_dir_node(ctx, p.node);
 	ret = place_links(ctx, &p, &best);
-	ctx->creates++;
-	if (ret || n->type != DT_REG || !ino_listed(shared, nr_shared, n->ino))
+	ctx->creates++; /* its own MKFILE, SYMLINK...: send_create() not called */
+	if (ret || n->type != DT_REG ||
+	    !array_has_u64(shared, nr_shared, n->ino))
 		return ret;
 	return note_sent_file(ctx, p.node, best);
 }
@@ -706,11 +690,7 @@ static int go_to_anchor(struct send_ctx *ctx, struct share_candidates *c,
 	*from = 0;
 	ctx->names_only = true;
 	for (i = 0, ret = 0; !ret && i < w->nr_order; i += links) {
-		for (links = 1; i + links < w->nr_order &&
-				w->nodes[w->order[i + links]].ino ==
-					w->nodes[w->order[i]].ino;
-		     links++)
-			;
+		links = send_walk_links(w, i);
 		if (ctx->creates + group_creates(w, i, links) >=
 		    p->anchor.creates)
 			break;
@@ -725,31 +705,46 @@ static int go_to_anchor(struct send_ctx *ctx, struct share_candidates *c,
 	return 0;
 }
 
+/*
+ * The names of the tree at @fd (@st) listed, and where the walk starts in
+ * their order, into *@from: a resume that may go to its anchor goes there
+ * (the files that may share found beside the listing) and reads ahead
+ * from there; 0 else.
+ */
+static int list_tree(struct send_ctx *ctx, int fd, const struct stat *st,
+		     size_t *from)
+{
+	const struct send_walk *w = &ctx->walk;
+	struct share_candidates shared;
+	int ret;
+
+	*from = 0;
+	if (!may_go_to_anchor(ctx))
+		return send_walk_list(ctx, fd, ctx->src, st);
+	send_share_candidates_start(&shared, ctx, fd, st,
+				    ctx->w.skip->anchor.ino);
+	ret = send_walk_list(ctx, fd, ctx->src, st);
+	/* a search refused: the resume reads what comes before its point */
+	if (!send_share_candidates_wait(&shared) && !ret)
+		ret = go_to_anchor(ctx, &shared, from);
+	free(shared.inos);
+	if (!ret)
+		prefetch_start(ctx, fd, st,
+			       stream_writer_blind(&ctx->w) &&
+					       *from < w->nr_order ?
+				       w->nodes[w->order[*from]].ino :
+				       0);
+	return ret;
+}
+
 /* The tree at @fd (@st), its entries in inode-number order. */
 static int send_walk_tree(struct send_ctx *ctx, int fd, const struct stat *st)
 {
 	struct send_pending batch[SEND_BATCH];
-	struct share_candidates shared;
-	const struct resume_point *p = ctx->w.skip;
-	bool anchored = may_go_to_anchor(ctx);
-	size_t i = 0, n, taken;
+	size_t i, n, taken;
 	int ret;
 
-	if (anchored)
-		send_share_candidates_start(&shared, ctx, fd, st,
-					    p->anchor.ino);
-	ret = send_walk_list(ctx, fd, ctx->src, st);
-	/* a search refused: the resume reads what comes before its point */
-	if (anchored && !send_share_candidates_wait(&shared) && !ret)
-		ret = go_to_anchor(ctx, &shared, &i);
-	if (anchored)
-		free(shared.inos);
-	if (!ret && anchored)
-		prefetch_start(ctx, fd, st,
-			       stream_writer_blind(&ctx->w) &&
-					       i < ctx->walk.nr_order ?
-				       ctx->walk.nodes[ctx->walk.order[i]].ino :
-				       0);
+	ret = list_tree(ctx, fd, st, &i);
 	ctx->nr_pieces = 0;
 	for (; !ret && i < ctx->walk.nr_order; i += taken) {
 		n = 0;

@@ -14,18 +14,19 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <time.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>
 
+#include "base/array.h"
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/kernel.h"
@@ -207,15 +208,10 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 	}
 	if (*covered == end - start)
 		return 0;
-	if (t->nr_ranges == t->cap_ranges) {
-		size_t cap = t->cap_ranges ? t->cap_ranges * 2 : 4096;
-
-		r = realloc(t->ranges, cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		t->ranges = r;
-		t->cap_ranges = cap;
-	}
+	r = array_grow(t->ranges, &t->cap_ranges, t->nr_ranges, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	t->ranges = r;
 	t->ranges[t->nr_ranges] = (struct est_range){ .start = start,
 						      .end = end,
 						      .next = x->head };
@@ -459,15 +455,10 @@ static int incr_extent_item(void *arg,
 
 	if (sh->type != BTRFS_EXTENT_DATA_KEY || sh->len < 21)
 		return 0;
-	if (c->nr_ext == c->cap_ext) {
-		size_t cap = c->cap_ext ? c->cap_ext * 2 : 64;
-
-		x = realloc(c->ext, cap * sizeof(*x));
-		if (!x)
-			return -ENOMEM;
-		c->ext = x;
-		c->cap_ext = cap;
-	}
+	x = array_grow(c->ext, &c->cap_ext, c->nr_ext, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	c->ext = x;
 	x = &c->ext[c->nr_ext];
 	memcpy(&ei, item, sh->len < sizeof(ei) ? sh->len : sizeof(ei));
 	if (extent_item_parse(item, sh->len, sh->offset, &x->fe))
@@ -547,7 +538,7 @@ static int incr_count_part(struct incr_ctx *c, const struct incr_extent *x,
 	return count_extent(&c->t, &c->in, &fe, c->est->write_max);
 }
 
-/* The size of inode @ino in the parent, into c->parent_size (0: none). */
+/* The size of the inode in the parent, into c->parent_size. */
 static int incr_parent_item(void *arg,
 			    const struct btrfs_ioctl_search_header *sh,
 			    const uint8_t *item)
@@ -564,68 +555,71 @@ static int incr_parent_item(void *arg,
 
 static int incr_parent_size(struct incr_ctx *c, uint64_t ino)
 {
-	struct btrfs_ioctl_search_key k = {
-		.min_objectid = ino,
-		.max_objectid = ino,
-		.min_type = BTRFS_INODE_ITEM_KEY,
-		.max_type = BTRFS_INODE_ITEM_KEY,
-		.max_offset = UINT64_MAX,
-		.max_transid = UINT64_MAX,
-	};
+	struct btrfs_ioctl_search_key k =
+		tree_search_key_items(ino, BTRFS_INODE_ITEM_KEY);
 
-	c->parent_size = 0;
 	return tree_search_run(c->ts, c->parent_fd, &k, 0, incr_parent_item, c);
+}
+
+/*
+ * The range [@pos, @end) of the inode at hand, read in its extents from
+ * c->ext[*@j] on (ranges come in order: *@j stays at the first extent the
+ * next one may begin in).
+ */
+static int incr_count_range(struct incr_ctx *c, uint64_t pos, uint64_t end,
+			    size_t *j)
+{
+	int ret = 0;
+
+	while (!ret && pos < end && *j < c->nr_ext) {
+		const struct incr_extent *x = &c->ext[*j];
+		uint64_t xend = x->fe.offset + x->fe.len;
+		uint64_t to = xend < end ? xend : end;
+
+		if (xend <= pos) {
+			(*j)++;
+			continue;
+		}
+		if (x->fe.offset >= end)
+			break;
+		if (x->fe.offset > pos) {
+			count_hole(&c->in);
+			pos = x->fe.offset;
+		}
+		/* a hole item (no NO_HOLES): WRITEs of zeros */
+		if (x->fe.kind == EXTENT_HOLE)
+			count_writes(&c->in, to - pos, c->est->write_max);
+		else
+			ret = incr_count_part(c, x, pos, to);
+		pos = to;
+		if (xend <= end)
+			(*j)++;
+	}
+	if (!ret && pos < end)
+		count_hole(&c->in);
+	return ret;
 }
 
 static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
 {
-	struct btrfs_ioctl_search_key k = {
-		.min_objectid = e->ino,
-		.max_objectid = e->ino,
-		.min_type = BTRFS_EXTENT_DATA_KEY,
-		.max_type = BTRFS_EXTENT_DATA_KEY,
-		.max_offset = UINT64_MAX,
-		.max_transid = UINT64_MAX,
-	};
+	struct btrfs_ioctl_search_key k =
+		tree_search_key_items(e->ino, BTRFS_EXTENT_DATA_KEY);
 	size_t i, j = 0;
-	int ret;
+	int ret = 0;
 
 	c->nr_ext = 0;
 	c->ino = e->ino;
-	ret = incr_parent_size(c, e->ino) ?:
+	/* a new inode's number may be an old one's, gone: no size before */
+	c->parent_size = 0;
+	if (e->change == DIFF_MODIFIED)
+		ret = incr_parent_size(c, e->ino);
+	ret = ret   ?:
 		      tree_search_run(c->ts, c->child_fd, &k, 0,
 				      incr_extent_item, c);
-	for (i = 0; !ret && i < e->nr_ranges; i++) {
-		uint64_t pos = e->range[i].offset;
-		uint64_t end = pos + e->range[i].len;
-
-		while (j &&
-		       c->ext[j - 1].fe.offset + c->ext[j - 1].fe.len > pos)
-			j--;
-		for (; !ret && pos < end && j < c->nr_ext; j++) {
-			const struct incr_extent *x = &c->ext[j];
-			uint64_t xend = x->fe.offset + x->fe.len;
-
-			if (xend <= pos)
-				continue;
-			if (x->fe.offset >= end)
-				break;
-			if (x->fe.offset > pos)
-				count_hole(&c->in);
-			pos = x->fe.offset > pos ? x->fe.offset : pos;
-			/* a hole item (no NO_HOLES): WRITEs of zeros */
-			if (x->fe.kind == EXTENT_HOLE)
-				count_writes(&c->in,
-					     (xend < end ? xend : end) - pos,
-					     c->est->write_max);
-			else
-				ret = incr_count_part(c, x, pos,
-						      xend < end ? xend : end);
-			pos = xend < end ? xend : end;
-		}
-		if (!ret && pos < end)
-			count_hole(&c->in);
-	}
+	for (i = 0; !ret && i < e->nr_ranges; i++)
+		ret = incr_count_range(c, e->range[i].offset,
+				       e->range[i].offset + e->range[i].len,
+				       &j);
 	return ret;
 }
 
@@ -645,20 +639,13 @@ static void incr_count_xattrs(struct incr_ctx *c, const struct diff_entry *e)
 	}
 }
 
-static bool incr_ino_modified(const struct diff_result *res, uint64_t ino)
-{
-	size_t i;
-
-	for (i = 0; i < res->nr; i++)
-		if (res->entry[i].ino == ino &&
-		    res->entry[i].change == DIFF_MODIFIED)
-			return true;
-	return false;
-}
-
-/* The commands of entry @e (of @res), into c->in. */
-static int incr_count_entry(struct incr_ctx *c, const struct diff_result *res,
-			    const struct diff_entry *e, const char **made)
+/*
+ * The commands of entry @e into c->in: its inode @modified (it has an 'M'
+ * entry: it was there before), *@made the path a new one was made at by
+ * an entry before (its other names are links).
+ */
+static int incr_count_entry(struct incr_ctx *c, const struct diff_entry *e,
+			    bool modified, const char **made)
 {
 	size_t len = strlen(e->path);
 
@@ -673,7 +660,7 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_result *res,
 			c->in.fixed += TLV + strlen(e->old_path);
 		return 0;
 	case DIFF_CREATED:
-		if (*made || incr_ino_modified(res, e->ino)) {
+		if (*made || modified) {
 			/* LINK of a new name to one it has */
 			c->in.fixed +=
 				CMD + 2 * TLV + (*made ? strlen(*made) : len);
@@ -725,16 +712,61 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_result *res,
  * The incremental stream of @root from est->parent, into est->sum; -errno
  * where encio diff cannot tell it (the caller counts then as before).
  */
+static int entry_ino_cmp(const void *a, const void *b)
+{
+	const struct diff_entry *x = *(const struct diff_entry *const *)a;
+	const struct diff_entry *y = *(const struct diff_entry *const *)b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x < y ? -1 : x > y; /* path order within an inode */
+}
+
+/*
+ * The entries of @res counted an inode at a time (they come by path): an
+ * inode with an 'M' entry was there before, and a new one is made once,
+ * at its first name.
+ */
+static int incr_count_all(struct incr_ctx *c, const struct diff_result *res,
+			  uint64_t *sum)
+{
+	const struct diff_entry **by = malloc((res->nr ?: 1) * sizeof(*by));
+	size_t i, j, end;
+	int ret = 0;
+
+	if (!by)
+		return -ENOMEM;
+	for (i = 0; i < res->nr; i++)
+		by[i] = &res->entry[i];
+	qsort(by, res->nr, sizeof(*by), entry_ino_cmp);
+	for (i = 0; !ret && i < res->nr; i = end) {
+		const char *made = NULL;
+		bool modified = false;
+
+		for (end = i; end < res->nr && by[end]->ino == by[i]->ino;
+		     end++)
+			modified |= by[end]->change == DIFF_MODIFIED;
+		for (j = i; !ret && j < end; j++) {
+			if (__atomic_load_n(&c->est->stop, __ATOMIC_RELAXED)) {
+				ret = -EINTR;
+				break;
+			}
+			ret = incr_count_entry(c, by[j], modified, &made);
+			*sum += c->in.fixed +
+				c->in.paths * (uint64_t)c->in.plen;
+		}
+	}
+	free(by);
+	return ret;
+}
+
 static int estimate_incremental(struct send_estimate *est, int child_fd,
 				struct tree_search *ts)
 {
 	struct incr_ctx c = { .est = est, .ts = ts, .child_fd = child_fd };
 	struct diff_result res = { 0 };
 	uint64_t sum = 2 * 128; /* its SNAPSHOT and END */
-	const char *made = NULL;
-	uint64_t ino = 0;
 	int pfd, ret;
-	size_t i;
 
 	pfd = open(est->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
@@ -744,17 +776,7 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 	if (!ret && (btrfs_util_subvolume_id_fd(pfd, &c.roots[0]) ||
 		     btrfs_util_subvolume_id_fd(child_fd, &c.roots[1])))
 		ret = -EINVAL;
-	for (i = 0; !ret && i < res.nr; i++) {
-		if (__atomic_load_n(&est->stop, __ATOMIC_RELAXED)) {
-			ret = -EINTR;
-			break;
-		}
-		if (res.entry[i].ino != ino)
-			made = NULL;
-		ino = res.entry[i].ino;
-		ret = incr_count_entry(&c, &res, &res.entry[i], &made);
-		sum += c.in.fixed + c.in.paths * (uint64_t)c.in.plen;
-	}
+	ret = ret ?: incr_count_all(&c, &res, &sum);
 	if (!ret)
 		est->sum += sum;
 	close(pfd);

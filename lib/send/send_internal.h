@@ -300,6 +300,8 @@ void send_walk_release(struct send_walk *w);
  * above it not in place yet), into @buf of PATH_MAX bytes.
  */
 int send_walk_path(const struct send_walk *w, uint32_t node, char *buf);
+/* The links of the inode at @pos of w->order: it and those after it. */
+size_t send_walk_links(const struct send_walk *w, size_t pos);
 /*
  * Directory node @dir, open (kept by the walk: not closed by the caller,
  * valid until the next directory opened); -errno with ctx->e set.

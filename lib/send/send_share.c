@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "fs/tree_search.h"
 #include "send/send_internal.h"
 
@@ -305,13 +306,10 @@ static int may_share_item(void *arg, const struct btrfs_ioctl_search_header *sh,
 	    fe.kind != EXTENT_REGULAR ||
 	    !share_extent_may_share(&m->ctx->share, m->fs, &fe))
 		return 0;
-	if (m->nr == m->cap) {
-		m->cap = m->cap ? m->cap * 2 : 256;
-		v = realloc(m->inos, m->cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		m->inos = v;
-	}
+	v = array_grow(m->inos, &m->cap, m->nr, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m->inos = v;
 	m->inos[m->nr++] = sh->objectid;
 	return 0;
 }

@@ -383,6 +383,17 @@ int send_walk_path(const struct send_walk *w, uint32_t node, char *buf)
 	return path_of(w, node, buf, true);
 }
 
+size_t send_walk_links(const struct send_walk *w, size_t pos)
+{
+	uint64_t ino = w->nodes[w->order[pos]].ino;
+	size_t links = 1;
+
+	while (pos + links < w->nr_order &&
+	       w->nodes[w->order[pos + links]].ino == ino)
+		links++;
+	return links;
+}
+
 /* The least recently used slot of the cache, its descriptor closed. */
 static struct send_dir_slot *cache_victim(struct send_walk *w)
 {

@@ -2727,13 +2727,23 @@ class CutMethod(Method):
         return (False, bad, None) if bad else (True, "", None)
 
 
+def token_point(token):
+    """A resume token's packed point (its crc32c checked off)."""
+    return bytearray(bytes.fromhex(token[2:]))[:-4]
+
+
+def token_of_point(raw):
+    """The token of the packed point RAW, its version its first byte."""
+    return "%d-" % raw[0] + (bytes(raw) + crc32c(bytes(raw)).to_bytes(4, "little")).hex()
+
+
 def token_without_anchor(token):
     """The point of a version 3 token as version 2 wrote it: no anchor."""
-    raw = bytearray(bytes.fromhex(token[2:]))[:-4]
+    raw = token_point(token)
     fixed = 1 + 2 * (16 + 8) + 6 * 8 + 4 + 1
     raw = raw[:fixed + raw[fixed - 1]]
     raw[0] = 2
-    return "2-" + (bytes(raw) + crc32c(bytes(raw)).to_bytes(4, "little")).hex()
+    return token_of_point(raw)
 
 
 def crc32c(data):

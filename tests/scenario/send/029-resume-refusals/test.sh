@@ -42,24 +42,15 @@ refused "-c added" -t "$token" -c "$SRC/s0" "$SRC/s1"
 grep -q "sent with other options" <<<"$ERR_OUT" || _fail "-c added: $ERR_OUT"
 
 # the token's layout as another build of encio would have written it
-other=$(python3 - "$token" <<'PY'
+other=$(PYTHONPATH=$TOP_SRCDIR/tests/random python3 - "$token" <<'PY'
 import sys
+from difftest import token_of_point, token_point
 
-def crc32c(data):
-    # the raw reflected update from 0, as send streams and tokens use it
-    crc = 0
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82f63b78 if crc & 1 else 0)
-    return crc
-
-tok = sys.argv[1]
-raw = bytearray(bytes.fromhex(tok[2:]))[:-4]
+raw = token_point(sys.argv[1])
 assert raw[0] == 3
 layout = 1 + 16 + 8 + 16 + 8 + 8 * 5  # version, uuids, ctransids, five u64s
 raw[layout] ^= 0x5a
-print(tok[:2] + (bytes(raw) + crc32c(raw).to_bytes(4, "little")).hex())
+print(token_of_point(raw))
 PY
 ) || _fail "no token made"
 [ "$other" != "$token" ] || _fail "the layout was not changed"
