@@ -40,6 +40,8 @@
 /* a command's header, and a TLV's header */
 #define CMD 10u
 #define TLV 4u
+/* "btrfs-stream" with its NUL and the version */
+#define STREAM_HEADER_BYTES 17u
 
 struct est_inode {
 	uint64_t ino; /* 0: a free slot */
@@ -765,7 +767,7 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 {
 	struct incr_ctx c = { .est = est, .ts = ts, .child_fd = child_fd };
 	struct diff_result res = { 0 };
-	uint64_t sum = 2 * 128; /* its SNAPSHOT and END */
+	uint64_t sum = 0;
 	int pfd, ret;
 
 	pfd = open(est->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -792,6 +794,21 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
  * directory in one, or a tree elsewhere, whose items no search can tell
  * from the rest, counted by the caller's est->count (-n's walk).
  */
+/*
+ * The stream's header, the subvolume's first command (SUBVOL: its name,
+ * UUID, ctransid and encio's layout; SNAPSHOT: its parent's UUID and
+ * ctransid too) and END.
+ */
+static uint64_t frame_bytes(const char *root, bool snapshot)
+{
+	const char *name = strrchr(root, '/');
+	uint64_t first = CMD + TLV + strlen(name ? name + 1 : root) +
+			 (TLV + 16) + (TLV + 8);
+
+	first += snapshot ? (TLV + 16) + (TLV + 8) : TLV + 8;
+	return STREAM_HEADER_BYTES + first + CMD;
+}
+
 static int estimate_root(struct send_estimate *est, const char *root,
 			 struct tree_search *ts)
 {
@@ -810,15 +827,15 @@ static int estimate_root(struct send_estimate *est, const char *root,
 		est->root_fd = -1;
 		return est->count(root, est->count_arg, &est->sum);
 	}
+	est->sum += frame_bytes(root, est->parent);
 	if (est->parent && !estimate_incremental(est, est->root_fd, ts)) {
 		close(est->root_fd);
 		est->root_fd = -1;
 		return 0;
 	}
 	ret = estimate_search(est, &t, ts);
-	/* its SUBVOL or SNAPSHOT and its END */
 	if (!ret)
-		est->sum += table_total(&t) + 2 * 128;
+		est->sum += table_total(&t);
 	free(t.slot);
 	free(t.extents);
 	free(t.ranges);

@@ -7,7 +7,8 @@
 # WRITEs of zeros on a filesystem that keeps hole items), preallocated
 # ranges brought within a file's size (WRITEs of zeros), a preallocated
 # file made, and data older than the parent reflinked into a changed file
-# (CLONE). On both kinds of filesystem.
+# (CLONE). On both kinds of filesystem. A new file with two names is
+# made once and linked once.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -55,3 +56,13 @@ for mkfs in "" "-O ^no-holes"; do
 	within "full${mkfs:+ $mkfs}" "$SRC/s1"
 	within "incremental${mkfs:+ $mkfs}" -p "$SRC/s1" "$SRC/s2"
 done
+
+# a new file with two names, another's between them in path order: made
+# once, linked once (a small stream, where one command more is 10%)
+mkdir "$V/a" "$V/z"
+echo one >"$V/a/f"
+ln "$V/a/f" "$V/z/f"
+echo two >"$V/m"
+run_check btrfs -q subvolume snapshot -r "$V" "$SRC/s3"
+within "a new file's two names" -p "$SRC/s2" "$SRC/s3"
+
