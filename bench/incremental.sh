@@ -12,6 +12,9 @@
 #                                   (the cost of progress and its estimate)
 # and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
 # part of encio send -p (its difference without data), a bound for it;
+# encio diff -0 >/dev/null: encio's own difference of the two; encio
+# receive -f of encio send -p's stream saved beforehand: the receiving
+# side alone, a bound for any sender's send | receive;
 # with the parent received once beforehand (by btrfs receive; both
 # receivers find it by UUID), each run receiving into a new directory, the
 # received snapshot deleted and cleaned up after it, caches dropped, sync
@@ -29,7 +32,7 @@ ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-estimate encio-progress encio-progress-null${ENCIO_BASE:+ base-pipe base-null}"
+METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-diff encio-receive-file encio-estimate encio-progress encio-progress-null${ENCIO_BASE:+ base-pipe base-null}"
 
 SIZES=()
 source "$top/bench/corpus.sh"
@@ -83,7 +86,8 @@ echo "== the parents on the destination, and the stream sizes"
 mkdir "$DST/base"
 for c in many big; do
 	btrfs -q send --compressed-data "$SRC/$c-snap" 2>/dev/null | btrfs -q receive "$DST/base" || exit 1
-	e=$("$ENCIO" -q send -p "$SRC/$c-snap" "$SRC/$c-snap2" | wc -c)
+	"$ENCIO" -q send -p "$SRC/$c-snap" "$SRC/$c-snap2" >"$work/$c.incremental" || exit 1
+	e=$(stat -c %s "$work/$c.incremental")
 	b=$(btrfs -q send --compressed-data -p "$SRC/$c-snap" "$SRC/$c-snap2" 2>/dev/null | wc -c)
 	f=$(btrfs -q send --compressed-data "$SRC/$c-snap2" 2>/dev/null | wc -c)
 	n=$("$ENCIO" -q send -n --format=json -p "$SRC/$c-snap" "$SRC/$c-snap2" |
@@ -122,6 +126,13 @@ run_one()
 	kernel-null)
 		btrfs -q send --proto 2 --no-data -p "$parent" "$snap" >/dev/null 2>&1 ||
 			echo "btrfs send --no-data -p failed" >&2
+		;;
+	encio-diff)
+		"$ENCIO" diff -0 "$parent" "$snap" >/dev/null || echo "encio diff failed" >&2
+		;;
+	encio-receive-file)
+		"$ENCIO" -q receive -f "$work/$corpus.incremental" "$to" ||
+			echo "encio receive -f failed" >&2
 		;;
 	encio-estimate)
 		"$ENCIO" -q send -n -p "$parent" "$snap" >/dev/null ||
@@ -171,6 +182,12 @@ done
 echo
 for c in many big; do
 	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s; encio send -n -p (the estimate) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")" "$(med "${TIMES[$c-encio-estimate]}")"
+done
+echo
+for c in many big; do
+	awk -v c="$c" -v d="$(med "${TIMES[$c-encio-diff]}")" -v r="$(med "${TIMES[$c-encio-receive-file]}")" \
+		-v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
+		'BEGIN { printf "%s: encio diff -0 %.2f s; encio receive -f of the stream %.2f s, %.0f%% of btrfs send -p | btrfs receive (2x needs 50%%)\n", c, d, r, r * 100 / b }'
 done
 echo
 for c in many big; do

@@ -18,7 +18,9 @@
 # usage: bench/stream.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of free
 #                                            memory; ROUNDS defaults to 3)
 # Environment: ENCIO_BASE=PATH times another encio build's send | receive
-# in the same rounds too (base-pipe: a change against the version before).
+# and send --progress | receive in the same rounds too (base-pipe,
+# base-progress: a change against the version before). METHODS="M..." runs
+# only those methods (encio-pipe always: the others are put against it).
 # CHECKPOINT_OFTEN=SIZE times receive -s --checkpoint SIZE too (often:
 # many checkpoints, whose number the receive's -v lines give, so that
 # the cost of one is measured, and with it the bound at 1 GiB or 10 s).
@@ -29,7 +31,13 @@ ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
 CHECKPOINT_OFTEN=${CHECKPOINT_OFTEN:-}
-METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable encio-progress${ENCIO_BASE:+ base-pipe}${CHECKPOINT_OFTEN:+ encio-often}"
+ALL_METHODS="encio-pipe btrfs-pipe encio-file btrfs-file encio-resumable encio-progress${ENCIO_BASE:+ base-pipe base-progress}${CHECKPOINT_OFTEN:+ encio-often}"
+METHODS=${METHODS:-$ALL_METHODS}
+for m in $METHODS; do
+	[[ " $ALL_METHODS " == *" $m "* ]] || { echo "unknown method $m (methods: $ALL_METHODS)" >&2; exit 2; }
+done
+[[ " $METHODS " == *" encio-pipe "* ]] || METHODS="encio-pipe $METHODS"
+has_method() { [[ " $METHODS " == *" $1 "* ]]; }
 
 source "$top/bench/corpus.sh"
 declare -A CKPTS
@@ -52,6 +60,10 @@ run_one()
 	base-pipe)
 		"$ENCIO_BASE" -q send "$snap" | "$ENCIO_BASE" -q receive "$DST" ||
 			echo "base encio send|receive failed" >&2
+		;;
+	base-progress)
+		"$ENCIO_BASE" send --progress "$snap" 2>/dev/null | "$ENCIO_BASE" -q receive "$DST" ||
+			echo "base encio send --progress|receive failed" >&2
 		;;
 	encio-resumable)
 		"$ENCIO" -q send "$snap" | "$ENCIO" -q receive -s "$DST" ||
@@ -87,11 +99,13 @@ run_one()
 	printf '  %-6s %-12s %7s s   cpu %7s s\n' "$corpus" "$method" "$RUN_T" "$RUN_C"
 }
 
-echo "== saving the btrfs send --compressed-data streams"
-for c in many big; do
-	btrfs -q send --compressed-data -f "$work/$c.stream" "$SRC/$c-snap" 2>/dev/null || exit 1
-	printf '  %-5s %s\n' "$c" "$(du -h "$work/$c.stream" | cut -f1)"
-done
+if has_method encio-file || has_method btrfs-file; then
+	echo "== saving the btrfs send --compressed-data streams"
+	for c in many big; do
+		btrfs -q send --compressed-data -f "$work/$c.stream" "$SRC/$c-snap" 2>/dev/null || exit 1
+		printf '  %-5s %s\n' "$c" "$(du -h "$work/$c.stream" | cut -f1)"
+	done
+fi
 
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included)"
 # every other round runs the methods in the reverse order: the run after
@@ -109,25 +123,35 @@ done
 
 echo
 echo "Median of $ROUNDS rounds; cpu: busy CPU time of the whole machine during the run."
+if has_method btrfs-pipe && has_method encio-file && has_method btrfs-file; then
+	echo
+	echo "| corpus | encio send\\|receive | btrfs send\\|receive | ratio | encio receive -f | btrfs receive -f | ratio |"
+	echo "|---|---|---|---|---|---|---|"
+	for c in many big; do
+		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
+			-v e="$(med "${TIMES[$c-encio-file]}")" -v f="$(med "${TIMES[$c-btrfs-file]}")" \
+			-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
+			-v ce="$(med "${CPUS[$c-encio-file]}")" -v cf="$(med "${CPUS[$c-btrfs-file]}")" \
+			'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
+	done
+fi
 echo
-echo "| corpus | encio send\\|receive | btrfs send\\|receive | ratio | encio receive -f | btrfs receive -f | ratio |"
-echo "|---|---|---|---|---|---|---|"
-for c in many big; do
-	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
-		-v e="$(med "${TIMES[$c-encio-file]}")" -v f="$(med "${TIMES[$c-btrfs-file]}")" \
-		-v ca="$(med "${CPUS[$c-encio-pipe]}")" -v cb="$(med "${CPUS[$c-btrfs-pipe]}")" \
-		-v ce="$(med "${CPUS[$c-encio-file]}")" -v cf="$(med "${CPUS[$c-btrfs-file]}")" \
-		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
-done
-echo
-for c in many big; do
-	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-resumable]}")" \
-		'BEGIN { printf "%s: encio send | encio receive -s %.2f s, %+.1f%% against without -s (the checkpoints)\n", c, s, (s - a) * 100 / a }'
-	printf '  %-5s -s       %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-resumable]}")"
-	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-encio-progress]}")" \
-		'BEGIN { printf "%s: encio send --progress | encio receive %.2f s, %+.1f%% against -q (the progress and its estimate)\n", c, s, (s - a) * 100 / a }'
-	printf '  %-5s progress %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-progress]}")"
-done
+# against encio send | encio receive: METHOD LABEL WHAT
+against_pipe()
+{
+	local m=$1 label=$2 what=$3 c
+
+	has_method "$m" || return 0
+	for c in many big; do
+		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v s="$(med "${TIMES[$c-$m]}")" -v w="$what" \
+			'BEGIN { printf "%s: %s %.2f s, %+.1f%% against encio send | encio receive\n", c, w, s, (s - a) * 100 / a }'
+		printf '  %-5s %-13s %s\n' "$c" "$label" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-$m]}")"
+	done
+}
+against_pipe encio-resumable "-s" "encio send | encio receive -s (the checkpoints)"
+against_pipe encio-progress progress "encio send --progress | encio receive (the progress and its estimate)"
+against_pipe base-pipe "base pipe" "ENCIO_BASE send | receive"
+against_pipe base-progress "base progress" "ENCIO_BASE send --progress | receive"
 if [ -n "$CHECKPOINT_OFTEN" ]; then
 	echo
 	for c in many big; do
@@ -141,18 +165,12 @@ if [ -n "$CHECKPOINT_OFTEN" ]; then
 		printf '%s ms)\n' "${per% }"
 	done
 fi
-echo
-echo "Ratio to encio within each round, round by round:"
-for c in many big; do
-	printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
-	printf '  %-5s file     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-file]}" "${TIMES[$c-btrfs-file]}")"
-done
-if [ -n "$ENCIO_BASE" ]; then
+if has_method btrfs-pipe && has_method encio-file && has_method btrfs-file; then
 	echo
+	echo "Ratio to encio within each round, round by round:"
 	for c in many big; do
-		awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-base-pipe]}")" \
-			'BEGIN { printf "%s: ENCIO_BASE send | receive %.2f s (%.2fx encio'"'"'s)\n", c, b, b / a }'
-		printf '  %-5s base pipe %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-base-pipe]}")"
+		printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
+		printf '  %-5s file     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-file]}" "${TIMES[$c-btrfs-file]}")"
 	done
 fi
 echo

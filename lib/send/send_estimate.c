@@ -50,6 +50,8 @@ struct est_inode {
 	uint32_t name_len; /* of its first name */
 	uint32_t paths;	   /* paths in its commands */
 	int64_t plen;	   /* its path's length; -1: not found yet */
+	uint64_t size;	   /* data past it is not sent */
+	bool has_size;
 };
 
 /* A range of an extent's data sent before, in the extent's bytes. */
@@ -70,6 +72,14 @@ struct est_table {
 	size_t ext_cap, ext_nr;
 	struct est_range *ranges;
 	size_t nr_ranges, cap_ranges;
+	/*
+	 * The kernel's clones (an incremental): of a plain extent, only from
+	 * a file whose range holds the start of the one sent, and as far as
+	 * that file's range goes (find_extent_clone() looks up the extent's
+	 * references at that offset), and never of one sector at offset 0
+	 */
+	bool kernel;
+	uint64_t sectorsize; /* with kernel */
 };
 
 static int inode_grow(struct est_table *t)
@@ -173,13 +183,33 @@ static int overlap_cmp(const void *a, const void *b)
 /*
  * The bytes of [@start, @end) of the extent @x sent before, into *@covered,
  * and the pieces they make (each a CLONE, as send_share.c plans them);
- * then the range remembered as sent. An extent referred to in more
+ * then [@start, @keep_end) remembered as sent (what a later file can
+ * clone). An extent referred to in more
  * places than EST_OVERLAPS is taken as sent whole.
  */
-static int extent_covered(struct est_table *t, struct est_extent *x,
-			  uint64_t start, uint64_t end, uint64_t *covered,
-			  uint32_t *pieces)
+/* extent_covered() for the kernel's clone of a plain extent */
+static void kernel_covered(const struct est_table *t,
+			   const struct est_extent *x, uint64_t start,
+			   uint64_t end, uint64_t *covered, uint32_t *pieces)
 {
+	const struct est_range *r;
+	uint64_t to = start;
+	uint32_t k;
+
+	for (k = x->head; k; k = t->ranges[k - 1].next) {
+		r = &t->ranges[k - 1];
+		if (r->start <= start && r->end > to)
+			to = r->end < end ? r->end : end;
+	}
+	*covered = to - start;
+	*pieces = to > start;
+}
+
+static int extent_covered(struct est_table *t, struct est_extent *x,
+			  const struct file_extent *fe, uint64_t keep_end,
+			  uint64_t *covered, uint32_t *pieces)
+{
+	uint64_t start = fe->extent_offset, end = start + fe->len;
 	struct est_range o[EST_OVERLAPS], *r;
 	uint64_t at = start;
 	size_t n = 0, i;
@@ -187,7 +217,13 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 
 	*covered = 0;
 	*pieces = 0;
-	for (k = x->head; k; k = t->ranges[k - 1].next) {
+	if (t->kernel && !fe->compression) {
+		kernel_covered(t, x, start, end, covered, pieces);
+		k = 0;
+	} else {
+		k = x->head;
+	}
+	for (; k; k = t->ranges[k - 1].next) {
 		r = &t->ranges[k - 1];
 		if (r->end <= start || r->start >= end)
 			continue;
@@ -208,14 +244,14 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 		*covered += o[i].end - (o[i].start > at ? o[i].start : at);
 		at = o[i].end;
 	}
-	if (*covered == end - start)
+	if (*covered == end - start || keep_end <= start)
 		return 0;
 	r = array_grow(t->ranges, &t->cap_ranges, t->nr_ranges, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	t->ranges = r;
 	t->ranges[t->nr_ranges] = (struct est_range){ .start = start,
-						      .end = end,
+						      .end = keep_end,
 						      .next = x->head };
 	x->head = (uint32_t)++t->nr_ranges;
 	return 0;
@@ -250,6 +286,43 @@ static void count_writes(struct est_inode *in, uint64_t len, uint32_t write_max)
 }
 
 /*
+ * The bytes of @fe past its file's size: those not written; with
+ * @block, past the size's last whole block: those no other file can
+ * clone (the last block cloned goes to its file's end).
+ */
+static uint64_t past_end(const struct est_inode *in,
+			 const struct file_extent *fe, bool block)
+{
+	uint64_t end = fe->offset + fe->len;
+	uint64_t size = in->size;
+
+	if (!in->has_size)
+		return 0;
+	if (block)
+		size -= size % SEND_BLOCK;
+	if (end <= size)
+		return 0;
+	return end - (fe->offset > size ? fe->offset : size);
+}
+
+/*
+ * Whether the range [@offset, @offset + @len) of a file of @size bytes is
+ * one sector at offset 0 (to the size): the kernel writes it, never clones
+ * it (clone_range(): a receiver with compression could have it inline,
+ * and cannot clone into it then). A reflinked copy's source is at the
+ * same offset.
+ */
+static bool lone_first_sector(uint64_t offset, uint64_t len, uint64_t size,
+			      uint64_t sectorsize)
+{
+	uint64_t end = offset + len;
+
+	if (end > size)
+		end = size;
+	return offset == 0 && end == sectorsize;
+}
+
+/*
  * The data of @fe as it is sent: what a range of its extent sent before
  * covers as CLONEs, the rest written (a compressed extent's by its bytes
  * on disk where they are fewer).
@@ -257,7 +330,7 @@ static void count_writes(struct est_inode *in, uint64_t len, uint32_t write_max)
 static int count_extent(struct est_table *t, struct est_inode *in,
 			const struct file_extent *fe, uint32_t write_max)
 {
-	uint64_t covered = 0, left = fe->len;
+	uint64_t covered = 0, left = fe->len, past;
 	struct est_extent *x;
 	uint32_t pieces = 0;
 	int ret;
@@ -272,12 +345,17 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 	case EXTENT_INLINE:
 		break;
 	case EXTENT_REGULAR:
+		if (t->kernel && in->has_size &&
+		    lone_first_sector(fe->offset, fe->len, in->size,
+				      t->sectorsize))
+			break;
 		x = extent_get(t, fe->disk_bytenr);
 		if (!x)
 			return -ENOMEM;
-		ret = extent_covered(t, x, fe->extent_offset,
-				     fe->extent_offset + fe->len, &covered,
-				     &pieces);
+		ret = extent_covered(t, x, fe,
+				     fe->extent_offset + fe->len -
+					     past_end(in, fe, true),
+				     &covered, &pieces);
 		if (ret)
 			return ret;
 		/* CLONE: the file's and its source's paths */
@@ -296,6 +374,8 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 		in->paths++;
 		return 0;
 	}
+	past = past_end(in, fe, false);
+	left -= past < left ? past : left;
 	count_writes(in, left, write_max);
 	return 0;
 }
@@ -318,6 +398,8 @@ static int count_item(struct send_estimate *est, struct est_table *t,
 		if (sh->len < sizeof(ii))
 			return -EUCLEAN;
 		memcpy(&ii, item, sizeof(ii));
+		in->size = le64toh(ii.size);
+		in->has_size = true;
 		if (le64toh(ii.transid) > est->since)
 			count_inode(in, &ii);
 		return 0;
@@ -438,7 +520,9 @@ struct incr_ctx {
 	int parent_fd;
 	uint64_t roots[2];    /* the parent's and the child's tree ids */
 	uint64_t parent_size; /* of the inode at hand, 0: none */
-	uint64_t ino;	      /* the inode at hand */
+	uint64_t child_size;
+	uint64_t *size_to; /* where the inode item read goes */
+	uint64_t ino;	   /* the inode at hand */
 	struct incr_extent *ext;
 	size_t nr_ext, cap_ext;
 };
@@ -527,8 +611,10 @@ static int incr_count_part(struct incr_ctx *c, const struct incr_extent *x,
 		count_writes(&c->in, end - start, c->est->write_max);
 		return 0;
 	}
-	/* data the parent has: a CLONE from it */
-	if (old && (fe.kind == EXTENT_REGULAR || fe.kind == EXTENT_PREALLOC)) {
+	/* data the parent has: a CLONE from it, but of a lone first sector */
+	if (old && (fe.kind == EXTENT_REGULAR || fe.kind == EXTENT_PREALLOC) &&
+	    !lone_first_sector(x->fe.offset, x->fe.len, c->child_size,
+			       c->t.sectorsize)) {
 		c->in.fixed += CLONE_CMD;
 		c->in.paths += 2;
 		return 0;
@@ -540,10 +626,10 @@ static int incr_count_part(struct incr_ctx *c, const struct incr_extent *x,
 	return count_extent(&c->t, &c->in, &fe, c->est->write_max);
 }
 
-/* The size of the inode in the parent, into c->parent_size. */
-static int incr_parent_item(void *arg,
-			    const struct btrfs_ioctl_search_header *sh,
-			    const uint8_t *item)
+/* The size of the inode searched, into *c->size_to. */
+static int incr_inode_item(void *arg,
+			   const struct btrfs_ioctl_search_header *sh,
+			   const uint8_t *item)
 {
 	struct incr_ctx *c = arg;
 	struct btrfs_inode_item ii;
@@ -551,16 +637,18 @@ static int incr_parent_item(void *arg,
 	if (sh->type != BTRFS_INODE_ITEM_KEY || sh->len < sizeof(ii))
 		return 0;
 	memcpy(&ii, item, sizeof(ii));
-	c->parent_size = le64toh(ii.size);
+	*c->size_to = le64toh(ii.size);
 	return 0;
 }
 
-static int incr_parent_size(struct incr_ctx *c, uint64_t ino)
+static int incr_inode_size(struct incr_ctx *c, int fd, uint64_t ino,
+			   uint64_t *size)
 {
 	struct btrfs_ioctl_search_key k =
 		tree_search_key_items(ino, BTRFS_INODE_ITEM_KEY);
 
-	return tree_search_run(c->ts, c->parent_fd, &k, 0, incr_parent_item, c);
+	c->size_to = size;
+	return tree_search_run(c->ts, fd, &k, 0, incr_inode_item, c);
 }
 
 /*
@@ -613,8 +701,12 @@ static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
 	c->ino = e->ino;
 	/* a new inode's number may be an old one's, gone: no size before */
 	c->parent_size = 0;
+	c->child_size = 0;
 	if (e->change == DIFF_MODIFIED)
-		ret = incr_parent_size(c, e->ino);
+		ret = incr_inode_size(c, c->parent_fd, e->ino, &c->parent_size);
+	ret = ret ?: incr_inode_size(c, c->child_fd, e->ino, &c->child_size);
+	c->in.size = c->child_size;
+	c->in.has_size = !ret;
 	ret = ret   ?:
 		      tree_search_run(c->ts, c->child_fd, &k, 0,
 				      incr_extent_item, c);
@@ -765,11 +857,17 @@ static int incr_count_all(struct incr_ctx *c, const struct diff_result *res,
 static int estimate_incremental(struct send_estimate *est, int child_fd,
 				struct tree_search *ts)
 {
-	struct incr_ctx c = { .est = est, .ts = ts, .child_fd = child_fd };
+	struct incr_ctx c = {
+		.est = est, .ts = ts, .child_fd = child_fd, .t.kernel = true
+	};
 	struct diff_result res = { 0 };
 	uint64_t sum = 0;
+	struct statfs sfs;
 	int pfd, ret;
 
+	if (fstatfs(child_fd, &sfs))
+		return -errno;
+	c.t.sectorsize = (uint64_t)sfs.f_bsize;
 	pfd = open(est->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
@@ -848,9 +946,11 @@ static int estimate_root(struct send_estimate *est, const char *root,
  * An incremental's estimate (encio diff's difference, which reads every
  * changed inode's items in both trees) that is not reported is put off
  * for SEND_ESTIMATE_DELAY_SECONDS: a send done by then, which progress
- * has little to show of, does not pay for it (bench/incremental.sh's
- * big, a 0.2 s send, took a third longer with it). -EINTR if the send
- * ends first.
+ * has little to show of, does not pay for it: on two CPUs busy with
+ * the send and its receiver, SCHED_IDLE does not keep the difference's
+ * reads from slowing them (bench/incremental.sh: a 0.2 s send a third
+ * longer, and a 0.7 s one, with the estimate half a second in, 31%).
+ * -EINTR if the send ends first.
  */
 static int estimate_delay(struct send_estimate *est)
 {

@@ -134,7 +134,7 @@ struct send_estimate {
 /* The estimate runs SCHED_IDLE for this long, then as the send does. */
 #define SEND_ESTIMATE_IDLE_SECONDS 1.0
 /* An incremental's estimate not reported starts after this long. */
-#define SEND_ESTIMATE_DELAY_SECONDS 0.5
+#define SEND_ESTIMATE_DELAY_SECONDS 2.0
 
 struct send_ctx {
 	struct stream_writer w;

@@ -8,7 +8,8 @@
 # ranges brought within a file's size (WRITEs of zeros), a preallocated
 # file made, and data older than the parent reflinked into a changed file
 # (CLONE). On both kinds of filesystem. A new file with two names is
-# made once and linked once.
+# made once and linked once. Data ending inside a block, and the clones
+# the kernel does not make.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -66,3 +67,36 @@ echo two >"$V/m"
 run_check btrfs -q subvolume snapshot -r "$V" "$SRC/s3"
 within "a new file's two names" -p "$SRC/s2" "$SRC/s3"
 
+
+# files whose data ends inside a block: what is past their size is not
+# written, and a later file clones them only up to their last whole block
+# (a file of 5000 bytes was counted 8192 written, +60% on small files)
+W=$SRC/w
+run_check btrfs -q subvolume create "$W"
+for i in $(seq 1 20); do
+	random_bytes 5000 "w$i" >"$W/f$i"
+done
+touch "$W/short"
+random_bytes 16384 short >"$W/whole"
+run_check xfs_io -c "reflink $W/whole 0 0 8192" "$W/short"
+run_check truncate -s 5531 "$W/short"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w1"
+within "full: data ending inside a block" "$SRC/w1"
+
+# the kernel's clones: a one-sector file reflinked whole is written (a
+# clone from offset 0 of one sector is never sent)
+random_bytes 4096 sector >"$W/sector"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w2"
+for i in $(seq 1 8); do
+	run_check cp --reflink=always "$W/sector" "$W/sector$i"
+done
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w3"
+within "incremental: one-sector files reflinked" -p "$SRC/w2" "$SRC/w3"
+
+# ... and a new extent whose start no earlier file refers to is written
+# whole, though an earlier file refers to its end
+touch "$W/tail"
+random_bytes 524288 head >"$W/head"
+run_check xfs_io -c "reflink $W/head 262144 0 262144" "$W/tail"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w4"
+within "incremental: an extent's end reflinked first" -p "$SRC/w3" "$SRC/w4"
