@@ -51,10 +51,11 @@ else:
     print(int(s.rstrip("B")))' "$1"
 }
 
-# slow: a reader that starts late. The sender's estimate runs on the CPU
-# it leaves (SCHED_IDLE): while it waits on the full pipe, the estimate is
-# made, before the stream's end, as a larger stream gives it time to.
-slow() { sleep 1; cat; }
+# slow [SECONDS]: a reader that starts late (after a second). The
+# sender's estimate runs on the CPU it leaves (SCHED_IDLE): while it waits
+# on the full pipe, the estimate is made, before the stream's end, as a
+# larger stream gives it time to. An incremental's starts two seconds in.
+slow() { sleep "${1:-1}"; cat; }
 
 # near A B PCT: A is within PCT percent of B
 near() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b * p / 100) }'; }
@@ -90,7 +91,7 @@ same s1 "$DST/a"
 "$ENCIO" dump -f "$T/a.stream" >/dev/null || _fail "dump refuses the stream"
 
 _log "an incremental stream (the kernel's, relayed) over a pipe"
-"$ENCIO" send --progress -p "$SRC/s1" "$SRC/s2" 2>/dev/null | slow | tee "$T/b.stream" |
+"$ENCIO" send --progress -p "$SRC/s1" "$SRC/s2" 2>/dev/null | slow 3 | tee "$T/b.stream" |
 	"$ENCIO" receive --progress "$DST/a" 2>"$T/b.recv" || _fail "receive failed: $(cat "$T/b.recv")"
 check_received "$T/b.recv" "$(stat -c %s "$T/b.stream")"
 same s2 "$DST/a"
