@@ -72,14 +72,6 @@ struct est_table {
 	size_t ext_cap, ext_nr;
 	struct est_range *ranges;
 	size_t nr_ranges, cap_ranges;
-	/*
-	 * The kernel's clones (an incremental): of a plain extent, only from
-	 * a file whose range holds the start of the one sent, and as far as
-	 * that file's range goes (find_extent_clone() looks up the extent's
-	 * references at that offset), and never of one sector at offset 0
-	 */
-	bool kernel;
-	uint64_t sectorsize; /* with kernel */
 };
 
 static int inode_grow(struct est_table *t)
@@ -187,24 +179,6 @@ static int overlap_cmp(const void *a, const void *b)
  * clone). An extent referred to in more
  * places than EST_OVERLAPS is taken as sent whole.
  */
-/* extent_covered() for the kernel's clone of a plain extent */
-static void kernel_covered(const struct est_table *t,
-			   const struct est_extent *x, uint64_t start,
-			   uint64_t end, uint64_t *covered, uint32_t *pieces)
-{
-	const struct est_range *r;
-	uint64_t to = start;
-	uint32_t k;
-
-	for (k = x->head; k; k = t->ranges[k - 1].next) {
-		r = &t->ranges[k - 1];
-		if (r->start <= start && r->end > to)
-			to = r->end < end ? r->end : end;
-	}
-	*covered = to - start;
-	*pieces = to > start;
-}
-
 static int extent_covered(struct est_table *t, struct est_extent *x,
 			  const struct file_extent *fe, uint64_t keep_end,
 			  uint64_t *covered, uint32_t *pieces)
@@ -217,13 +191,7 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 
 	*covered = 0;
 	*pieces = 0;
-	if (t->kernel && !fe->compression) {
-		kernel_covered(t, x, start, end, covered, pieces);
-		k = 0;
-	} else {
-		k = x->head;
-	}
-	for (; k; k = t->ranges[k - 1].next) {
+	for (k = x->head; k; k = t->ranges[k - 1].next) {
 		r = &t->ranges[k - 1];
 		if (r->end <= start || r->start >= end)
 			continue;
@@ -306,23 +274,6 @@ static uint64_t past_end(const struct est_inode *in,
 }
 
 /*
- * Whether the range [@offset, @offset + @len) of a file of @size bytes is
- * one sector at offset 0 (to the size): the kernel writes it, never clones
- * it (clone_range(): a receiver with compression could have it inline,
- * and cannot clone into it then). A reflinked copy's source is at the
- * same offset.
- */
-static bool lone_first_sector(uint64_t offset, uint64_t len, uint64_t size,
-			      uint64_t sectorsize)
-{
-	uint64_t end = offset + len;
-
-	if (end > size)
-		end = size;
-	return offset == 0 && end == sectorsize;
-}
-
-/*
  * The data of @fe as it is sent: what a range of its extent sent before
  * covers as CLONEs, the rest written (a compressed extent's by its bytes
  * on disk where they are fewer).
@@ -345,10 +296,6 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 	case EXTENT_INLINE:
 		break;
 	case EXTENT_REGULAR:
-		if (t->kernel && in->has_size &&
-		    lone_first_sector(fe->offset, fe->len, in->size,
-				      t->sectorsize))
-			break;
 		x = extent_get(t, fe->disk_bytenr);
 		if (!x)
 			return -ENOMEM;
@@ -503,28 +450,31 @@ static int estimate_search(struct send_estimate *est, struct est_table *t,
  * kernel's (lib/diff): its entries make the commands the kernel's pass
  * sends, with their paths; their data ranges are read in the child's
  * extent items: a hole where the parent had data goes as a FALLOCATE that
- * punches it (as WRITEs of zeros where a hole item holds it), data older than the parent as a CLONE from it, new data as
- * a full send's.
+ * punches it (as WRITEs of zeros where a hole item holds it), each extent
+ * item as the kernel sends it: CLONEs from where its own walk finds the
+ * extent, WRITEs or an ENCODED_WRITE of the rest.
  */
-struct incr_extent {
-	struct file_extent fe;
-	uint64_t generation;
+struct incr_items {
+	struct file_extent *ext;
+	size_t nr, cap;
 };
 
 struct incr_ctx {
 	struct send_estimate *est;
-	struct est_table t;
 	struct est_inode in; /* the inode at hand, its paths' length known */
 	struct tree_search *ts;
 	int child_fd;
 	int parent_fd;
-	uint64_t roots[2];    /* the parent's and the child's tree ids */
-	uint64_t parent_size; /* of the inode at hand, 0: none */
-	uint64_t child_size;
-	uint64_t *size_to; /* where the inode item read goes */
-	uint64_t ino;	   /* the inode at hand */
-	struct incr_extent *ext;
-	size_t nr_ext, cap_ext;
+	uint64_t roots[2]; /* the parent's and the child's tree ids */
+	uint64_t sectorsize;
+	uint64_t child_size;   /* of the inode at hand */
+	uint64_t *size_to;     /* where the inode item read goes */
+	uint64_t ino;	       /* the inode at hand */
+	uint64_t next_write;   /* its offset the receiver has data to */
+	size_t sent;	       /* its extent items sent: cur.ext[0, sent) */
+	struct incr_items cur; /* the inode at hand's extent items */
+	struct incr_items src; /* a clone source's */
+	struct btrfs_data_container *refs; /* LOGICAL_INO_V2's answer */
 };
 
 /* the orphan name a new inode is made under, then renamed from */
@@ -535,22 +485,17 @@ static int incr_extent_item(void *arg,
 			    const struct btrfs_ioctl_search_header *sh,
 			    const uint8_t *item)
 {
-	struct incr_ctx *c = arg;
-	struct btrfs_file_extent_item ei;
-	struct incr_extent *x;
+	struct incr_items *items = arg;
+	struct file_extent *x;
 
-	if (sh->type != BTRFS_EXTENT_DATA_KEY || sh->len < 21)
+	if (sh->type != BTRFS_EXTENT_DATA_KEY)
 		return 0;
-	x = array_grow(c->ext, &c->cap_ext, c->nr_ext, sizeof(*x));
+	x = array_grow(items->ext, &items->cap, items->nr, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	c->ext = x;
-	x = &c->ext[c->nr_ext];
-	memcpy(&ei, item, sh->len < sizeof(ei) ? sh->len : sizeof(ei));
-	if (extent_item_parse(item, sh->len, sh->offset, &x->fe))
-		return 0;
-	x->generation = le64toh(ei.generation);
-	c->nr_ext++;
+	items->ext = x;
+	if (!extent_item_parse(item, sh->len, sh->offset, &x[items->nr]))
+		items->nr++;
 	return 0;
 }
 
@@ -562,68 +507,6 @@ static void count_hole(struct est_inode *in)
 {
 	in->fixed += CMD + TLV + TLV + 4 + 2 * (TLV + 8);
 	in->paths++;
-}
-
-/*
- * Whether a file other than the one at hand refers to the extent at
- * @bytenr, in the parent or the child (BTRFS_IOC_LOGICAL_INO_V2): one
- * the kernel may clone it from.
- */
-static bool incr_other_refs(struct incr_ctx *c, uint64_t bytenr)
-{
-	struct btrfs_ioctl_logical_ino_args args = {
-		.logical = bytenr,
-		.size = 64 * 1024,
-		.flags = BTRFS_LOGICAL_INO_ARGS_IGNORE_OFFSET,
-	};
-	struct btrfs_data_container *refs = malloc(args.size);
-	bool other = false;
-	uint32_t i;
-
-	if (!refs)
-		return false;
-	args.inodes = (uintptr_t)refs;
-	if (ioctl(c->child_fd, BTRFS_IOC_LOGICAL_INO_V2, &args) == 0) {
-		for (i = 0; !other && i + 2 < refs->elem_cnt; i += 3)
-			other = refs->val[i] != c->ino &&
-				(refs->val[i + 2] == c->roots[0] ||
-				 refs->val[i + 2] == c->roots[1]);
-	}
-	free(refs);
-	return other;
-}
-
-/* The part [@start, @end) of the extent @x, as the kernel sends it. */
-static int incr_count_part(struct incr_ctx *c, const struct incr_extent *x,
-			   uint64_t start, uint64_t end)
-{
-	struct file_extent fe = x->fe;
-	bool old = x->generation <= c->est->since;
-
-	/*
-	 * A new preallocated range within the size, or one the parent had
-	 * past its size where no other file of either has it (nothing is
-	 * cloned from past EOF): WRITEs of zeros
-	 */
-	if (fe.kind == EXTENT_PREALLOC &&
-	    (!old ||
-	     (end > c->parent_size && !incr_other_refs(c, fe.disk_bytenr)))) {
-		count_writes(&c->in, end - start, c->est->write_max);
-		return 0;
-	}
-	/* data the parent has: a CLONE from it, but of a lone first sector */
-	if (old && (fe.kind == EXTENT_REGULAR || fe.kind == EXTENT_PREALLOC) &&
-	    !lone_first_sector(x->fe.offset, x->fe.len, c->child_size,
-			       c->t.sectorsize)) {
-		c->in.fixed += CLONE_CMD;
-		c->in.paths += 2;
-		return 0;
-	}
-	fe.offset = start;
-	fe.len = end - start;
-	if (fe.kind != EXTENT_INLINE)
-		fe.extent_offset += start - x->fe.offset;
-	return count_extent(&c->t, &c->in, &fe, c->est->write_max);
 }
 
 /* The size of the inode searched, into *c->size_to. */
@@ -652,8 +535,324 @@ static int incr_inode_size(struct incr_ctx *c, int fd, uint64_t ino,
 }
 
 /*
+ * The kernel's choice of a clone source for an extent item it sends
+ * (find_extent_clone(), clone_range(), send_write_or_clone() of
+ * fs/btrfs/send.c, Linux 6.18), followed step by step: its backref walk is
+ * BTRFS_IOC_LOGICAL_INO_V2 at the same logical address, which gives the
+ * same references in the same order; each reference's length and the
+ * source's extents are read in its root.
+ */
+#define INCR_REFS_BYTES (64 * 1024)
+/* the largest sector size a receiver may have: no EOF block cloned past */
+#define INCR_EOF_ALIGN (64 * 1024)
+/* ENCODED_WRITE: path, 4 u64s, compression and encryption, data */
+#define ENCODED_CMD (CMD + TLV + 4 * (TLV + 8) + 2 * (TLV + 4) + 2)
+
+/* A clone root's best reference so far */
+struct incr_clone {
+	int fd;		/* of the root */
+	uint64_t root;	/* its tree id */
+	bool send_root; /* the child */
+	bool found;
+	uint64_t ino, offset, num_bytes;
+	uint64_t item_offset; /* the key offset of its extent item */
+};
+
+/*
+ * The extent item of a reference: file offset @offset is @pos in its
+ * extent (a compressed extent's references: @offset is the item's)
+ */
+struct incr_ref_find {
+	uint64_t bytenr, pos, offset;
+	uint64_t num_bytes, item_offset;
+};
+
+static int incr_ref_item(void *arg, const struct btrfs_ioctl_search_header *sh,
+			 const uint8_t *item)
+{
+	struct incr_ref_find *f = arg;
+	struct file_extent fe;
+
+	if (sh->type != BTRFS_EXTENT_DATA_KEY ||
+	    extent_item_parse(item, sh->len, sh->offset, &fe) ||
+	    fe.kind == EXTENT_INLINE || fe.disk_bytenr != f->bytenr)
+		return 0;
+	/* a compressed one is reported wherever it starts in the extent */
+	if (fe.compression ? fe.offset != f->offset :
+			     fe.extent_offset > f->pos ||
+				     f->pos >= fe.extent_offset + fe.len ||
+				     fe.offset + (f->pos - fe.extent_offset) !=
+					     f->offset)
+		return 0;
+	f->num_bytes = fe.len;
+	f->item_offset = fe.offset;
+	return 1;
+}
+
+static int incr_ref_bytes(struct incr_ctx *c, struct incr_clone *cr,
+			  uint64_t ino, struct incr_ref_find *f)
+{
+	struct btrfs_ioctl_search_key k =
+		tree_search_key_items(ino, BTRFS_EXTENT_DATA_KEY);
+	int ret;
+
+	k.min_offset = f->offset > f->pos ? f->offset - f->pos : 0;
+	k.max_offset = f->offset;
+	f->num_bytes = 0;
+	ret = tree_search_run(c->ts, cr->fd, &k, 0, incr_ref_item, f);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * The references of the extent at @logical; 0 if there are none or the
+ * kernel does not answer (the kernel's send writes then).
+ */
+static uint32_t incr_backrefs(struct incr_ctx *c, uint64_t logical)
+{
+	struct btrfs_ioctl_logical_ino_args args = {
+		.logical = logical,
+		.size = INCR_REFS_BYTES,
+	};
+
+	if (!c->refs && !(c->refs = malloc(INCR_REFS_BYTES)))
+		return 0;
+	args.inodes = (uintptr_t)c->refs;
+	if (ioctl(c->child_fd, BTRFS_IOC_LOGICAL_INO_V2, &args))
+		return 0;
+	return c->refs->elem_cnt;
+}
+
+/* find_extent_clone()'s walk over the references of @fe's extent */
+static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
+			  uint64_t extent_len, struct incr_clone roots[2])
+{
+	struct incr_ref_find f = {
+		.bytenr = fe->disk_bytenr,
+		.pos = fe->compression ? 0 : fe->extent_offset,
+	};
+	uint32_t i, n = incr_backrefs(c, fe->disk_bytenr + f.pos);
+	int ret;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		uint64_t ino = c->refs->val[i], root = c->refs->val[i + 2];
+		struct incr_clone *cr = root == roots[0].root ? &roots[0] :
+					root == roots[1].root ? &roots[1] :
+								NULL;
+
+		f.offset = c->refs->val[i + 1];
+		if (!cr)
+			continue;
+		/* not its own, nor a file or a range not at the receiver yet */
+		if (cr->send_root &&
+		    (ino > c->ino || (ino == c->ino &&
+				      (f.offset == fe->offset ||
+				       f.offset + extent_len > c->next_write))))
+			continue;
+		ret = incr_ref_bytes(c, cr, ino, &f);
+		if (ret)
+			return ret;
+		cr->found = true;
+		if (f.num_bytes > cr->num_bytes) {
+			cr->ino = ino;
+			cr->offset = f.offset;
+			cr->num_bytes = f.num_bytes;
+			cr->item_offset = f.item_offset;
+			if (f.num_bytes >= extent_len)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* The clone source the kernel takes for @fe, NULL: none. */
+static struct incr_clone *incr_find_clone(struct incr_ctx *c,
+					  const struct file_extent *fe,
+					  struct incr_clone roots[2])
+{
+	uint64_t extent_len = fe->len;
+	struct incr_clone *best = NULL;
+	int i, first = roots[0].root > roots[1].root;
+
+	if (fe->offset + fe->len >= c->child_size)
+		extent_len = c->child_size - fe->offset;
+	if (incr_walk_refs(c, fe, extent_len, roots))
+		return NULL;
+	/* the root with the longest reference, the first by tree id */
+	for (i = 0; i < 2; i++) {
+		struct incr_clone *cr = &roots[i ^ first];
+
+		if (!cr->found || (best && cr->num_bytes <= best->num_bytes))
+			continue;
+		best = cr;
+		if (cr->num_bytes >= extent_len)
+			break;
+	}
+	return best;
+}
+
+/* send_extent_data(): @len bytes of @fe's extent, encoded if smaller */
+static void incr_write(struct incr_ctx *c, const struct file_extent *fe,
+		       uint64_t len)
+{
+	if (fe->compression && fe->kind != EXTENT_HOLE &&
+	    fe->disk_bytes <= len) {
+		c->in.fixed += ENCODED_CMD + fe->disk_bytes;
+		c->in.paths++;
+		return;
+	}
+	count_writes(&c->in, len, c->est->write_max);
+}
+
+static void incr_clone_cmd(struct incr_ctx *c)
+{
+	c->in.fixed += CLONE_CMD;
+	c->in.paths += 2;
+}
+
+/*
+ * clone_range(): [@offset, + @len) of @fe from @cr's file, extent by
+ * extent of the source: a CLONE where the source has the same data, a
+ * write where it has other data or none, the source's EOF block written.
+ */
+static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
+			    const struct incr_clone *cr, uint64_t offset,
+			    uint64_t len)
+{
+	struct btrfs_ioctl_search_key k =
+		tree_search_key_items(cr->ino, BTRFS_EXTENT_DATA_KEY);
+	uint64_t data_offset = fe->extent_offset, src_size = 0;
+	uint64_t at = cr->offset; /* in the source */
+	size_t i;
+	int ret;
+
+	if (at == 0 && len == c->sectorsize) {
+		incr_write(c, fe, len);
+		return 0;
+	}
+	k.min_offset = cr->item_offset;
+	k.max_offset = at + len - 1;
+	c->src.nr = 0;
+	ret = incr_inode_size(c, cr->fd, cr->ino, &src_size) ?:
+		      tree_search_run(c->ts, cr->fd, &k, 0, incr_extent_item,
+				      &c->src);
+	if (ret)
+		return ret;
+	for (i = 0; i < c->src.nr && len; i++) {
+		const struct file_extent *s = &c->src.ext[i];
+		uint64_t ext_len = s->len, cdo = s->extent_offset, n;
+		bool crossed = false, same;
+
+		if (s->kind == EXTENT_INLINE)
+			ext_len = (s->len + 4095) & ~4095ULL;
+		if (s->offset + ext_len <= at)
+			continue;
+		if (s->offset > at) {
+			/* no item there (NO_HOLES): written */
+			n = s->offset - at < len ? s->offset - at : len;
+			incr_write(c, fe, n);
+			len -= n;
+			if (!len)
+				break;
+			offset += n;
+			at += n;
+			data_offset += n;
+		}
+		if (s->offset >= at + len || s->offset >= src_size)
+			break;
+		if (s->offset + ext_len > src_size) {
+			ext_len = src_size - s->offset;
+			crossed = true;
+		}
+		same = s->kind != EXTENT_INLINE &&
+		       s->disk_bytenr == fe->disk_bytenr;
+		if (same) {
+			at = s->offset;
+			if (cdo < data_offset && cdo + ext_len > data_offset) {
+				ext_len -= data_offset - cdo;
+				at += data_offset - cdo;
+				cdo = data_offset;
+			}
+		}
+		n = ext_len < len ? ext_len : len;
+		if (same && cdo == data_offset) {
+			uint64_t src_end = at + n;
+			uint64_t whole = n;
+
+			if (src_end == src_size && src_end % INCR_EOF_ALIGN &&
+			    offset + n < c->child_size)
+				whole = n - n % INCR_EOF_ALIGN;
+			if (whole)
+				incr_clone_cmd(c);
+			if (whole < n)
+				incr_write(c, fe, n - whole);
+		} else if (crossed && n < len) {
+			break;
+		} else {
+			incr_write(c, fe, n);
+		}
+		len -= n;
+		if (!len)
+			break;
+		offset += n;
+		at += n;
+		/* the file at hand, past what the receiver has of it */
+		if (cr->send_root && cr->ino == c->ino && at >= c->next_write)
+			break;
+		data_offset += n;
+	}
+	if (len)
+		incr_write(c, fe, len);
+	return 0;
+}
+
+/* send_write_or_clone() of the extent item @fe of the inode at hand */
+static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
+{
+	uint64_t end = fe->offset + fe->len;
+	struct incr_clone roots[2] = {
+		{ .fd = c->parent_fd, .root = c->roots[0] },
+		{ .fd = c->child_fd, .root = c->roots[1], .send_root = true },
+	};
+	struct incr_clone *cr = NULL;
+	int ret = 0;
+
+	if (end > c->child_size)
+		end = c->child_size;
+	if (fe->offset >= end)
+		return 0;
+	if (fe->kind == EXTENT_REGULAR || fe->kind == EXTENT_PREALLOC)
+		cr = incr_find_clone(c, fe, roots);
+	/*
+	 * an unaligned end is cloned where it is the file's and the
+	 * source's size, after a TRUNCATE to the range's start
+	 */
+	if (cr && end % c->sectorsize) {
+		uint64_t src_size = 0;
+
+		ret = end == c->child_size ?
+			      incr_inode_size(c, cr->fd, cr->ino, &src_size) :
+			      0;
+		if (ret)
+			return ret;
+		if (end == c->child_size &&
+		    cr->offset + (end - fe->offset) == src_size) {
+			c->in.fixed += CMD + TLV + TLV + 8;
+			c->in.paths++;
+		} else {
+			cr = NULL;
+		}
+	}
+	if (cr)
+		ret = incr_clone_range(c, fe, cr, fe->offset, end - fe->offset);
+	else
+		incr_write(c, fe, end - fe->offset);
+	c->next_write = end;
+	return ret;
+}
+
+/*
  * The range [@pos, @end) of the inode at hand, read in its extents from
- * c->ext[*@j] on (ranges come in order: *@j stays at the first extent the
+ * c->cur.ext[*@j] on (ranges come in order: *@j stays at the first extent the
  * next one may begin in).
  */
 static int incr_count_range(struct incr_ctx *c, uint64_t pos, uint64_t end,
@@ -661,26 +860,32 @@ static int incr_count_range(struct incr_ctx *c, uint64_t pos, uint64_t end,
 {
 	int ret = 0;
 
-	while (!ret && pos < end && *j < c->nr_ext) {
-		const struct incr_extent *x = &c->ext[*j];
-		uint64_t xend = x->fe.offset + x->fe.len;
+	while (!ret && pos < end && *j < c->cur.nr) {
+		const struct file_extent *x = &c->cur.ext[*j];
+		uint64_t xend = x->offset + x->len;
 		uint64_t to = xend < end ? xend : end;
 
 		if (xend <= pos) {
 			(*j)++;
 			continue;
 		}
-		if (x->fe.offset >= end)
+		if (x->offset >= end)
 			break;
-		if (x->fe.offset > pos) {
+		if (x->offset > pos) {
 			count_hole(&c->in);
-			pos = x->fe.offset;
+			pos = x->offset;
 		}
-		/* a hole item (no NO_HOLES): WRITEs of zeros */
-		if (x->fe.kind == EXTENT_HOLE)
-			count_writes(&c->in, to - pos, c->est->write_max);
-		else
-			ret = incr_count_part(c, x, pos, to);
+		/*
+		 * the kernel sends each extent item whole (a hole item, of a
+		 * filesystem without NO_HOLES, as WRITEs of zeros); a range
+		 * inside one is written
+		 */
+		if (*j >= c->sent && pos == x->offset) {
+			ret = incr_send_item(c, x);
+			c->sent = *j + 1;
+		} else if (*j >= c->sent) {
+			incr_write(c, x, to - pos);
+		}
 		pos = to;
 		if (xend <= end)
 			(*j)++;
@@ -697,19 +902,14 @@ static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
 	size_t i, j = 0;
 	int ret = 0;
 
-	c->nr_ext = 0;
+	c->cur.nr = 0;
 	c->ino = e->ino;
-	/* a new inode's number may be an old one's, gone: no size before */
-	c->parent_size = 0;
+	c->next_write = 0;
+	c->sent = 0;
 	c->child_size = 0;
-	if (e->change == DIFF_MODIFIED)
-		ret = incr_inode_size(c, c->parent_fd, e->ino, &c->parent_size);
-	ret = ret ?: incr_inode_size(c, c->child_fd, e->ino, &c->child_size);
-	c->in.size = c->child_size;
-	c->in.has_size = !ret;
-	ret = ret   ?:
+	ret = incr_inode_size(c, c->child_fd, e->ino, &c->child_size) ?:
 		      tree_search_run(c->ts, c->child_fd, &k, 0,
-				      incr_extent_item, c);
+				      incr_extent_item, &c->cur);
 	for (i = 0; !ret && i < e->nr_ranges; i++)
 		ret = incr_count_range(c, e->range[i].offset,
 				       e->range[i].offset + e->range[i].len,
@@ -858,7 +1058,9 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 				struct tree_search *ts)
 {
 	struct incr_ctx c = {
-		.est = est, .ts = ts, .child_fd = child_fd, .t.kernel = true
+		.est = est,
+		.ts = ts,
+		.child_fd = child_fd,
 	};
 	struct diff_result res = { 0 };
 	uint64_t sum = 0;
@@ -867,7 +1069,7 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 
 	if (fstatfs(child_fd, &sfs))
 		return -errno;
-	c.t.sectorsize = (uint64_t)sfs.f_bsize;
+	c.sectorsize = (uint64_t)sfs.f_bsize;
 	pfd = open(est->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
@@ -881,9 +1083,9 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 		est->sum += sum;
 	close(pfd);
 	diff_result_free(&res);
-	free(c.ext);
-	free(c.t.extents);
-	free(c.t.ranges);
+	free(c.cur.ext);
+	free(c.src.ext);
+	free(c.refs);
 	return ret;
 }
 

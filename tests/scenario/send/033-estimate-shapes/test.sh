@@ -100,3 +100,14 @@ random_bytes 524288 head >"$W/head"
 run_check xfs_io -c "reflink $W/head 262144 0 262144" "$W/tail"
 run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w4"
 within "incremental: an extent's end reflinked first" -p "$SRC/w3" "$SRC/w4"
+
+# data older than the parent that the parent does not hold (reflinked
+# from an older snapshot, after the parent was taken) is written: the
+# kernel clones only from the parent and the snapshot sent
+random_bytes 1048576 gone >"$W/gone"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w5"
+rm "$W/gone"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w6"
+run_check cp --reflink=always "$SRC/w5/gone" "$W/back"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w7"
+within "incremental: old data the parent lacks" -p "$SRC/w6" "$SRC/w7"
