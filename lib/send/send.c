@@ -997,9 +997,7 @@ static void estimate_start(struct send_ctx *ctx, const char *const *paths,
 	if (ctx->opts.parent &&
 	    !btrfs_util_subvolume_info(ctx->opts.parent, 0, &info))
 		since = info.otransid;
-	send_estimate_start(&ctx->est, paths, nr,
-			    since ? ctx->opts.parent : NULL, since,
-			    since && !ctx->opts.estimate_reported,
+	send_estimate_start(&ctx->est, paths, nr, &ctx->opts, since,
 			    (uint32_t)ctx->write_max, count_tree, ctx);
 }
 

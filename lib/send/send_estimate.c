@@ -459,26 +459,49 @@ struct incr_items {
 	size_t nr, cap;
 };
 
+/* A clone root (the kernel's clone_root): its best reference so far */
+struct incr_clone {
+	int fd;		/* of the root */
+	uint64_t root;	/* its tree id */
+	bool send_root; /* the child */
+	bool found;
+	uint64_t ino, offset, num_bytes;
+	uint64_t item_offset; /* the key offset of its extent item */
+};
+
+/*
+ * A directory removed while entries in it the kernel removes after it
+ * (higher inode numbers) remain: renamed to its orphan name, which their
+ * paths go through, and removed last
+ */
+struct orphan_dir {
+	const char *path;
+	uint64_t ino;
+	uint32_t len; /* of its orphan name */
+};
+
 struct incr_ctx {
 	struct send_estimate *est;
 	struct est_inode in; /* the inode at hand, its paths' length known */
 	struct tree_search *ts;
 	int child_fd;
 	int parent_fd;
-	uint64_t roots[2]; /* the parent's and the child's tree ids */
+	struct incr_clone *roots; /* the kernel's clone roots, by tree id */
+	size_t nr_roots;
 	uint64_t sectorsize;
 	uint64_t child_size;   /* of the inode at hand */
-	uint64_t *size_to;     /* where the inode item read goes */
 	uint64_t ino;	       /* the inode at hand */
 	uint64_t next_write;   /* its offset the receiver has data to */
 	size_t sent;	       /* its extent items sent: cur.ext[0, sent) */
 	struct incr_items cur; /* the inode at hand's extent items */
 	struct incr_items src; /* a clone source's */
 	struct btrfs_data_container *refs; /* LOGICAL_INO_V2's answer */
+	bool walked; /* the references of an item of the inode at hand */
+	struct orphan_dir *orphans; /* by path */
+	size_t nr_orphans;
+	uint64_t send_root; /* the tree id of the subvolume sent */
 };
 
-/* the orphan name a new inode is made under, then renamed from */
-#define ORPHAN_LEN 12u
 #define CLONE_CMD (CMD + 2 * TLV + 3 * (TLV + 8) + TLV + 16 + TLV + 8)
 
 static int incr_extent_item(void *arg,
@@ -509,29 +532,54 @@ static void count_hole(struct est_inode *in)
 	in->paths++;
 }
 
-/* The size of the inode searched, into *c->size_to. */
+/* The inode item searched, into *@arg. */
 static int incr_inode_item(void *arg,
 			   const struct btrfs_ioctl_search_header *sh,
 			   const uint8_t *item)
 {
-	struct incr_ctx *c = arg;
-	struct btrfs_inode_item ii;
+	struct btrfs_inode_item *ii = arg;
 
-	if (sh->type != BTRFS_INODE_ITEM_KEY || sh->len < sizeof(ii))
+	if (sh->type != BTRFS_INODE_ITEM_KEY || sh->len < sizeof(*ii))
 		return 0;
-	memcpy(&ii, item, sizeof(ii));
-	*c->size_to = le64toh(ii.size);
+	memcpy(ii, item, sizeof(*ii));
 	return 0;
+}
+
+static int incr_inode_read(struct incr_ctx *c, int fd, uint64_t ino,
+			   struct btrfs_inode_item *ii)
+{
+	struct btrfs_ioctl_search_key k =
+		tree_search_key_items(ino, BTRFS_INODE_ITEM_KEY);
+
+	memset(ii, 0, sizeof(*ii));
+	return tree_search_run(c->ts, fd, &k, 0, incr_inode_item, ii);
 }
 
 static int incr_inode_size(struct incr_ctx *c, int fd, uint64_t ino,
 			   uint64_t *size)
 {
-	struct btrfs_ioctl_search_key k =
-		tree_search_key_items(ino, BTRFS_INODE_ITEM_KEY);
+	struct btrfs_inode_item ii;
+	int ret = incr_inode_read(c, fd, ino, &ii);
 
-	c->size_to = size;
-	return tree_search_run(c->ts, fd, &k, 0, incr_inode_item, c);
+	*size = le64toh(ii.size);
+	return ret;
+}
+
+static uint32_t digits(uint64_t v)
+{
+	uint32_t n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+/* gen_unique_name(): "o<ino>-<generation>-0" */
+static uint32_t orphan_len(uint64_t ino, uint64_t generation)
+{
+	return 1 + digits(ino) + 1 + digits(generation) + 2;
 }
 
 /*
@@ -547,16 +595,6 @@ static int incr_inode_size(struct incr_ctx *c, int fd, uint64_t ino,
 #define INCR_EOF_ALIGN (64 * 1024)
 /* ENCODED_WRITE: path, 4 u64s, compression and encryption, data */
 #define ENCODED_CMD (CMD + TLV + 4 * (TLV + 8) + 2 * (TLV + 4) + 2)
-
-/* A clone root's best reference so far */
-struct incr_clone {
-	int fd;		/* of the root */
-	uint64_t root;	/* its tree id */
-	bool send_root; /* the child */
-	bool found;
-	uint64_t ino, offset, num_bytes;
-	uint64_t item_offset; /* the key offset of its extent item */
-};
 
 /*
  * The extent item of a reference: file offset @offset is @pos in its
@@ -622,64 +660,99 @@ static uint32_t incr_backrefs(struct incr_ctx *c, uint64_t logical)
 	return c->refs->elem_cnt;
 }
 
-/* find_extent_clone()'s walk over the references of @fe's extent */
-static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
-			  uint64_t extent_len, struct incr_clone roots[2])
+static struct incr_clone *incr_root(struct incr_ctx *c, uint64_t root)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_roots; i++)
+		if (c->roots[i].root == root)
+			return &c->roots[i];
+	return NULL;
+}
+
+/*
+ * iterate_backrefs() of one reference: 1 when it is one the whole range
+ * can be cloned from (the walk stops)
+ */
+static int incr_ref_visit(struct incr_ctx *c, const struct file_extent *fe,
+			  uint64_t extent_len, const __u64 *ref)
 {
 	struct incr_ref_find f = {
 		.bytenr = fe->disk_bytenr,
 		.pos = fe->compression ? 0 : fe->extent_offset,
+		.offset = ref[1],
 	};
-	uint32_t i, n = incr_backrefs(c, fe->disk_bytenr + f.pos);
+	struct incr_clone *cr = incr_root(c, ref[2]);
+	uint64_t ino = ref[0];
 	int ret;
 
-	for (i = 0; i + 2 < n; i += 3) {
-		uint64_t ino = c->refs->val[i], root = c->refs->val[i + 2];
-		struct incr_clone *cr = root == roots[0].root ? &roots[0] :
-					root == roots[1].root ? &roots[1] :
-								NULL;
+	if (!cr)
+		return 0;
+	/* not its own, nor a file or a range not at the receiver yet */
+	if (cr->send_root &&
+	    (ino > c->ino ||
+	     (ino == c->ino && (f.offset == fe->offset ||
+				f.offset + extent_len > c->next_write))))
+		return 0;
+	ret = incr_ref_bytes(c, cr, ino, &f);
+	if (ret)
+		return ret;
+	cr->found = true;
+	if (f.num_bytes <= cr->num_bytes)
+		return 0;
+	cr->ino = ino;
+	cr->offset = f.offset;
+	cr->num_bytes = f.num_bytes;
+	cr->item_offset = f.item_offset;
+	return f.num_bytes >= extent_len;
+}
 
-		f.offset = c->refs->val[i + 1];
-		if (!cr)
-			continue;
-		/* not its own, nor a file or a range not at the receiver yet */
-		if (cr->send_root &&
-		    (ino > c->ino || (ino == c->ino &&
-				      (f.offset == fe->offset ||
-				       f.offset + extent_len > c->next_write))))
-			continue;
-		ret = incr_ref_bytes(c, cr, ino, &f);
-		if (ret)
-			return ret;
-		cr->found = true;
-		if (f.num_bytes > cr->num_bytes) {
-			cr->ino = ino;
-			cr->offset = f.offset;
-			cr->num_bytes = f.num_bytes;
-			cr->item_offset = f.item_offset;
-			if (f.num_bytes >= extent_len)
-				break;
-		}
+/* find_extent_clone()'s walk over the references of @fe's extent */
+static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
+			  uint64_t extent_len)
+{
+	uint64_t pos = fe->compression ? 0 : fe->extent_offset;
+	uint32_t i, n = incr_backrefs(c, fe->disk_bytenr + pos);
+	const __u64 *ref;
+	int ret = 0;
+
+	/*
+	 * The kernel's backref cache (lookup_backref_cache()) holds the
+	 * leaves its walks of this send resolved to roots; a walk reports the
+	 * references in a cached leaf first, in key order, as it finds them:
+	 * the file at hand's, whose leaf the walk for its extent item before
+	 * resolved. Then every leaf's, as LOGICAL_INO lists them.
+	 */
+	for (i = 0; c->walked && !ret && i + 2 < n; i += 3) {
+		ref = &c->refs->val[n - 3 - i];
+		if (ref[0] == c->ino && ref[2] == c->send_root)
+			ret = incr_ref_visit(c, fe, extent_len, ref);
 	}
-	return 0;
+	for (i = 0; !ret && i + 2 < n; i += 3)
+		ret = incr_ref_visit(c, fe, extent_len, &c->refs->val[i]);
+	c->walked = true;
+	return ret < 0 ? ret : 0;
 }
 
 /* The clone source the kernel takes for @fe, NULL: none. */
 static struct incr_clone *incr_find_clone(struct incr_ctx *c,
-					  const struct file_extent *fe,
-					  struct incr_clone roots[2])
+					  const struct file_extent *fe)
 {
 	uint64_t extent_len = fe->len;
 	struct incr_clone *best = NULL;
-	int i, first = roots[0].root > roots[1].root;
+	size_t i;
 
 	if (fe->offset + fe->len >= c->child_size)
 		extent_len = c->child_size - fe->offset;
-	if (incr_walk_refs(c, fe, extent_len, roots))
+	for (i = 0; i < c->nr_roots; i++) {
+		c->roots[i].found = false;
+		c->roots[i].num_bytes = 0;
+	}
+	if (incr_walk_refs(c, fe, extent_len))
 		return NULL;
 	/* the root with the longest reference, the first by tree id */
-	for (i = 0; i < 2; i++) {
-		struct incr_clone *cr = &roots[i ^ first];
+	for (i = 0; i < c->nr_roots; i++) {
+		struct incr_clone *cr = &c->roots[i];
 
 		if (!cr->found || (best && cr->num_bytes <= best->num_bytes))
 			continue;
@@ -809,10 +882,6 @@ static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
 static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
 {
 	uint64_t end = fe->offset + fe->len;
-	struct incr_clone roots[2] = {
-		{ .fd = c->parent_fd, .root = c->roots[0] },
-		{ .fd = c->child_fd, .root = c->roots[1], .send_root = true },
-	};
 	struct incr_clone *cr = NULL;
 	int ret = 0;
 
@@ -821,7 +890,7 @@ static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
 	if (fe->offset >= end)
 		return 0;
 	if (fe->kind == EXTENT_REGULAR || fe->kind == EXTENT_PREALLOC)
-		cr = incr_find_clone(c, fe, roots);
+		cr = incr_find_clone(c, fe);
 	/*
 	 * an unaligned end is cloned where it is the file's and the
 	 * source's size, after a TRUNCATE to the range's start
@@ -906,6 +975,7 @@ static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
 	c->ino = e->ino;
 	c->next_write = 0;
 	c->sent = 0;
+	c->walked = false;
 	c->child_size = 0;
 	ret = incr_inode_size(c, c->child_fd, e->ino, &c->child_size) ?:
 		      tree_search_run(c->ts, c->child_fd, &k, 0,
@@ -915,6 +985,108 @@ static int incr_count_data(struct incr_ctx *c, const struct diff_entry *e)
 				       e->range[i].offset + e->range[i].len,
 				       &j);
 	return ret;
+}
+
+static int orphan_cmp(const void *key, const void *elt)
+{
+	return strcmp(key, ((const struct orphan_dir *)elt)->path);
+}
+
+/* The orphan name's length of the directory @path, 0: it has none. */
+static uint32_t orphan_dir_len(const struct incr_ctx *c, const char *path)
+{
+	const struct orphan_dir *o = bsearch(path, c->orphans, c->nr_orphans,
+					     sizeof(*o), orphan_cmp);
+
+	return o ? o->len : 0;
+}
+
+/*
+ * The length of the path @path of inode @ino when the kernel removes it:
+ * through the orphan name of its deepest directory orphaned before
+ */
+static int64_t orphan_path_len(const struct incr_ctx *c, const char *path,
+			       uint64_t ino)
+{
+	size_t len = strlen(path), at = len;
+	char dir[PATH_MAX];
+	const struct orphan_dir *o;
+
+	if (!c->nr_orphans || len >= sizeof(dir))
+		return (int64_t)len;
+	memcpy(dir, path, len + 1);
+	while (at--) {
+		if (dir[at] != '/')
+			continue;
+		dir[at] = '\0';
+		o = bsearch(dir, c->orphans, c->nr_orphans, sizeof(*o),
+			    orphan_cmp);
+		if (o && o->ino < ino)
+			return (int64_t)(o->len + len - at);
+	}
+	return (int64_t)len;
+}
+
+/* The first entry of @res (sorted by path) at or after @path. */
+static size_t entry_lower_bound(const struct diff_result *res, const char *path)
+{
+	size_t lo = 0, hi = res->nr, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (strcmp(res->entry[mid].path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether the kernel orphans the removed directory @d (orphan_dir). */
+static bool orphaned(const struct diff_result *res, const struct diff_entry *d)
+{
+	char prefix[PATH_MAX];
+	size_t n, i;
+
+	n = (size_t)snprintf(prefix, sizeof(prefix), "%s/", d->path);
+	if (n >= sizeof(prefix))
+		return false;
+	for (i = entry_lower_bound(res, prefix);
+	     i < res->nr && !strncmp(res->entry[i].path, prefix, n); i++)
+		if (res->entry[i].change == DIFF_REMOVED &&
+		    res->entry[i].ino > d->ino)
+			return true;
+	return false;
+}
+
+static int incr_find_orphans(struct incr_ctx *c, const struct diff_result *res)
+{
+	struct btrfs_inode_item ii;
+	struct orphan_dir *o;
+	size_t i, cap = 0;
+	int ret;
+
+	for (i = 0; i < res->nr; i++) {
+		const struct diff_entry *d = &res->entry[i];
+
+		if (d->change != DIFF_REMOVED || d->type != '/' ||
+		    !orphaned(res, d))
+			continue;
+		ret = incr_inode_read(c, c->parent_fd, d->ino, &ii);
+		if (ret)
+			return ret;
+		o = array_grow(c->orphans, &cap, c->nr_orphans, sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		c->orphans = o;
+		/* in path order, as the entries are */
+		o[c->nr_orphans++] = (struct orphan_dir){
+			.path = d->path,
+			.ino = d->ino,
+			.len = orphan_len(d->ino, le64toh(ii.generation)),
+		};
+	}
+	return 0;
 }
 
 /* SET_XATTR of each xattr named (its value's length read), or REMOVE. */
@@ -942,11 +1114,26 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_entry *e,
 			    bool modified, const char **made)
 {
 	size_t len = strlen(e->path);
+	struct btrfs_inode_item ii;
+	uint32_t orphan;
+	int ret;
 
 	memset(&c->in, 0, sizeof(c->in));
 	c->in.plen = (int64_t)len;
 	switch (e->change) {
 	case DIFF_REMOVED:
+		c->in.plen = orphan_path_len(c, e->path, e->ino);
+		orphan = orphan_dir_len(c, e->path);
+		if (orphan) {
+			/* RENAME to its orphan name, RMDIR of that */
+			c->in.fixed +=
+				CMD + 2 * TLV + orphan + CMD + TLV + orphan;
+			c->in.paths++;
+			return 0;
+		}
+		c->in.fixed += CMD + TLV;
+		c->in.paths++;
+		return 0;
 	case DIFF_RENAMED:
 		c->in.fixed += CMD + TLV;
 		c->in.paths++;
@@ -962,9 +1149,18 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_entry *e,
 			return 0;
 		}
 		*made = e->path;
-		/* made under its orphan name, then renamed */
-		c->in.fixed += 2 * (CMD + 2 * TLV) + 8 + 2 * ORPHAN_LEN;
+		ret = incr_inode_read(c, c->child_fd, e->ino, &ii);
+		if (ret)
+			return ret;
+		/*
+		 * made under its orphan name, given its flags there (FILEATTR),
+		 * then renamed
+		 */
+		orphan = orphan_len(e->ino, le64toh(ii.generation));
+		c->in.fixed += 2 * (CMD + 2 * TLV) + 8 + 2 * orphan;
 		c->in.paths++;
+		if (ii.flags)
+			c->in.fixed += CMD + TLV + orphan + TLV + 8;
 		if (e->type == '@') {
 			char at[64 + PATH_MAX];
 			struct stat st;
@@ -1030,6 +1226,7 @@ static int incr_count_all(struct incr_ctx *c, const struct diff_result *res,
 
 	if (!by)
 		return -ENOMEM;
+	ret = incr_find_orphans(c, res);
 	for (i = 0; i < res->nr; i++)
 		by[i] = &res->entry[i];
 	qsort(by, res->nr, sizeof(*by), entry_ino_cmp);
@@ -1054,6 +1251,67 @@ static int incr_count_all(struct incr_ctx *c, const struct diff_result *res,
 	return ret;
 }
 
+static int incr_root_cmp(const void *a, const void *b)
+{
+	const struct incr_clone *x = a, *y = b;
+
+	return x->root < y->root ? -1 : x->root > y->root;
+}
+
+static int incr_add_root(struct incr_ctx *c, int fd, bool send_root)
+{
+	struct incr_clone *cr = &c->roots[c->nr_roots];
+
+	memset(cr, 0, sizeof(*cr));
+	cr->fd = fd;
+	cr->send_root = send_root;
+	if (btrfs_util_subvolume_id_fd(fd, &cr->root))
+		return -EINVAL;
+	if (send_root)
+		c->send_root = cr->root;
+	if (!incr_root(c, cr->root))
+		c->nr_roots++;
+	return 0;
+}
+
+/*
+ * The kernel's clone roots: the clone sources (-c, and the parent, which
+ * send passes as one) and the subvolume sent, sorted by tree id
+ */
+static int incr_open_roots(struct incr_ctx *c)
+{
+	const struct send_estimate *est = c->est;
+	size_t i;
+	int fd, ret;
+
+	c->roots = calloc(est->nr_clones + 2, sizeof(*c->roots));
+	if (!c->roots)
+		return -ENOMEM;
+	ret = incr_add_root(c, c->parent_fd, false) ?:
+		      incr_add_root(c, c->child_fd, true);
+	for (i = 0; !ret && i < est->nr_clones; i++) {
+		fd = open(est->clones[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		ret = incr_add_root(c, fd, false);
+		if (ret || c->roots[c->nr_roots - 1].fd != fd)
+			close(fd);
+	}
+	qsort(c->roots, c->nr_roots, sizeof(*c->roots), incr_root_cmp);
+	return ret;
+}
+
+static void incr_close_roots(struct incr_ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_roots; i++)
+		if (c->roots[i].fd != c->parent_fd &&
+		    c->roots[i].fd != c->child_fd)
+			close(c->roots[i].fd);
+	free(c->roots);
+}
+
 static int estimate_incremental(struct send_estimate *est, int child_fd,
 				struct tree_search *ts)
 {
@@ -1075,17 +1333,17 @@ static int estimate_incremental(struct send_estimate *est, int child_fd,
 		return -errno;
 	c.parent_fd = pfd;
 	ret = diff_snapshots_cancel(pfd, child_fd, 0, &est->stop, &res);
-	if (!ret && (btrfs_util_subvolume_id_fd(pfd, &c.roots[0]) ||
-		     btrfs_util_subvolume_id_fd(child_fd, &c.roots[1])))
-		ret = -EINVAL;
+	ret = ret ?: incr_open_roots(&c);
 	ret = ret ?: incr_count_all(&c, &res, &sum);
 	if (!ret)
 		est->sum += sum;
+	incr_close_roots(&c);
 	close(pfd);
 	diff_result_free(&res);
 	free(c.cur.ext);
 	free(c.src.ext);
 	free(c.refs);
+	free(c.orphans);
 	return ret;
 }
 
@@ -1193,13 +1451,18 @@ static void *estimate_thread(void *arg)
 }
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, const char *parent, uint64_t since,
-			bool delayed, uint32_t write_max, send_count_fn count,
+			size_t nr, const struct send_options *opts,
+			uint64_t since, uint32_t write_max, send_count_fn count,
 			void *count_arg)
 {
 	memset(est, 0, sizeof(*est));
-	est->parent = parent;
-	est->delayed = delayed;
+	/* an incremental's (a parent's otransid found) */
+	if (since) {
+		est->parent = opts->parent;
+		est->clones = opts->clones;
+		est->nr_clones = opts->nr_clones;
+	}
+	est->delayed = since && !opts->estimate_reported;
 	est->count = count;
 	est->count_arg = count_arg;
 	est->roots = roots;

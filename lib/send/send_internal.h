@@ -100,10 +100,10 @@ struct send_subvol_id {
 /*
  * send_estimate.c: send_estimate_start() estimates, on a thread, the
  * stream of the @nr subvolumes @roots (of what changed after generation
- * @since, 0: all of it; from the snapshot @parent, by encio diff's
- * difference, where it can be had; after SEND_ESTIMATE_DELAY_SECONDS if
- * @delayed), which must live until
- * send_estimate_end(); a
+ * @since, 0: all of it; from @opts' parent, by encio diff's difference,
+ * where it can be had, its data cloned as the kernel clones it from the
+ * parent and the clone sources; after SEND_ESTIMATE_DELAY_SECONDS unless
+ * @opts says it is reported), which must live until send_estimate_end(); a
  * tree that is no subvolume's root counted by @count, -n's walk;
  * send_estimate_bytes() is 0 until it is known; send_estimate_end() stops
  * the thread if it still runs.
@@ -116,8 +116,10 @@ struct send_estimate {
 	void *count_arg;
 	const char *const *roots;
 	size_t nr;
-	const char *parent; /* of an incremental stream; NULL: none */
-	bool delayed;	    /* SEND_ESTIMATE_DELAY_SECONDS before it starts */
+	const char *parent;	   /* of an incremental stream; NULL: none */
+	const char *const *clones; /* its clone sources but the parent */
+	size_t nr_clones;
+	bool delayed; /* SEND_ESTIMATE_DELAY_SECONDS before it starts */
 	int root_fd;
 	uint64_t sum;
 	uint64_t since;
@@ -231,8 +233,8 @@ int send_end_cmd(struct send_ctx *ctx);
 uint64_t send_layout(const struct send_ctx *ctx);
 
 int send_estimate_start(struct send_estimate *est, const char *const *roots,
-			size_t nr, const char *parent, uint64_t since,
-			bool delayed, uint32_t write_max, send_count_fn count,
+			size_t nr, const struct send_options *opts,
+			uint64_t since, uint32_t write_max, send_count_fn count,
 			void *count_arg);
 uint64_t send_estimate_bytes(const struct send_estimate *est);
 /*

@@ -9,7 +9,10 @@
 # file made, and data older than the parent reflinked into a changed file
 # (CLONE). On both kinds of filesystem. A new file with two names is
 # made once and linked once. Data ending inside a block, and the clones
-# the kernel does not make.
+# the kernel does not make; old data from a snapshot that is not the
+# parent, written, or cloned where it is a clone source (-c); a directory
+# removed with its files (through its orphan name); new files given inode
+# flags (FILEATTR).
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -111,3 +114,25 @@ run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w6"
 run_check cp --reflink=always "$SRC/w5/gone" "$W/back"
 run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w7"
 within "incremental: old data the parent lacks" -p "$SRC/w6" "$SRC/w7"
+
+# ... unless a clone source (-c) holds it: cloned from there
+within "incremental: old data a clone source holds" -p "$SRC/w6" -c "$SRC/w5" "$SRC/w7"
+
+# a directory removed with the files in it made after it: the kernel
+# renames it to its orphan name first, and removes them through it
+mkdir "$W/d"
+for i in $(seq 1 40); do
+	: >"$W/d/f$i"
+done
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w8"
+rm -r "$W/d"
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w9"
+within "incremental: a directory removed with its files" -p "$SRC/w8" "$SRC/w9"
+
+# new files with inode flags: each made, then given them (FILEATTR)
+for i in $(seq 1 20); do
+	: >"$W/n$i"
+	chattr +A "$W/n$i"
+done
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w10"
+within "incremental: new files with flags" -p "$SRC/w9" "$SRC/w10"
