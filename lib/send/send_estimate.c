@@ -57,7 +57,8 @@ struct est_inode {
 /* A range of an extent's data sent before, in the extent's bytes. */
 struct est_range {
 	uint64_t start, end;
-	uint32_t next; /* index + 1 of the extent's next range; 0: none */
+	uint64_t eof_end; /* past end, to its file's EOF off a block; 0: none */
+	uint32_t next;	  /* index + 1 of the extent's next range; 0: none */
 };
 
 struct est_extent {
@@ -181,9 +182,9 @@ static int overlap_cmp(const void *a, const void *b)
  */
 static int extent_covered(struct est_table *t, struct est_extent *x,
 			  const struct file_extent *fe, uint64_t keep_end,
-			  uint64_t *covered, uint32_t *pieces)
+			  uint64_t eof, uint64_t *covered, uint32_t *pieces)
 {
-	uint64_t start = fe->extent_offset, end = start + fe->len;
+	uint64_t start = fe->extent_offset, end = start + fe->len, r_end;
 	struct est_range o[EST_OVERLAPS], *r;
 	uint64_t at = start;
 	size_t n = 0, i;
@@ -193,7 +194,9 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 	*pieces = 0;
 	for (k = x->head; k; k = t->ranges[k - 1].next) {
 		r = &t->ranges[k - 1];
-		if (r->end <= start || r->start >= end)
+		/* a tail off a block, cloned to the same EOF only */
+		r_end = r->eof_end && r->eof_end == eof ? r->eof_end : r->end;
+		if (r_end <= start || r->start >= end)
 			continue;
 		if (n == EST_OVERLAPS) {
 			*covered = end - start;
@@ -201,7 +204,7 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 			return 0;
 		}
 		o[n].start = r->start > start ? r->start : start;
-		o[n++].end = r->end < end ? r->end : end;
+		o[n++].end = r_end < end ? r_end : end;
 	}
 	qsort(o, n, sizeof(*o), overlap_cmp);
 	for (i = 0; i < n; i++) {
@@ -212,15 +215,18 @@ static int extent_covered(struct est_table *t, struct est_extent *x,
 		*covered += o[i].end - (o[i].start > at ? o[i].start : at);
 		at = o[i].end;
 	}
-	if (*covered == end - start || keep_end <= start)
+	if (*covered == end - start || (keep_end <= start && !eof))
 		return 0;
 	r = array_grow(t->ranges, &t->cap_ranges, t->nr_ranges, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
 	t->ranges = r;
-	t->ranges[t->nr_ranges] = (struct est_range){ .start = start,
-						      .end = keep_end,
-						      .next = x->head };
+	t->ranges[t->nr_ranges] = (struct est_range){
+		.start = start,
+		.end = keep_end > start ? keep_end : start,
+		.eof_end = eof > keep_end ? eof : 0,
+		.next = x->head,
+	};
 	x->head = (uint32_t)++t->nr_ranges;
 	return 0;
 }
@@ -274,6 +280,19 @@ static uint64_t past_end(const struct est_inode *in,
 }
 
 /*
+ * Where @fe's file ends, in its extent, if its size ends inside @fe off a
+ * block; 0 if not
+ */
+static uint64_t eof_in_extent(const struct est_inode *in,
+			      const struct file_extent *fe)
+{
+	if (!in->has_size || !(in->size % SEND_BLOCK) ||
+	    fe->offset >= in->size || fe->offset + fe->len < in->size)
+		return 0;
+	return fe->extent_offset + (in->size - fe->offset);
+}
+
+/*
  * The data of @fe as it is sent: what a range of its extent sent before
  * covers as CLONEs, the rest written (a compressed extent's by its bytes
  * on disk where they are fewer).
@@ -302,7 +321,7 @@ static int count_extent(struct est_table *t, struct est_inode *in,
 		ret = extent_covered(t, x, fe,
 				     fe->extent_offset + fe->len -
 					     past_end(in, fe, true),
-				     &covered, &pieces);
+				     eof_in_extent(in, fe), &covered, &pieces);
 		if (ret)
 			return ret;
 		/* CLONE: the file's and its source's paths */

@@ -12,7 +12,7 @@
 # the kernel does not make; old data from a snapshot that is not the
 # parent, written, or cloned where it is a clone source (-c); a directory
 # removed with its files (through its orphan name); new files given inode
-# flags (FILEATTR).
+# flags (FILEATTR); a file reflinked whole, to its EOF off a block (CLONE).
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -85,6 +85,13 @@ run_check xfs_io -c "reflink $W/whole 0 0 8192" "$W/short"
 run_check truncate -s 5531 "$W/short"
 run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w1"
 within "full: data ending inside a block" "$SRC/w1"
+
+# ... but a file reflinked whole clones the other to its EOF
+for i in $(seq 1 20); do
+	run_check cp --reflink=always "$W/f$i" "$W/g$i"
+done
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w1c"
+within "full: files reflinked whole" "$SRC/w1c"
 
 # the kernel's clones: a one-sector file reflinked whole is written (a
 # clone from offset 0 of one sector is never sent)
