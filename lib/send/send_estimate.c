@@ -743,7 +743,7 @@ static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
 	 * resolved. Then every leaf's, as LOGICAL_INO lists them.
 	 */
 	for (i = 0; c->walked && !ret && i + 2 < n; i += 3) {
-		ref = &c->refs->val[n - 3 - i];
+		ref = &c->refs->val[i];
 		if (ref[0] == c->ino && ref[2] == c->send_root)
 			ret = incr_ref_visit(c, fe, extent_len, ref);
 	}
@@ -1108,6 +1108,12 @@ static int incr_find_orphans(struct incr_ctx *c, const struct diff_result *res)
 	return 0;
 }
 
+/* The kernel's UTIMES: a v2 stream's has the inode's otime too. */
+static uint64_t incr_utimes(const struct incr_ctx *c)
+{
+	return CMD + TLV + (c->est->v1 ? 3 : 4) * (TLV + 12);
+}
+
 /* SET_XATTR of each xattr named (its value's length read), or REMOVE. */
 static void incr_count_xattrs(struct incr_ctx *c, const struct diff_entry *e)
 {
@@ -1137,6 +1143,9 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_entry *e,
 	uint32_t orphan;
 	int ret;
 
+	/* the subvolume's root directory is "" in the stream */
+	if (e->ino == BTRFS_FIRST_FREE_OBJECTID)
+		len = 0;
 	memset(&c->in, 0, sizeof(c->in));
 	c->in.plen = (int64_t)len;
 	switch (e->change) {
@@ -1194,23 +1203,25 @@ static int incr_count_entry(struct incr_ctx *c, const struct diff_entry *e,
 		if (e->type == '|' || e->type == '=' || e->type == 'B' ||
 		    e->type == 'C')
 			c->in.fixed += 2 * (TLV + 8);
-		c->in.fixed += CMD + TLV + 3 * (TLV + 12); /* UTIMES */
+		c->in.fixed += incr_utimes(c);
 		c->in.paths++;
 		break;
 	case DIFF_MODIFIED:
-		c->in.fixed += CMD + TLV + 3 * (TLV + 12); /* UTIMES */
+		c->in.fixed += incr_utimes(c);
 		c->in.paths++;
 		if (e->what & DIFF_OWNER)
 			c->in.fixed += CMD + TLV + 2 * (TLV + 8);
 		if (e->what & DIFF_MODE)
 			c->in.fixed += CMD + TLV + TLV + 8;
-		if (e->what & DIFF_SIZE)
+		/* a directory's size is its entries' */
+		if (e->type != '/' && (e->what & DIFF_SIZE))
 			c->in.fixed += CMD + TLV + TLV + 8; /* TRUNCATE */
 		if (e->what & DIFF_FLAGS)
 			c->in.fixed += CMD + TLV + TLV + 8; /* FILEATTR */
-		c->in.paths +=
-			!!(e->what & DIFF_OWNER) + !!(e->what & DIFF_MODE) +
-			!!(e->what & DIFF_SIZE) + !!(e->what & DIFF_FLAGS);
+		c->in.paths += !!(e->what & DIFF_OWNER) +
+			       !!(e->what & DIFF_MODE) +
+			       (e->type != '/' && (e->what & DIFF_SIZE)) +
+			       !!(e->what & DIFF_FLAGS);
 		break;
 	}
 	incr_count_xattrs(c, e);
@@ -1482,6 +1493,7 @@ int send_estimate_start(struct send_estimate *est, const char *const *roots,
 		est->nr_clones = opts->nr_clones;
 	}
 	est->delayed = since && !opts->estimate_reported;
+	est->v1 = opts->proto == 1;
 	est->count = count;
 	est->count_arg = count_arg;
 	est->roots = roots;

@@ -120,6 +120,7 @@ struct send_estimate {
 	const char *const *clones; /* its clone sources but the parent */
 	size_t nr_clones;
 	bool delayed; /* SEND_ESTIMATE_DELAY_SECONDS before it starts */
+	bool v1;      /* the kernel's stream is version 1 */
 	int root_fd;
 	uint64_t sum;
 	uint64_t since;

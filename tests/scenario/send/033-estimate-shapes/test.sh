@@ -12,7 +12,8 @@
 # the kernel does not make; old data from a snapshot that is not the
 # parent, written, or cloned where it is a clone source (-c); a directory
 # removed with its files (through its orphan name); new files given inode
-# flags (FILEATTR); a file reflinked whole, to its EOF off a block (CLONE).
+# flags (FILEATTR); a file reflinked whole, to its EOF off a block (CLONE);
+# times changed (UTIMES with the otime).
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -143,3 +144,8 @@ for i in $(seq 1 20); do
 done
 run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w10"
 within "incremental: new files with flags" -p "$SRC/w9" "$SRC/w10"
+
+# times changed only: each a UTIMES, which has the otime in a v2 stream
+touch "$W"/g*
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w11"
+within "incremental: times changed" -p "$SRC/w10" "$SRC/w11"
