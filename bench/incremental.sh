@@ -10,6 +10,9 @@
 #   encio send -n -p (the estimate) against  btrfs send --no-data -p >/dev/null
 #   encio send --progress -p, into the pipe and to /dev/null, against -q
 #                                   (the cost of progress and its estimate)
+#   encio send --progress --format=json -p >/dev/null against -q (the
+#                                   estimate made at once and waited for:
+#                                   its whole cost, and its accuracy)
 # and, for reference, btrfs send --no-data -p >/dev/null: the kernel's
 # part of encio send -p (its difference without data), a bound for it;
 # encio diff -0 >/dev/null: encio's own difference of the two; encio
@@ -25,14 +28,15 @@
 # usage: bench/incremental.sh [ENCIO] [ROUNDS]   (needs root; ~10 GiB of
 #                                                 free memory; ROUNDS 3)
 # Environment: ENCIO_BASE=PATH times another encio build in the same rounds
-# too (base-pipe, base-null: a change against the version before it).
+# too (base-pipe, base-null: a change against the version before it);
+# METHODS="encio-null encio-json-null ..." times those only.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 ENCIO=${1:-$top/build/encio}
 ROUNDS=${2:-3}
 ENCIO_BASE=${ENCIO_BASE:-}
 [ -z "$ENCIO_BASE" ] || [ -x "$ENCIO_BASE" ] || { echo "no encio at ENCIO_BASE=$ENCIO_BASE" >&2; exit 2; }
-METHODS="encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-diff encio-receive-file encio-estimate encio-progress encio-progress-null${ENCIO_BASE:+ base-pipe base-null}"
+METHODS=${METHODS:-"encio-pipe btrfs-pipe encio-null btrfs-null kernel-null encio-diff encio-receive-file encio-estimate encio-progress encio-progress-null encio-json-null${ENCIO_BASE:+ base-pipe base-null}"}
 
 SIZES=()
 source "$top/bench/corpus.sh"
@@ -146,6 +150,10 @@ run_one()
 		"$ENCIO" send --progress -p "$parent" "$snap" 2>/dev/null >/dev/null ||
 			echo "encio send --progress -p failed" >&2
 		;;
+	encio-json-null)
+		"$ENCIO" send --progress --format=json -p "$parent" "$snap" 2>"$work/$corpus.json" >/dev/null ||
+			echo "encio send --progress --format=json -p failed" >&2
+		;;
 	esac
 	run_end "$corpus-$method"
 	if [ -e "$to/$corpus-snap2" ]; then
@@ -196,6 +204,15 @@ for c in many big; do
 		'BEGIN { printf "%s: --progress (its estimate beside the send) into the pipe %.2f s, %+.1f%% against -q; to /dev/null %.2f s, %+.1f%%\n", c, b, (b - a) * 100 / a, f, (f - e) * 100 / e }'
 	printf '  %-5s progress pipe %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-encio-progress]}")"
 	printf '  %-5s progress null %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-encio-progress-null]}")"
+done
+echo
+for c in many big; do
+	[ -n "${TIMES[$c-encio-json-null]:-}" ] || continue
+	tail -n 1 "$work/$c.json" | sed 's/[{},]/\n/g' |
+		awk -v c="$c" -v e="$(med "${TIMES[$c-encio-null]}")" -v j="$(med "${TIMES[$c-encio-json-null]}")" -F': ' \
+			'/"estimated_bytes"/ { est = $2 } /"stream_bytes"/ { real = $2 }
+			END { printf "%s: --format=json (its estimate made at once and waited for) to /dev/null %.2f s, %+.1f%% against -q; estimated %d of %d bytes (%+.2f%%)\n", c, j, (j - e) * 100 / e, est, real, (est - real) * 100 / real }'
+	printf '  %-5s json null %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-encio-json-null]}")"
 done
 if [ -n "$ENCIO_BASE" ]; then
 	echo

@@ -605,9 +605,13 @@ static uint32_t orphan_len(uint64_t ino, uint64_t generation)
  * The kernel's choice of a clone source for an extent item it sends
  * (find_extent_clone(), clone_range(), send_write_or_clone() of
  * fs/btrfs/send.c, Linux 6.18), followed step by step: its backref walk is
- * BTRFS_IOC_LOGICAL_INO_V2 at the same logical address, which gives the
- * same references in the same order; each reference's length and the
- * source's extents are read in its root.
+ * BTRFS_IOC_LOGICAL_INO_V2 at the same logical address, which resolves
+ * the same references by the same walk (the order but for the kernel's
+ * backref cache: incr_walk_refs()); each reference's length and the
+ * source's extents are read in its root. Over the random tester's
+ * histories this matched the kernel's stream in all but a few streams in
+ * a thousand, where the backref cache of other files' leaves reorders
+ * references of equal length.
  */
 #define INCR_REFS_BYTES (64 * 1024)
 /* the largest sector size a receiver may have: no EOF block cloned past */
