@@ -175,8 +175,12 @@ for c in many big; do
 	done
 done
 
+# ran METHOD...: whether each was timed (METHODS may leave some out)
+ran() { local m; for m; do [[ " $METHODS " == *" $m "* ]] || return 1; done; }
+
 echo
 echo "Median of $ROUNDS rounds; cpu: busy CPU time of the whole machine during the run."
+ran encio-pipe btrfs-pipe encio-null btrfs-null && {
 echo
 echo "| corpus | encio send -p\\|receive | btrfs send -p\\|receive | ratio | encio send -p >null | btrfs send -p >null | ratio |"
 echo "|---|---|---|---|---|---|---|"
@@ -187,18 +191,16 @@ for c in many big; do
 		-v ce="$(med "${CPUS[$c-encio-null]}")" -v cf="$(med "${CPUS[$c-btrfs-null]}")" \
 		'BEGIN { printf "| %s | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx | %.2f s (cpu %.2f) | %.2f s (cpu %.2f) | %.2fx |\n", c, a, ca, b, cb, b / a, e, ce, f, cf, f / e }'
 done
-echo
-for c in many big; do
+}
+ran kernel-null encio-estimate && echo && for c in many big; do
 	printf '%s: btrfs send --no-data -p >/dev/null (the kernel'"'"'s part) %.2f s; encio send -n -p (the estimate) %.2f s\n' "$c" "$(med "${TIMES[$c-kernel-null]}")" "$(med "${TIMES[$c-encio-estimate]}")"
 done
-echo
-for c in many big; do
+ran encio-diff encio-receive-file btrfs-pipe && echo && for c in many big; do
 	awk -v c="$c" -v d="$(med "${TIMES[$c-encio-diff]}")" -v r="$(med "${TIMES[$c-encio-receive-file]}")" \
 		-v b="$(med "${TIMES[$c-btrfs-pipe]}")" \
 		'BEGIN { printf "%s: encio diff -0 %.2f s; encio receive -f of the stream %.2f s, %.0f%% of btrfs send -p | btrfs receive (2x needs 50%%)\n", c, d, r, r * 100 / b }'
 done
-echo
-for c in many big; do
+ran encio-pipe encio-progress encio-null encio-progress-null && echo && for c in many big; do
 	awk -v c="$c" -v a="$(med "${TIMES[$c-encio-pipe]}")" -v b="$(med "${TIMES[$c-encio-progress]}")" \
 		-v e="$(med "${TIMES[$c-encio-null]}")" -v f="$(med "${TIMES[$c-encio-progress-null]}")" \
 		'BEGIN { printf "%s: --progress (its estimate beside the send) into the pipe %.2f s, %+.1f%% against -q; to /dev/null %.2f s, %+.1f%%\n", c, b, (b - a) * 100 / a, f, (f - e) * 100 / e }'
@@ -207,7 +209,7 @@ for c in many big; do
 done
 echo
 for c in many big; do
-	[ -n "${TIMES[$c-encio-json-null]:-}" ] || continue
+	ran encio-null encio-json-null || continue
 	tail -n 1 "$work/$c.json" | sed 's/[{},]/\n/g' |
 		awk -v c="$c" -v e="$(med "${TIMES[$c-encio-null]}")" -v j="$(med "${TIMES[$c-encio-json-null]}")" -F': ' \
 			'/"estimated_bytes"/ { est = $2 } /"stream_bytes"/ { real = $2 }
@@ -226,8 +228,10 @@ fi
 echo
 echo "Ratio to encio within each round, round by round:"
 for c in many big; do
-	printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
-	printf '  %-5s null     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-btrfs-null]}")"
+	! ran encio-pipe btrfs-pipe ||
+		printf '  %-5s pipe     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-pipe]}" "${TIMES[$c-btrfs-pipe]}")"
+	! ran encio-null btrfs-null ||
+		printf '  %-5s null     %s\n' "$c" "$(round_ratios "${TIMES[$c-encio-null]}" "${TIMES[$c-btrfs-null]}")"
 done
 echo
 echo "Stream bytes (incremental; encio / btrfs send --compressed-data; a full send for scale):"
