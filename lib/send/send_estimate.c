@@ -805,6 +805,84 @@ static void incr_clone_cmd(struct incr_ctx *c)
 	c->in.paths += 2;
 }
 
+/* clone_range()'s way through the source's extent items */
+struct clone_walk {
+	uint64_t offset;      /* in the file at hand */
+	uint64_t len;	      /* left to send */
+	uint64_t at;	      /* in the source */
+	uint64_t data_offset; /* in the extent sent */
+	uint64_t src_size;
+};
+
+static void clone_walk_advance(struct clone_walk *w, uint64_t n)
+{
+	w->len -= n;
+	w->offset += n;
+	w->at += n;
+	w->data_offset += n;
+}
+
+/*
+ * The source's extent item @s on the way: @fe's data it holds at the
+ * same place cloned (but a last block off 64 KiB, the largest sector
+ * size, into the middle of a file), the rest written. 1 where the walk
+ * stops.
+ */
+static int incr_clone_piece(struct incr_ctx *c, const struct file_extent *fe,
+			    const struct incr_clone *cr,
+			    const struct file_extent *s, struct clone_walk *w)
+{
+	uint64_t ext_len = s->len, cdo = s->extent_offset, n, whole;
+	bool crossed = false, same;
+
+	if (s->kind == EXTENT_INLINE)
+		ext_len = (s->len + 4095) & ~4095ULL;
+	if (s->offset + ext_len <= w->at)
+		return 0;
+	if (s->offset > w->at) {
+		/* no item there (NO_HOLES): written */
+		n = s->offset - w->at < w->len ? s->offset - w->at : w->len;
+		incr_write(c, fe, n);
+		clone_walk_advance(w, n);
+		if (!w->len)
+			return 1;
+	}
+	if (s->offset >= w->at + w->len || s->offset >= w->src_size)
+		return 1;
+	if (s->offset + ext_len > w->src_size) {
+		ext_len = w->src_size - s->offset;
+		crossed = true;
+	}
+	same = s->kind != EXTENT_INLINE && s->disk_bytenr == fe->disk_bytenr;
+	if (same) {
+		w->at = s->offset;
+		if (cdo < w->data_offset && cdo + ext_len > w->data_offset) {
+			ext_len -= w->data_offset - cdo;
+			w->at += w->data_offset - cdo;
+			cdo = w->data_offset;
+		}
+	}
+	n = ext_len < w->len ? ext_len : w->len;
+	if (same && cdo == w->data_offset) {
+		whole = n;
+		if (w->at + n == w->src_size && w->src_size % INCR_EOF_ALIGN &&
+		    w->offset + n < c->child_size)
+			whole = n - n % INCR_EOF_ALIGN;
+		if (whole)
+			incr_clone_cmd(c);
+		if (whole < n)
+			incr_write(c, fe, n - whole);
+	} else if (crossed && n < w->len) {
+		return 1;
+	} else {
+		incr_write(c, fe, n);
+	}
+	clone_walk_advance(w, n);
+	/* the file at hand, past what the receiver has of it */
+	return !w->len ||
+	       (cr->send_root && cr->ino == c->ino && w->at >= c->next_write);
+}
+
 /*
  * clone_range(): [@offset, + @len) of @fe from @cr's file, extent by
  * extent of the source: a CLONE where the source has the same data, a
@@ -816,88 +894,31 @@ static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
 {
 	struct btrfs_ioctl_search_key k =
 		tree_search_key_items(cr->ino, BTRFS_EXTENT_DATA_KEY);
-	uint64_t data_offset = fe->extent_offset, src_size = 0;
-	uint64_t at = cr->offset; /* in the source */
+	struct clone_walk w = {
+		.offset = offset,
+		.len = len,
+		.at = cr->offset,
+		.data_offset = fe->extent_offset,
+	};
 	size_t i;
-	int ret;
+	int ret, stop = 0;
 
-	if (at == 0 && len == c->sectorsize) {
+	if (w.at == 0 && len == c->sectorsize) {
 		incr_write(c, fe, len);
 		return 0;
 	}
 	k.min_offset = cr->item_offset;
-	k.max_offset = at + len - 1;
+	k.max_offset = w.at + len - 1;
 	c->src.nr = 0;
-	ret = incr_inode_size(c, cr->fd, cr->ino, &src_size) ?:
+	ret = incr_inode_size(c, cr->fd, cr->ino, &w.src_size) ?:
 		      tree_search_run(c->ts, cr->fd, &k, 0, incr_extent_item,
 				      &c->src);
 	if (ret)
 		return ret;
-	for (i = 0; i < c->src.nr && len; i++) {
-		const struct file_extent *s = &c->src.ext[i];
-		uint64_t ext_len = s->len, cdo = s->extent_offset, n;
-		bool crossed = false, same;
-
-		if (s->kind == EXTENT_INLINE)
-			ext_len = (s->len + 4095) & ~4095ULL;
-		if (s->offset + ext_len <= at)
-			continue;
-		if (s->offset > at) {
-			/* no item there (NO_HOLES): written */
-			n = s->offset - at < len ? s->offset - at : len;
-			incr_write(c, fe, n);
-			len -= n;
-			if (!len)
-				break;
-			offset += n;
-			at += n;
-			data_offset += n;
-		}
-		if (s->offset >= at + len || s->offset >= src_size)
-			break;
-		if (s->offset + ext_len > src_size) {
-			ext_len = src_size - s->offset;
-			crossed = true;
-		}
-		same = s->kind != EXTENT_INLINE &&
-		       s->disk_bytenr == fe->disk_bytenr;
-		if (same) {
-			at = s->offset;
-			if (cdo < data_offset && cdo + ext_len > data_offset) {
-				ext_len -= data_offset - cdo;
-				at += data_offset - cdo;
-				cdo = data_offset;
-			}
-		}
-		n = ext_len < len ? ext_len : len;
-		if (same && cdo == data_offset) {
-			uint64_t src_end = at + n;
-			uint64_t whole = n;
-
-			if (src_end == src_size && src_end % INCR_EOF_ALIGN &&
-			    offset + n < c->child_size)
-				whole = n - n % INCR_EOF_ALIGN;
-			if (whole)
-				incr_clone_cmd(c);
-			if (whole < n)
-				incr_write(c, fe, n - whole);
-		} else if (crossed && n < len) {
-			break;
-		} else {
-			incr_write(c, fe, n);
-		}
-		len -= n;
-		if (!len)
-			break;
-		offset += n;
-		at += n;
-		/* the file at hand, past what the receiver has of it */
-		if (cr->send_root && cr->ino == c->ino && at >= c->next_write)
-			break;
-		data_offset += n;
-	}
-	if (len)
-		incr_write(c, fe, len);
+	for (i = 0; i < c->src.nr && !stop; i++)
+		stop = incr_clone_piece(c, fe, cr, &c->src.ext[i], &w);
+	if (w.len)
+		incr_write(c, fe, w.len);
 	return 0;
 }
 
