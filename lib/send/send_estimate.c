@@ -884,21 +884,23 @@ static int incr_clone_piece(struct incr_ctx *c, const struct file_extent *fe,
 }
 
 /*
- * clone_range(): [@offset, + @len) of @fe from @cr's file, extent by
- * extent of the source: a CLONE where the source has the same data, a
- * write where it has other data or none, the source's EOF block written.
+ * clone_range(): @len bytes of @fe, from its start, from @cr's file of
+ * @src_size bytes, extent by extent of the source: a CLONE where the
+ * source has the same data, a write where it has other data or none, the
+ * source's EOF block written.
  */
 static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
-			    const struct incr_clone *cr, uint64_t offset,
+			    const struct incr_clone *cr, uint64_t src_size,
 			    uint64_t len)
 {
 	struct btrfs_ioctl_search_key k =
 		tree_search_key_items(cr->ino, BTRFS_EXTENT_DATA_KEY);
 	struct clone_walk w = {
-		.offset = offset,
+		.offset = fe->offset,
 		.len = len,
 		.at = cr->offset,
 		.data_offset = fe->extent_offset,
+		.src_size = src_size,
 	};
 	size_t i;
 	int ret, stop = 0;
@@ -910,9 +912,7 @@ static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
 	k.min_offset = cr->item_offset;
 	k.max_offset = w.at + len - 1;
 	c->src.nr = 0;
-	ret = incr_inode_size(c, cr->fd, cr->ino, &w.src_size) ?:
-		      tree_search_run(c->ts, cr->fd, &k, 0, incr_extent_item,
-				      &c->src);
+	ret = tree_search_run(c->ts, cr->fd, &k, 0, incr_extent_item, &c->src);
 	if (ret)
 		return ret;
 	for (i = 0; i < c->src.nr && !stop; i++)
@@ -925,9 +925,9 @@ static int incr_clone_range(struct incr_ctx *c, const struct file_extent *fe,
 /* send_write_or_clone() of the extent item @fe of the inode at hand */
 static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
 {
-	uint64_t end = fe->offset + fe->len;
+	uint64_t end = fe->offset + fe->len, src_size = 0;
 	struct incr_clone *cr = NULL;
-	int ret = 0;
+	int ret;
 
 	if (end > c->child_size)
 		end = c->child_size;
@@ -935,18 +935,14 @@ static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
 		return 0;
 	if (fe->kind == EXTENT_REGULAR || fe->kind == EXTENT_PREALLOC)
 		cr = incr_find_clone(c, fe);
+	ret = cr ? incr_inode_size(c, cr->fd, cr->ino, &src_size) : 0;
+	if (ret)
+		return ret;
 	/*
 	 * an unaligned end is cloned where it is the file's and the
 	 * source's size, after a TRUNCATE to the range's start
 	 */
 	if (cr && end % c->sectorsize) {
-		uint64_t src_size = 0;
-
-		ret = end == c->child_size ?
-			      incr_inode_size(c, cr->fd, cr->ino, &src_size) :
-			      0;
-		if (ret)
-			return ret;
 		if (end == c->child_size &&
 		    cr->offset + (end - fe->offset) == src_size) {
 			c->in.fixed += CMD + TLV + TLV + 8;
@@ -956,7 +952,7 @@ static int incr_send_item(struct incr_ctx *c, const struct file_extent *fe)
 		}
 	}
 	if (cr)
-		ret = incr_clone_range(c, fe, cr, fe->offset, end - fe->offset);
+		ret = incr_clone_range(c, fe, cr, src_size, end - fe->offset);
 	else
 		incr_write(c, fe, end - fe->offset);
 	c->next_write = end;
