@@ -1035,9 +1035,11 @@ static int orphan_cmp(const void *key, const void *elt)
 /* The orphan name's length of the directory @path, 0: it has none. */
 static uint32_t orphan_dir_len(const struct incr_ctx *c, const char *path)
 {
-	const struct orphan_dir *o = bsearch(path, c->orphans, c->nr_orphans,
-					     sizeof(*o), orphan_cmp);
+	const struct orphan_dir *o;
 
+	if (!c->nr_orphans)
+		return 0;
+	o = bsearch(path, c->orphans, c->nr_orphans, sizeof(*o), orphan_cmp);
 	return o ? o->len : 0;
 }
 

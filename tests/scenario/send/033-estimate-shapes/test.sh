@@ -13,7 +13,7 @@
 # parent, written, or cloned where it is a clone source (-c); a directory
 # removed with its files (through its orphan name); new files given inode
 # flags (FILEATTR); a file reflinked whole, to its EOF off a block (CLONE);
-# times changed (UTIMES with the otime).
+# times changed (UTIMES with the otime); files removed.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v xfs_io >/dev/null || _not_run "needs xfs_io (xfsprogs)"
@@ -149,3 +149,8 @@ within "incremental: new files with flags" -p "$SRC/w9" "$SRC/w10"
 touch "$W"/g*
 run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w11"
 within "incremental: times changed" -p "$SRC/w10" "$SRC/w11"
+
+# files removed, no directory among them (no orphan name to look up)
+rm "$W"/g1 "$W"/g2
+run_check btrfs -q subvolume snapshot -r "$W" "$SRC/w12"
+within "incremental: files removed" -p "$SRC/w11" "$SRC/w12"
