@@ -718,7 +718,8 @@ static int incr_ref_visit(struct incr_ctx *c, const struct file_extent *fe,
 				f.offset + extent_len > c->next_write))))
 		return 0;
 	ret = incr_ref_bytes(c, cr, ino, &f);
-	if (ret)
+	/* its item not found (none should be): not a source to clone from */
+	if (ret || !f.num_bytes)
 		return ret;
 	cr->found = true;
 	if (f.num_bytes <= cr->num_bytes)
@@ -742,9 +743,9 @@ static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
 	/*
 	 * The kernel's backref cache (lookup_backref_cache()) holds the
 	 * leaves its walks of this send resolved to roots; a walk reports the
-	 * references in a cached leaf first, in key order, as it finds them:
-	 * the file at hand's, whose leaf the walk for its extent item before
-	 * resolved. Then every leaf's, as LOGICAL_INO lists them.
+	 * references in a cached leaf first, as it finds them: here the file
+	 * at hand's, whose leaf the walk for its extent item before resolved.
+	 * Then every leaf's, as LOGICAL_INO lists them.
 	 */
 	for (i = 0; c->walked && !ret && i + 2 < n; i += 3) {
 		ref = &c->refs->val[i];
