@@ -731,6 +731,12 @@ static int incr_ref_visit(struct incr_ctx *c, const struct file_extent *fe,
 	return f.num_bytes >= extent_len;
 }
 
+/* Whether @ref is to the file at hand, in the subvolume sent. */
+static bool incr_ref_own(const struct incr_ctx *c, const __u64 *ref)
+{
+	return ref[0] == c->ino && ref[2] == c->send_root;
+}
+
 /* find_extent_clone()'s walk over the references of @fe's extent */
 static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
 			  uint64_t extent_len)
@@ -749,11 +755,15 @@ static int incr_walk_refs(struct incr_ctx *c, const struct file_extent *fe,
 	 */
 	for (i = 0; c->walked && !ret && i + 2 < n; i += 3) {
 		ref = &c->refs->val[i];
-		if (ref[0] == c->ino && ref[2] == c->send_root)
+		if (incr_ref_own(c, ref))
 			ret = incr_ref_visit(c, fe, extent_len, ref);
 	}
-	for (i = 0; !ret && i + 2 < n; i += 3)
-		ret = incr_ref_visit(c, fe, extent_len, &c->refs->val[i]);
+	/* the rest; those met first again would change nothing */
+	for (i = 0; !ret && i + 2 < n; i += 3) {
+		ref = &c->refs->val[i];
+		if (!c->walked || !incr_ref_own(c, ref))
+			ret = incr_ref_visit(c, fe, extent_len, ref);
+	}
 	c->walked = true;
 	return ret < 0 ? ret : 0;
 }
