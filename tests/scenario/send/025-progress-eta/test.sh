@@ -54,10 +54,12 @@ PY
 "$ENCIO" send --progress "$SRC/s1" 2>"$T/send.err" |
 	python3 "$TOP_SRCDIR/tests/throttle.py" 2500000 >"$T/stream" || _fail "send failed"
 check send "$T/send.err"
-# receive from a slow link, of a stream carrying the sender's estimate
+# receive from a slow link, of that stream: it carries the sender's
+# estimate, made while the sender waited on the link (a send to a file
+# may outrun it, as the estimate yields the processor for its first
+# second)
 mkdir "$DST/r"
-"$ENCIO" send --progress -f "$T/file" "$SRC/s1" 2>/dev/null || _fail "send -f failed"
-python3 "$TOP_SRCDIR/tests/throttle.py" 2500000 <"$T/file" |
+python3 "$TOP_SRCDIR/tests/throttle.py" 2500000 <"$T/stream" |
 	"$ENCIO" receive --progress "$DST/r" 2>"$T/recv.err" || _fail "receive failed"
 check receive "$T/recv.err"
 echo "PASS: $TEST_NAME"
