@@ -205,15 +205,22 @@ int received_mark_check(int fd, const struct btrfs_util_subvolume_info *info,
 	return RECEIVED_TRUSTED;
 }
 
-bool received_mark_own(int fd, const struct btrfs_util_subvolume_info *info)
+bool received_mark_names(int fd, const struct btrfs_util_subvolume_info *info)
 {
 	struct received_mark m;
 
-	return received_mark_check(fd, info, false) == RECEIVED_TRUSTED &&
-	       fgetxattr(fd, RECEIVED_MARK_XATTR, &m, sizeof(m)) ==
+	return fgetxattr(fd, RECEIVED_MARK_XATTR, &m, sizeof(m)) ==
 		       (ssize_t)sizeof(m) &&
 	       !memcmp(m.magic, MARK_MAGIC, sizeof(m.magic)) &&
-	       !memcmp(m.uuid, info->uuid, BTRFS_UUID_SIZE);
+	       !memcmp(m.uuid, info->uuid, BTRFS_UUID_SIZE) &&
+	       !memcmp(m.received_uuid, info->received_uuid, BTRFS_UUID_SIZE) &&
+	       le64toh(m.rtransid) == info->rtransid;
+}
+
+bool received_mark_own(int fd, const struct btrfs_util_subvolume_info *info)
+{
+	return received_mark_check(fd, info, false) == RECEIVED_TRUSTED &&
+	       received_mark_names(fd, info);
 }
 
 const char *received_trust_str(int trust)

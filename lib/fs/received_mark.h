@@ -55,6 +55,13 @@ int received_mark_check(int fd, const struct btrfs_util_subvolume_info *info,
  */
 bool received_mark_own(int fd, const struct btrfs_util_subvolume_info *info);
 
+/*
+ * Whether subvolume @fd, of @info, carries a mark naming it as it is
+ * received (its UUID, received UUID and rtransid), whatever changed in
+ * it since.
+ */
+bool received_mark_names(int fd, const struct btrfs_util_subvolume_info *info);
+
 /* What a received_trust other than RECEIVED_TRUSTED means, for messages. */
 const char *received_trust_str(int trust);
 

@@ -351,6 +351,8 @@ void rcv_resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
 				uint64_t parent_ctransid);
 /* Once marked received, before read-only: the subvolume gets its name. */
 int rcv_resume_subvol_finish(struct receive_ctx *ctx);
+/* Once read-only: the partial of its receive goes, record first. */
+void rcv_resume_subvol_done(struct receive_ctx *ctx);
 /*
  * A subvolume of a plain receive left unfinished (a failed command, -E):
  * it gets its name all the same, writable and not received, as btrfs

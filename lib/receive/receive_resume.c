@@ -64,6 +64,7 @@
 #include "base/crc32c.h"
 #include "base/fsutil.h"
 #include "base/pack.h"
+#include "fs/received_mark.h"
 #include "receive/receive_internal.h"
 
 #define RECORD_MAGIC "encio-resume-record-3"
@@ -518,9 +519,26 @@ int rcv_resume_subvol_finish(struct receive_ctx *ctx)
 	if (ctx->placing && rcv_pd_has_record(&ctx->part) &&
 	    ctx->events.partial_dropped)
 		ctx->events.partial_dropped(rs->final, ctx->events.arg);
-	if (rs->ckpt_id) {
-		char name[NAME_MAX + 1];
+	ctx->placing = false;
+	return 0;
+}
 
+/*
+ * Once read-only: the partial goes, its record first, so that a kill
+ * from here on leaves no record naming a checkpoint gone. Killed before,
+ * the record and the subvolume at its name are both there (see
+ * receive_resume_token()).
+ */
+void rcv_resume_subvol_done(struct receive_ctx *ctx)
+{
+	struct resume_state *rs = &ctx->rs;
+	char name[NAME_MAX + 1];
+
+	if (ctx->part.name_fd < 0)
+		return;
+	if (!unlinkat(ctx->part.name_fd, RECORD_NAME, 0))
+		fsync(ctx->part.name_fd);
+	if (rs->ckpt_id) {
 		ckpt_name(name, rs->ckpt_seq);
 		rcv_drop_subvol(ctx->part.name_fd, name, rs->ckpt_uuid,
 				rs->ckpt_id);
@@ -528,8 +546,6 @@ int rcv_resume_subvol_finish(struct receive_ctx *ctx)
 	rcv_pd_close(ctx->dest_fd, &ctx->part, true);
 	rs->ckpt_id = 0;
 	rs->active = false;
-	ctx->placing = false;
-	return 0;
 }
 
 void rcv_resume_subvol_leave(struct receive_ctx *ctx)
@@ -876,18 +892,66 @@ static int dest_of(const char *path, char *buf, size_t len, const char **final,
 	return dir_fd;
 }
 
+/*
+ * Whether NAME in @dir_fd is the subvolume @point's partial became: a
+ * receive killed after it gave the subvolume its name and before it
+ * dropped the record leaves both. encio marks a subvolume received (its
+ * own mark, naming the subvolume's UUID) only once complete. 0: not that
+ * one; -EALREADY: it, read-only; -EROFS: it, still writable, so nothing
+ * proves that no one changed it since (it is not made read-only here).
+ */
+static int partial_placed(int dir_fd, const char *name,
+			  const struct resume_point *point)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (!fstat(fd, &st) && st.st_ino == BTRFS_FIRST_FREE_OBJECTID &&
+	    !subvol_identity(fd, &info) &&
+	    !memcmp(info.received_uuid, point->uuid, BTRFS_UUID_SIZE) &&
+	    info.stransid == point->ctransid) {
+		if (!(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+			ret = received_mark_names(fd, &info) ? -EROFS : 0;
+		else if (received_mark_own(fd, &info))
+			ret = -EALREADY;
+	}
+	close(fd);
+	return ret;
+}
+
 int receive_resume_token(const char *path, char *token, struct encio_error *e)
 {
 	struct resume_point point;
 	char dir[PATH_MAX];
 	const char *final;
+	pid_t holder;
 	int dir_fd, ret;
 
 	dir_fd = dest_of(path, dir, sizeof(dir), &final, e);
 	if (dir_fd < 0)
 		return dir_fd;
 	ret = receive_partial_point(dir_fd, final, &point);
+	if (!ret)
+		ret = partial_placed(dir_fd, final, &point);
+	if (ret == -EALREADY || ret == -EROFS)
+		partial_drop(dir_fd, final, &holder);
 	close(dir_fd);
+	if (ret == -EROFS)
+		return encio_error_set(
+			e, EEXIST,
+			"resume (the receive had given the subvolume its name when it stopped, before making it read-only: check it and make it read-only, or delete it and receive it again)",
+			path, false, 0);
+	if (ret == -EALREADY)
+		return encio_error_set(
+			e, EALREADY,
+			"resume (the receive was complete when it stopped)",
+			path, false, 0);
 	if (ret == -ENOENT)
 		return encio_error_set(e, ENOENT,
 				       "find a partial receive (receive -s) of",

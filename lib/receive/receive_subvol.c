@@ -62,6 +62,7 @@ static int finish_subvol(struct receive_ctx *ctx)
 	ret = ctx->leave_writable ? 0 : received_mark_seal(ctx->subvol_fd, &rs);
 	if (ret)
 		return fail(ctx, ret, "make it read-only");
+	rcv_resume_subvol_done(ctx);
 	rcv_subvol_close(ctx);
 	ctx->finishing = false;
 	ctx->stats.subvols++;
