@@ -1504,7 +1504,8 @@ class SubvolumesMethod(Method):
     filesystem's root: each snapshot arrives read-only, through the relay of
     the kernel's differences, with its flags; nothing named *encio* is left
     on either side but the base kept beside each writable subvolume in SRC
-    (a read-only snapshot of it). In some seeds a first run is stopped
+    (a read-only snapshot of it), and the move takes no more room than
+    SRC (2%, compsize). In some seeds a first run is stopped
     (SIGINT, SIGKILL, or DEST full) and the command run again. Then
     (finish) the live subvolume and those in it change, the same command
     runs again (with --final in one seed of two, which leaves no base) and
@@ -1605,6 +1606,21 @@ class SubvolumesMethod(Method):
             return "left behind: %s" % " ".join(left[:20])
         return ""
 
+    def shape_check(self):
+        """The moved filesystem takes no more room than SRC (compsize of
+        all its subvolumes, each extent once): over 2% (and 64 KiB)
+        fails."""
+        for m in (self.ck.hist.mnt, self.mnt):
+            subprocess.run(["sync", "-f", m])
+        src_du, dst_du = disk_usage(self.ck.hist.mnt), disk_usage(self.mnt)
+        if src_du is None or dst_du is None or dst_du <= src_du * 1.02 + 65536:
+            return ""
+        src_du = max(src_du, disk_usage_by_owner(self.ck.hist.mnt) or 0)
+        if dst_du > src_du * 1.02 + 65536:
+            return "the move takes %d bytes on disk, SRC %d (+%.1f%%)" % (
+                dst_du, src_du, 100.0 * (dst_du - src_du) / max(src_du, 1))
+        return ""
+
     def base_kind(self, path):
         """What @path is of a base as encio keeps one, a read-only snapshot
         of a writable subvolume named for it: "beside" it, an "orphan" (no
@@ -1634,7 +1650,7 @@ class SubvolumesMethod(Method):
                 self.interrupted_run()
                 if self.hung:
                     return False, "the stopped copy hung (%s)" % self.note, None
-            err = self.run_copy()
+            err = self.run_copy() or self.shape_check()
             if err:
                 return False, err, None
         dest = os.path.join(self.mnt, os.path.relpath(self.ck.steps[k]["path"], self.ck.hist.mnt))
