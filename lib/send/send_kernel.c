@@ -46,6 +46,11 @@ struct relay {
 	uint64_t tail;
 	char tail_path[PATH_MAX];
 	size_t tail_path_len;
+	uint64_t parent_id; /* of an incremental stream, else 0 */
+	/* the end of the data sent last, in the file data_path */
+	uint64_t data_end;
+	char data_path[PATH_MAX];
+	size_t data_path_len;
 };
 
 /* A little-endian u32 or u64 attribute of @cmd; 0 if absent or not one. */
@@ -347,6 +352,136 @@ static int put_inline_size(struct relay *r, const struct stream_cmd *cmd)
 	return stream_end_cmd(w);
 }
 
+/* Where @cmd puts data in a file (WRITE, CLONE, ...), its end; else 0. */
+static uint64_t data_cmd_end(const struct stream_cmd *cmd)
+{
+	uint64_t off = attr_uint(cmd, BTRFS_SEND_A_FILE_OFFSET);
+
+	switch (cmd->type) {
+	case BTRFS_SEND_C_WRITE:
+		return off + cmd->attr[BTRFS_SEND_A_DATA].len;
+	case BTRFS_SEND_C_ENCODED_WRITE:
+		return off + attr_uint(cmd, BTRFS_SEND_A_UNENCODED_FILE_LEN);
+	case BTRFS_SEND_C_CLONE:
+		return off + attr_uint(cmd, BTRFS_SEND_A_CLONE_LEN);
+	case BTRFS_SEND_C_UPDATE_EXTENT:
+		return off + attr_uint(cmd, BTRFS_SEND_A_SIZE);
+	case BTRFS_SEND_C_FALLOCATE:
+		if (attr_uint(cmd, BTRFS_SEND_A_FALLOCATE_MODE) &
+		    FALLOC_FL_KEEP_SIZE)
+			return 0;
+		return off + attr_uint(cmd, BTRFS_SEND_A_SIZE);
+	default:
+		return 0;
+	}
+}
+
+static bool same_path(const struct stream_attr *path, const char *p, size_t len)
+{
+	return path->present && path->len == len && !memcmp(path->data, p, len);
+}
+
+/* The end of the data sent last in a file, as the commands pass. */
+static void note_data_end(struct relay *r, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	uint64_t end = data_cmd_end(cmd);
+
+	if (!end || !path->present || path->len >= sizeof(r->data_path))
+		return;
+	if (!same_path(path, r->data_path, r->data_path_len)) {
+		memcpy(r->data_path, path->data, path->len);
+		r->data_path_len = path->len;
+		r->data_end = 0;
+	}
+	if (end > r->data_end)
+		r->data_end = end;
+}
+
+/* The size in the parent of the file @fd is in the snapshot sent. */
+static int parent_size(const struct relay *r, int fd, uint64_t *size)
+{
+	union {
+		struct file_handle fh;
+		char bytes[sizeof(struct file_handle) +
+			   sizeof(struct btrfs_fid_without_parent)];
+	} h;
+	struct btrfs_fid_without_parent fid;
+	struct stat st;
+	unsigned int gen;
+	int pfd, ret;
+
+	if (fstat(fd, &st) || ioctl(fd, FS_IOC_GETVERSION, &gen))
+		return -errno;
+	fid.objectid = st.st_ino;
+	fid.root_objectid = r->parent_id;
+	fid.gen = gen;
+	h.fh.handle_bytes = sizeof(fid);
+	h.fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
+	memcpy(h.fh.f_handle, &fid, sizeof(fid));
+	pfd = open_by_handle_at(r->root_fd, &h.fh,
+				O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	ret = fstat(pfd, &st) ? -errno : 0;
+	close(pfd);
+	*size = (uint64_t)st.st_size;
+	return ret;
+}
+
+/*
+ * A file the difference grows by TRUNCATE, whose parent's size ends
+ * within a sector: where the parent's and the snapshot's file share the
+ * extent of that sector, the kernel sends nothing of it, but past the
+ * parent's size the snapshot's bytes there need not be zeros (a later
+ * snapshot as the parent, its file cut short inside the sector, which
+ * btrfs does without rewriting it). btrfs receive then fills them with
+ * zeros (btrfs send -p of such a parent gives wrong data). Those bytes
+ * no command sent are sent as a WRITE before the TRUNCATE, where they are
+ * not all zeros.
+ */
+static int put_parent_tail(struct relay *r, const struct stream_cmd *cmd)
+{
+	const struct stream_attr *path = &cmd->attr[BTRFS_SEND_A_PATH];
+	uint64_t size = attr_uint(cmd, BTRFS_SEND_A_SIZE);
+	uint64_t from, to, psize = 0;
+	char buf[65536];
+	ssize_t n, i;
+	int fd, ret;
+
+	if (!r->parent_id || r->ctx->opts.no_data || !path->present)
+		return 0;
+	fd = open_sent_file(r, path);
+	if (fd < 0)
+		return 0;
+	ret = parent_size(r, fd, &psize);
+	if (ret || psize >= size || !(psize % r->sectorsize) ||
+	    r->sectorsize > sizeof(buf)) {
+		close(fd);
+		return 0;
+	}
+	from = psize;
+	if (same_path(path, r->data_path, r->data_path_len) &&
+	    r->data_end > from)
+		from = r->data_end;
+	to = (psize / r->sectorsize + 1) * r->sectorsize;
+	if (to > size)
+		to = size;
+	n = from < to ? pread(fd, buf, to - from, (off_t)from) : 0;
+	close(fd);
+	if (n != (ssize_t)(to - from) || !n)
+		return n < 0 ? -errno : 0;
+	for (i = 0; i < n && !buf[i]; i++)
+		;
+	if (i == n)
+		return 0;
+	stream_begin_cmd(&r->ctx->w, BTRFS_SEND_C_WRITE);
+	stream_put_bytes(&r->ctx->w, BTRFS_SEND_A_PATH, path->data, path->len);
+	stream_put_u64(&r->ctx->w, BTRFS_SEND_A_FILE_OFFSET, from);
+	stream_put_data(&r->ctx->w, buf, (size_t)n);
+	return stream_end_cmd(&r->ctx->w);
+}
+
 static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 {
 	struct send_ctx *ctx = r->ctx;
@@ -358,6 +493,9 @@ static int relay_cmd(struct relay *r, const struct stream_cmd *cmd)
 	if (r->tail)
 		ret = put_tail_zeros(r, cmd);
 	r->tail = 0;
+	note_data_end(r, cmd);
+	if (!ret && cmd->type == BTRFS_SEND_C_TRUNCATE)
+		ret = put_parent_tail(r, cmd);
 	if (!ret && (cmd->type == BTRFS_SEND_C_SUBVOL ||
 		     cmd->type == BTRFS_SEND_C_SNAPSHOT))
 		ret = put_subvol(r, cmd);
@@ -431,7 +569,7 @@ int send_kernel_tree(struct send_ctx *ctx, const char *root, const char *name,
 		     uint64_t parent_id, const uint64_t *clone_ids,
 		     size_t nr_clone_ids, bool end)
 {
-	struct relay r = { .ctx = ctx, .name = name };
+	struct relay r = { .ctx = ctx, .name = name, .parent_id = parent_id };
 	struct kernel_send ks;
 	struct statfs sfs;
 	int root_fd, pass_fd = -ESTALE, ret;
