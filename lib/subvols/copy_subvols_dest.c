@@ -264,24 +264,72 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
+/* The subvolume of the plan @en lies in, directly; NULL: none listed. */
+static const struct subvol_entry *container_of(const struct subvols *s,
+					       const struct subvol_entry *en)
+{
+	const struct subvol_entry *c = NULL;
+	size_t i, n;
+
+	for (i = 0; i < s->plan.nr; i++) {
+		const struct subvol_entry *o = &s->plan.v[i];
+
+		n = strlen(o->rel);
+		if (o == en ||
+		    (n && (strncmp(en->rel, o->rel, n) || en->rel[n] != '/')))
+			continue;
+		if (!c || n > strlen(c->rel))
+			c = o;
+	}
+	return c;
+}
+
+/*
+ * The times of the directory @en's copy lands in, as the copy of the
+ * subvolume it lies in has that directory: from that subvolume's
+ * snapshot where it was copied from one (SRC's own directory may have
+ * changed since, encio's snapshots beside @en made in it), else from
+ * SRC's. A difference from that copy, for a snapshot of it, takes the
+ * directory as the snapshot sent holds it.
+ */
+static int landing_stat(struct subvols *s, const struct subvol_entry *en,
+			struct stat *st)
+{
+	const struct subvol_entry *c = container_of(s, en);
+	const char *below, *name;
+	int fd, dir_fd, ret;
+
+	if (c && c->snap.held) {
+		fd = subvol_entry_open(&s->plan, c, true);
+		if (fd < 0)
+			return fd;
+		below = en->rel + strlen(c->rel) + (c->rel[0] ? 1 : 0);
+		dir_fd = open_parent_resolve(fd, below, O_RDONLY | O_DIRECTORY,
+					     RESOLVE_CONFINED, &name);
+		close(fd);
+	} else {
+		dir_fd = subvol_entry_dir_open(&s->plan, en);
+	}
+	if (dir_fd < 0)
+		return dir_fd;
+	ret = fstat(dir_fd, st) ? -errno : 0;
+	close(dir_fd);
+	return ret;
+}
+
 /*
  * The copy renamed to its name, over an empty directory standing for it
  * (a subvolume below a subvolume shows as one), and the times of the
- * directory it lands in put back to its source's.
+ * directory it lands in put back to its source's (landing_stat()).
  */
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p)
 {
 	struct stat st;
-	bool restore = false;
-	int dir_fd, ret;
+	bool restore;
+	int ret;
 
-	if (en->rel[0]) {
-		dir_fd = subvol_entry_dir_open(&s->plan, en);
-		restore = dir_fd >= 0 && !fstat(dir_fd, &st);
-		if (dir_fd >= 0)
-			close(dir_fd);
-	}
+	restore = en->rel[0] && !landing_stat(s, en, &st);
 	ret = p->placeholder ? subvols_rmdir(p->dir_fd, p->name) : 0;
 	if (ret)
 		return encio_error_set(s->e, -ret, "remove the directory",
