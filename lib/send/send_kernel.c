@@ -446,6 +446,7 @@ static int put_parent_tail(struct relay *r, const struct stream_cmd *cmd)
 	uint64_t size = attr_uint(cmd, BTRFS_SEND_A_SIZE);
 	uint64_t from, to, psize = 0;
 	char buf[65536];
+	struct stat st;
 	ssize_t n, i;
 	int fd, ret;
 
@@ -454,7 +455,9 @@ static int put_parent_tail(struct relay *r, const struct stream_cmd *cmd)
 	fd = open_sent_file(r, path);
 	if (fd < 0)
 		return 0;
-	ret = parent_size(r, fd, &psize);
+	/* the file the command names: a regular file of that size */
+	ret = fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	      (uint64_t)st.st_size != size || parent_size(r, fd, &psize);
 	if (ret || psize >= size || !(psize % r->sectorsize) ||
 	    r->sectorsize > sizeof(buf)) {
 		close(fd);
