@@ -217,6 +217,43 @@ static bool planned(const struct subvols *s, const char *dir, const char *rel)
 }
 
 /*
+ * The subvolumes still nested in the copy open at @fd (those not carried
+ * into its replacement) deleted, the deepest first, each with the
+ * directory it is in lifted of append-only or immutable for it: a
+ * recursive delete of the copy fails on such a directory (EPERM).
+ */
+static int drop_nested(int fd)
+{
+	const char *name;
+	char **nested;
+	size_t i, nr;
+	int ret, dir, sub;
+
+	ret = subvol_children(fd, &nested, &nr);
+	for (i = 0; i < nr; i++) {
+		sub = ret ? -1 :
+			    open_beneath(fd, nested[i],
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		if (sub >= 0) {
+			ret = drop_nested(sub);
+			close(sub);
+		}
+		dir = ret ? -1 :
+			    open_parent_resolve(fd, nested[i],
+						O_RDONLY | O_DIRECTORY,
+						RESOLVE_CONFINED, &name);
+		if (dir >= 0) {
+			ret = inode_flags_lifted_for(dir, delete_op,
+						     (void *)name);
+			close(dir);
+		}
+		free(nested[i]);
+	}
+	free(nested);
+	return ret;
+}
+
+/*
  * The copy a rerun replaces, deleted once its replacement is complete.
  * The copies of the subvolumes nested in it that SRC still has at their
  * path are moved into the replacement first, where it has their
@@ -249,13 +286,16 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 	}
 	free(nested);
 	close(new_fd);
-	close(old_fd);
-	if (ret)
+	if (ret) {
+		close(old_fd);
 		return encio_error_set(
 			s->e, ret,
 			"move the subvolumes nested in it into the new copy of",
 			p->dst, false, 0);
-	ret = inode_flags_lifted_for(p->dir_fd, delete_op, p->name);
+	}
+	ret = drop_nested(old_fd);
+	close(old_fd);
+	ret = ret ?: inode_flags_lifted_for(p->dir_fd, delete_op, p->name);
 	if (ret)
 		return encio_error_set(
 			s->e, -ret,
