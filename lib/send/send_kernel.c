@@ -136,8 +136,9 @@ static void count_cmd(struct send_ctx *ctx, const struct stream_cmd *cmd)
 	}
 }
 
-/* The inode the orphan name at the end of @path names in the subvolume. */
-static int open_orphan(const struct relay *r, const struct stream_attr *path)
+/* Inode @ino of generation @gen in subvolume @root, opened by handle. */
+static int open_inode(const struct relay *r, uint64_t root, uint64_t ino,
+		      uint32_t gen)
 {
 	union {
 		struct file_handle fh;
@@ -145,11 +146,26 @@ static int open_orphan(const struct relay *r, const struct stream_attr *path)
 			   sizeof(struct btrfs_fid_without_parent)];
 	} h;
 	struct btrfs_fid_without_parent fid;
+	int fd;
+
+	fid.objectid = ino;
+	fid.root_objectid = root;
+	fid.gen = gen;
+	h.fh.handle_bytes = sizeof(fid);
+	h.fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
+	memcpy(h.fh.f_handle, &fid, sizeof(fid));
+	fd = open_by_handle_at(r->root_fd, &h.fh,
+			       O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The inode the orphan name at the end of @path names in the subvolume. */
+static int open_orphan(const struct relay *r, const struct stream_attr *path)
+{
 	unsigned long long ino, gen, n;
 	char last[NAME_MAX + 1];
 	const char *slash;
 	size_t len;
-	int fd;
 
 	slash = memrchr(path->data, '/', path->len);
 	slash = slash ? slash + 1 : (const char *)path->data;
@@ -161,15 +177,7 @@ static int open_orphan(const struct relay *r, const struct stream_attr *path)
 	if (sscanf(last, "o%llu-%llu-%llu", &ino, &gen, &n) != 3 ||
 	    gen > UINT32_MAX)
 		return -ENOENT;
-	fid.objectid = ino;
-	fid.root_objectid = r->root_id;
-	fid.gen = (uint32_t)gen;
-	h.fh.handle_bytes = sizeof(fid);
-	h.fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
-	memcpy(h.fh.f_handle, &fid, sizeof(fid));
-	fd = open_by_handle_at(r->root_fd, &h.fh,
-			       O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return open_inode(r, r->root_id, ino, (uint32_t)gen);
 }
 
 /* FILEATTR of the new file or directory @cmd made, if it has flags. */
@@ -401,28 +409,15 @@ static void note_data_end(struct relay *r, const struct stream_cmd *cmd)
 /* The size in the parent of the file @fd is in the snapshot sent. */
 static int parent_size(const struct relay *r, int fd, uint64_t *size)
 {
-	union {
-		struct file_handle fh;
-		char bytes[sizeof(struct file_handle) +
-			   sizeof(struct btrfs_fid_without_parent)];
-	} h;
-	struct btrfs_fid_without_parent fid;
 	struct stat st;
 	unsigned int gen;
 	int pfd, ret;
 
 	if (fstat(fd, &st) || ioctl(fd, FS_IOC_GETVERSION, &gen))
 		return -errno;
-	fid.objectid = st.st_ino;
-	fid.root_objectid = r->parent_id;
-	fid.gen = gen;
-	h.fh.handle_bytes = sizeof(fid);
-	h.fh.handle_type = BTRFS_FID_TYPE_WITHOUT_PARENT;
-	memcpy(h.fh.f_handle, &fid, sizeof(fid));
-	pfd = open_by_handle_at(r->root_fd, &h.fh,
-				O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	pfd = open_inode(r, r->parent_id, st.st_ino, gen);
 	if (pfd < 0)
-		return -errno;
+		return pfd;
 	ret = fstat(pfd, &st) ? -errno : 0;
 	close(pfd);
 	*size = (uint64_t)st.st_size;
