@@ -311,6 +311,20 @@ int inode_flags_lifted_rename(int from_dir, const char *from, int to_dir,
 	return inode_flags_lifted_for(to_dir, rename_into_op, &r);
 }
 
+int inode_flags_lifted_rename_self(int fd, int from_dir, const char *from,
+				   int to_dir, const char *to)
+{
+	unsigned int late = fd < 0 ? 0 : inode_flags_get(fd) & INODE_FLAGS_LATE;
+	int ret;
+
+	if (late && inode_flags_set(fd, 0, late, NULL) < 0)
+		return -EPERM;
+	ret = inode_flags_lifted_rename(from_dir, from, to_dir, to);
+	if (late && inode_flags_set(fd, late, late, NULL) < 0 && !ret)
+		ret = -EPERM;
+	return ret;
+}
+
 const char *inode_flags_letters(unsigned int flags, char *buf)
 {
 	static const struct {

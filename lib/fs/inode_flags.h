@@ -58,6 +58,13 @@ int inode_flags_lifted_for(int dir_fd, int (*op)(int dir_fd, void *arg),
  */
 int inode_flags_lifted_rename(int from_dir, const char *from, int to_dir,
 			      const char *to);
+/*
+ * inode_flags_lifted_rename() of the directory open at @fd (a subvolume's
+ * root), its own late flags (append-only, immutable, ...) lifted for it
+ * and put back: a rename moves no such inode. 0 or -errno.
+ */
+int inode_flags_lifted_rename_self(int fd, int from_dir, const char *from,
+				   int to_dir, const char *to);
 
 /* An O_PATH fd opened again for reading (flags and xattrs need it). */
 int inode_reopen(int fd);

@@ -483,16 +483,8 @@ void rcv_resume_subvol_identity(struct receive_ctx *ctx, const uint8_t *uuid,
  */
 static int place_subvol(struct receive_ctx *ctx, int fd, const char *from)
 {
-	unsigned int late = fd < 0 ? 0 : inode_flags_get(fd) & INODE_FLAGS_LATE;
-	int ret;
-
-	if (late && inode_flags_set(fd, 0, late, NULL) < 0)
-		return -EPERM;
-	ret = inode_flags_lifted_rename(ctx->part.name_fd, from, ctx->dest_fd,
-					ctx->rs.final);
-	if (late && inode_flags_set(fd, late, late, NULL) < 0 && !ret)
-		ret = -EPERM;
-	return ret;
+	return inode_flags_lifted_rename_self(fd, ctx->part.name_fd, from,
+					      ctx->dest_fd, ctx->rs.final);
 }
 
 /* Once marked received, before read-only: the subvolume gets its name. */

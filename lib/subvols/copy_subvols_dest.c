@@ -367,15 +367,19 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 {
 	struct stat st;
 	bool restore;
-	int ret;
+	int fd, ret;
 
 	restore = en->rel[0] && !landing_stat(s, en, &st);
 	ret = p->placeholder ? subvols_rmdir(p->dir_fd, p->name) : 0;
 	if (ret)
 		return encio_error_set(s->e, -ret, "remove the directory",
 				       p->dst, false, 0);
-	ret = inode_flags_lifted_rename(p->dir_fd, p->partial, p->dir_fd,
-					p->name);
+	fd = openat(p->dir_fd, p->partial,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ret = inode_flags_lifted_rename_self(fd, p->dir_fd, p->partial,
+					     p->dir_fd, p->name);
+	if (fd >= 0)
+		close(fd);
 	if (ret)
 		return encio_error_set(s->e, -ret, "rename the copy to", p->dst,
 				       false, 0);

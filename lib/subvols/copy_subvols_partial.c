@@ -154,11 +154,18 @@ int subvols_partial_mark(const struct subvol_entry *en, int fd)
 }
 
 /* The copy is whole: the mark goes before it is marked received. */
-int subvols_partial_unmark(int fd)
+static int unmark_op(int fd, void *arg)
 {
+	(void)arg;
 	return fremovexattr(fd, PARTIAL_SOURCE_XATTR) && errno != ENODATA ?
 		       -errno :
 		       0;
+}
+
+/* The root of a copy may be append-only or immutable as its source's is. */
+int subvols_partial_unmark(int fd)
+{
+	return inode_flags_lifted_for(fd, unmark_op, NULL);
 }
 
 /*
