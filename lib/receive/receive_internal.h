@@ -234,6 +234,8 @@ struct receive_ctx {
 		uint64_t ckpt_seq; /* 0: none yet */
 		uint64_t ckpt_id;  /* 0: none to delete */
 		uint8_t ckpt_uuid[BTRFS_UUID_SIZE];
+		/* given its name: its partial goes once it is read-only */
+		bool placed;
 	} rs;
 	struct partial_dir part;
 	/*

@@ -512,6 +512,8 @@ int rcv_resume_subvol_finish(struct receive_ctx *ctx)
 	    ctx->events.partial_dropped)
 		ctx->events.partial_dropped(rs->final, ctx->events.arg);
 	ctx->placing = false;
+	rs->active = false;
+	rs->placed = true;
 	return 0;
 }
 
@@ -526,8 +528,9 @@ void rcv_resume_subvol_done(struct receive_ctx *ctx)
 	struct resume_state *rs = &ctx->rs;
 	char name[NAME_MAX + 1];
 
-	if (ctx->part.name_fd < 0)
+	if (!rs->placed)
 		return;
+	rs->placed = false;
 	if (!unlinkat(ctx->part.name_fd, RECORD_NAME, 0))
 		fsync(ctx->part.name_fd);
 	if (rs->ckpt_id) {
@@ -537,7 +540,6 @@ void rcv_resume_subvol_done(struct receive_ctx *ctx)
 	}
 	rcv_pd_close(ctx->dest_fd, &ctx->part, true);
 	rs->ckpt_id = 0;
-	rs->active = false;
 }
 
 void rcv_resume_subvol_leave(struct receive_ctx *ctx)
