@@ -387,7 +387,7 @@ static int by_generation(const void *a, const void *b)
  */
 static void plan_emit(struct subvol_plan *s, size_t i, size_t upto)
 {
-	ssize_t c = container_of(s, i);
+	ssize_t c = s->v[i].container;
 	size_t j;
 
 	if (s->v[i].emitted)
@@ -400,7 +400,7 @@ static void plan_emit(struct subvol_plan *s, size_t i, size_t upto)
 	s->v[i].emitted = true;
 	s->order[s->nr_order++] = i;
 	for (j = 0; j < upto; j++)
-		if (!s->v[j].emitted && container_of(s, j) == (ssize_t)i)
+		if (!s->v[j].emitted && s->v[j].container == (ssize_t)i)
 			plan_emit(s, j, upto);
 }
 
@@ -409,8 +409,10 @@ static int plan_order(struct subvol_plan *s)
 	size_t i;
 
 	qsort(s->v, s->nr, sizeof(*s->v), by_generation);
-	for (i = 0; i < s->nr; i++)
+	for (i = 0; i < s->nr; i++) {
 		s->v[i].family = i;
+		s->v[i].container = container_of(s, i);
+	}
 	plan_families(s);
 	s->order = calloc(s->nr ?: 1, sizeof(*s->order));
 	if (!s->order)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <btrfsutil.h>
 #include <time.h>
@@ -69,6 +70,8 @@ struct subvol_entry {
 	bool parent_ok;
 	bool emitted;  /* placed in the copy order */
 	size_t family; /* union-find parent, an index in the plan */
+	/* the one it sits in (the longest path before its), an index; -1 */
+	ssize_t container;
 };
 
 struct subvol_plan {

@@ -208,27 +208,13 @@ static int base_open(int dir, const struct record *rec,
 		     struct btrfs_util_subvolume_info *info)
 {
 	char name[NAME_MAX + 1] = WORK_NAME;
-	enum btrfs_util_error err;
-	struct stat st;
-	int fd, ret;
+	int fd;
 
 	if (!rec->parked)
 		ckpt_name(name, rec->seq);
-	fd = openat(dir, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
+	fd = rcv_subvol_open(dir, name, info);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
-		close(fd);
-		return -ESTALE;
-	}
-	err = btrfs_util_subvolume_info_fd(fd, 0, info);
-	if (err) {
-		ret = btrfsutil_errno(err);
-		close(fd);
-		return ret;
-	}
+		return fd == -ENOTDIR ? -ESTALE : fd;
 	if (memcmp(info->uuid, rec->base_uuid, BTRFS_UUID_SIZE) ||
 	    info->ctransid != rec->base_ctransid ||
 	    !(info->flags & BTRFS_ROOT_SUBVOL_RDONLY)) {
@@ -898,17 +884,12 @@ static int partial_placed(int dir_fd, const char *name,
 			  const struct resume_point *point)
 {
 	struct btrfs_util_subvolume_info info;
-	struct stat st;
 	int fd, ret = 0;
 
-	fd = openat(dir_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
+	fd = rcv_subvol_open(dir_fd, name, &info);
 	if (fd < 0)
 		return 0;
-	if (!fstat(fd, &st) && st.st_ino == BTRFS_FIRST_FREE_OBJECTID &&
-	    !subvol_identity(fd, &info) &&
-	    !memcmp(info.received_uuid, point->uuid, BTRFS_UUID_SIZE) &&
+	if (!memcmp(info.received_uuid, point->uuid, BTRFS_UUID_SIZE) &&
 	    info.stransid == point->ctransid) {
 		if (!(info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
 			ret = received_mark_names(fd, &info) ? -EROFS : 0;

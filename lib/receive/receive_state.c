@@ -300,29 +300,42 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 	return 0;
 }
 
+int rcv_subvol_open(int dir_fd, const char *name,
+		    struct btrfs_util_subvolume_info *info)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = -ENOTDIR;
+	else
+		ret = btrfsutil_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, info));
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 /* A subvolume at @name in @dir_fd, checked, then deleted by its id. */
 int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
 		    uint64_t id)
 {
 	struct btrfs_util_subvolume_info info;
 	enum btrfs_util_error err;
-	struct stat st;
 	int fd, ret = 0;
 
-	fd = openat(dir_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
+	fd = rcv_subvol_open(dir_fd, name, &info);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID) {
-		close(fd);
-		return -ENOTDIR;
-	}
-	err = btrfs_util_subvolume_info_fd(fd, 0, &info);
-	if (err)
-		ret = btrfsutil_errno(err);
-	else if ((uuid && memcmp(info.uuid, uuid, BTRFS_UUID_SIZE)) ||
-		 (id && info.id != id))
+		return fd == -ENOENT ? 0 : fd;
+	if ((uuid && memcmp(info.uuid, uuid, BTRFS_UUID_SIZE)) ||
+	    (id && info.id != id))
 		ret = -ESTALE;
 	else if ((err = btrfs_util_delete_subvolume_by_id_fd(dir_fd, info.id)))
 		ret = btrfsutil_errno(err);

@@ -304,26 +304,6 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 	return 0;
 }
 
-/* The subvolume of the plan @en lies in, directly; NULL: none listed. */
-static const struct subvol_entry *container_of(const struct subvols *s,
-					       const struct subvol_entry *en)
-{
-	const struct subvol_entry *c = NULL;
-	size_t i, n;
-
-	for (i = 0; i < s->plan.nr; i++) {
-		const struct subvol_entry *o = &s->plan.v[i];
-
-		n = strlen(o->rel);
-		if (o == en ||
-		    (n && (strncmp(en->rel, o->rel, n) || en->rel[n] != '/')))
-			continue;
-		if (!c || n > strlen(c->rel))
-			c = o;
-	}
-	return c;
-}
-
 /*
  * The times of the directory @en's copy lands in, as the copy of the
  * subvolume it lies in has that directory: from that subvolume's
@@ -335,7 +315,8 @@ static const struct subvol_entry *container_of(const struct subvols *s,
 static int landing_stat(struct subvols *s, const struct subvol_entry *en,
 			struct stat *st)
 {
-	const struct subvol_entry *c = container_of(s, en);
+	const struct subvol_entry *c =
+		en->container >= 0 ? &s->plan.v[en->container] : NULL;
 	const char *below, *name;
 	int fd, dir_fd, ret;
 
