@@ -29,7 +29,8 @@
  * would mean reading the flags of every inode of the parent. On EPERM the
  * flags of what the command touches are lifted, kept by handle like the
  * late ones, and put back at the end unless a FILEATTR of the inode came
- * after: the stream says then what it has.
+ * after, and set before those of a FILEATTR that came earlier: the stream
+ * says what it has.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -583,6 +584,25 @@ static int root_times_finish(struct receive_ctx *ctx)
 }
 
 /*
+ * Append-only and immutable as lifted (the parent's), then as FILEATTR
+ * gave them: an inode lifted after its FILEATTR (the stream sets the times
+ * of a directory the parent made append-only) takes what the stream says.
+ */
+static int late_flags_finish(struct receive_ctx *ctx, bool lifted)
+{
+	struct late_flags *l;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < ctx->nr_late; i++) {
+		l = &ctx->late[i];
+		if (is_lifted(l) == lifted && l->flags & INODE_FLAGS_LATE)
+			ret = late_set(ctx, l, INODE_FLAGS_LATE);
+	}
+	return ret;
+}
+
+/*
  * A later FILEATTR of the same inode does not cancel what an earlier one
  * kept: senders send one per inode.
  */
@@ -597,12 +617,9 @@ int rcv_flags_finish(struct receive_ctx *ctx)
 		if (!is_lifted(l))
 			ret = late_set(ctx, l, l->mask & ~INODE_FLAGS_LATE);
 	}
-	ret = ret ?: xattrs_finish(ctx) ?: root_times_finish(ctx);
-	for (i = 0; !ret && i < ctx->nr_late; i++) {
-		l = &ctx->late[i];
-		if (l->flags & INODE_FLAGS_LATE)
-			ret = late_set(ctx, l, INODE_FLAGS_LATE);
-	}
+	ret = ret ?: xattrs_finish(ctx) ?: root_times_finish(ctx) ?:
+		     late_flags_finish(ctx, true) ?:
+		     late_flags_finish(ctx, false);
 	if (ret)
 		return ret;
 	rcv_flags_forget(ctx);

@@ -6,7 +6,8 @@
 # not change), +i and +a directories whose entries change, an immutable
 # subvolume root, and a +i file only read (its atime moves). encio receive
 # lifts the flags that refuse a command and puts back SRC's at the
-# subvolume's end; streams of encio send -p and of btrfs send -p, compared
+# subvolume's end, unless the stream gave the inode flags of its own
+# (a +a directory made +ia, whose times the stream sets); streams of encio send -p and of btrfs send -p, compared
 # with SRC: content, stat, xattrs and flags (i, a, d, A, S).
 source "$(dirname "$0")/../../../common.sh"
 require_root
@@ -89,6 +90,8 @@ chattr -a "$V/log"
 echo "log line 3" >>"$V/log"
 chattr +a "$V/new"
 rm "$V/di/c"
+echo z >"$V/da/z"
+chattr +i "$V/da"
 sync
 run_check btrfs -q subvolume snapshot -r "$V" "$SRC/s3"
 
