@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "subvols_stream_cmd.h"
 #include "dump_stream.h"
 #include "json.h"
 #include "base/clock.h"
@@ -823,6 +824,7 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 					       .arg = &progress };
 	struct receive_options *opts = &args.opts;
 	const struct encio_probe *p;
+	struct stream_reader reader;
 	struct receive_ctx *ctx;
 	struct encio_error e;
 	int fd = STDIN_FILENO, ret;
@@ -875,8 +877,17 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		args.progress = true;
 	if (args.progress && global_opts.verbose >= 0)
 		receive_set_progress(ctx, show_progress, &progress);
-	ret = receive_run(ctx, fd, args.file ? args.file : "stdin",
-			  argv[optind], &e);
+	ret = receive_stream_open(ctx, &reader, fd,
+				  args.file ? args.file : "stdin", &e);
+	if (!ret && reader.subvolumes) {
+		ret = receive_subvolumes(&reader, argv[optind], opts, &events);
+		receive_ctx_free(ctx);
+		stop_signals_reraise();
+		goto out;
+	}
+	if (!ret)
+		ret = receive_run_reader(ctx, &reader, fd, NULL, argv[optind],
+					 &e);
 	if (progress.shown && !ret)
 		show_progress_end(receive_get_stats(ctx), &progress);
 	progress_end(&progress.shown);

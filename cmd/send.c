@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "subvols_stream_cmd.h"
 #include "json.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
@@ -88,6 +89,12 @@ static const char *const send_usage[] = {
 	"               0 for the highest the kernel supports",
 	"--compressed-data  accepted for btrfs send's sake: compressed extents",
 	"               always go encoded from version 2 on",
+	"--subvolumes   PATH and every subvolume below it, snapshots as",
+	"               differences, writable ones from read-only snapshots,",
+	"               in one stream for 'encio receive DEST', which makes",
+	"               PATH's copy at DEST as 'encio copy -rT --subvolumes'",
+	"               does (btrfs receive refuses it); one PATH, -f, -q, -v",
+	"               only",
 	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
@@ -106,6 +113,7 @@ enum {
 	OPT_PROTO,
 	OPT_COMPRESSED_DATA,
 	OPT_PROGRESS,
+	OPT_SUBVOLUMES,
 };
 
 /* What the command line asks of the command itself, beyond the send. */
@@ -120,6 +128,7 @@ struct send_args {
 	const char *const *paths; /* the PATHs sent, for the JSON */
 	size_t nr;
 	const char *parent; /* -p, or the parent the token names */
+	bool subvolumes;    /* --subvolumes */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
@@ -492,6 +501,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		{ "compressed-data", no_argument, NULL, OPT_COMPRESSED_DATA },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		COMMON_LONG_OPTIONS
 	};
 	bool compressed = false, proto_given = false;
@@ -551,12 +561,23 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		case OPT_PROGRESS:
 			args->progress = true;
 			break;
+		case OPT_SUBVOLUMES:
+			args->subvolumes = true;
+			break;
 		default:
 			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
 			break;
 		}
 	}
+	if (args->subvolumes &&
+	    (opts->parent || opts->nr_clones || opts->one_stream ||
+	     opts->estimate || opts->resume || opts->snapshot ||
+	     opts->no_data || proto_given || args->json))
+		return usage_error(cmd,
+				   "--subvolumes takes one PATH, -f, -q and -v only");
+	if (args->subvolumes && argc - optind != 1)
+		return usage_error(cmd, "--subvolumes takes one PATH");
 	if (compressed && proto_given && opts->proto == 1) {
 		print_error(
 			"--compressed-data requires protocol version >= 2 (requested 1)");
@@ -661,6 +682,11 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = parse_send_options(cmd, argc, argv, &opts, &args);
 	if (ret)
 		goto out;
+	if (args.subvolumes) {
+		install_signals();
+		ret = send_subvolumes(argv[optind], args.file);
+		goto out;
+	}
 	file = args.file;
 	ret = 1;
 	paths = (const char *const *)argv + optind;

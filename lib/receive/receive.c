@@ -101,6 +101,11 @@ void receive_set_read_only(struct receive_ctx *ctx, bool read_only)
 	ctx->leave_writable = !read_only;
 }
 
+void receive_set_name(struct receive_ctx *ctx, const char *name)
+{
+	snprintf(ctx->given_name, sizeof(ctx->given_name), "%s", name ?: "");
+}
+
 void receive_set_resumable(struct receive_ctx *ctx, bool resumable)
 {
 	ctx->opts.resumable = resumable;
@@ -143,10 +148,35 @@ static int enter_dest(struct receive_ctx *ctx, struct encio_error *e)
 	return 0;
 }
 
+int receive_stream_open(struct receive_ctx *ctx, struct stream_reader *r,
+			int stream_fd, const char *stream_name,
+			struct encio_error *e)
+{
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	ctx->summary[0] = '\0';
+	stream_fd_tune(stream_fd);
+	ret = stream_reader_init(r, stream_fd, stream_name, e);
+	r->stop = ctx->opts.stop;
+	if (ret) {
+		rcv_summary_build(ctx, r, e);
+		stream_reader_release(r);
+	}
+	return ret;
+}
+
 int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e)
 {
-	struct stream_reader r;
+	return receive_run_reader(ctx, NULL, stream_fd, stream_name, dest, e);
+}
+
+int receive_run_reader(struct receive_ctx *ctx, struct stream_reader *opened,
+		       int stream_fd, const char *stream_name,
+		       const char *dest, struct encio_error *e)
+{
+	struct stream_reader own, *rp = opened ?: &own;
 	uint64_t errors = 0, resume_at;
 	bool after_end = false;
 	struct statfs sfs;
@@ -154,7 +184,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 
 	memset(e, 0, sizeof(*e));
 	ctx->summary[0] = '\0';
-	stream_fd_tune(stream_fd);
+	if (!opened)
+		stream_fd_tune(stream_fd);
 	ctx->dest_fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ctx->dest_fd < 0)
 		return encio_error_set(e, errno, "open the destination", dest,
@@ -162,6 +193,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	/* Said before the stream is read: a subvolume needs btrfs. */
 	if (!fstatfs(ctx->dest_fd, &sfs) && sfs.f_type != BTRFS_SUPER_MAGIC) {
 		close_fd(&ctx->dest_fd);
+		if (opened)
+			stream_reader_release(opened);
 		return encio_error_set(e, EOPNOTSUPP,
 				       "receive (not a btrfs filesystem) into",
 				       dest, false, 0);
@@ -179,21 +212,25 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 	if (ret) {
 		close_fd(&ctx->mnt_fd);
 		close_fd(&ctx->dest_fd);
+		if (opened)
+			stream_reader_release(opened);
 		return ret;
 	}
-	ctx->reader = &r;
-	ret = stream_reader_init(&r, stream_fd, stream_name, e);
-	r.stop = ctx->opts.stop;
-	if (ret) {
-		rcv_summary_build(ctx, &r, e);
-		goto out;
+	ctx->reader = rp;
+	if (!opened) {
+		ret = stream_reader_init(rp, stream_fd, stream_name, e);
+		rp->stop = ctx->opts.stop;
+		if (ret) {
+			rcv_summary_build(ctx, rp, e);
+			goto out;
+		}
 	}
 	for (;;) {
-		resume_at = r.offset;
-		ret = stream_process(&r, &rcv_apply_ops, ctx, e);
+		resume_at = rp->offset;
+		ret = stream_process(rp, &rcv_apply_ops, ctx, e);
 		if (!ret || ctx->ended ||
 		    (after_end && e->offset == resume_at && e->err == EBADMSG &&
-		     r.eof && r.buf_pos == r.buf_len)) {
+		     rp->eof && rp->buf_pos == rp->buf_len)) {
 			/*
 			 * The end of the input; an END that stops the
 			 * receive (-e, or failed commands before it), the
@@ -205,14 +242,14 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 			break;
 		}
 		rcv_summary_describe_error(ctx, e);
-		rcv_summary_build(ctx, &r, e);
+		rcv_summary_build(ctx, rp, e);
 		ctx->stats.errors++;
 		errors++;
 		/*
 		 * A failed command was read whole: the next one can be
 		 * applied. A stream that failed to read cannot go on.
 		 */
-		if (!(e->has_offset && e->offset < r.offset) ||
+		if (!(e->has_offset && e->offset < rp->offset) ||
 		    !ctx->events.error ||
 		    (ctx->opts.max_errors && errors >= ctx->opts.max_errors))
 			break;
@@ -224,17 +261,17 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		 * reader then finds no END after it, which is no error.
 		 */
 		after_end = ctx->cmd == BTRFS_SEND_C_END &&
-			    ctx->cmd_end == r.offset;
+			    ctx->cmd_end == rp->offset;
 		ctx->why = NULL;
 		ctx->finishing = false;
 	}
 out:
-	ctx->stats.stream_bytes = r.offset;
-	ctx->stats.stream_total = r.sender_total;
+	ctx->stats.stream_bytes = rp->offset;
+	ctx->stats.stream_total = rp->sender_total;
 	/* a read failed: every command before it was applied whole */
 	if (ret)
 		rcv_resume_stopped(
-			ctx, !(e->has_offset && e->offset < r.offset), e->err);
+			ctx, !(e->has_offset && e->offset < rp->offset), e->err);
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	rcv_subvol_close(ctx);
@@ -243,6 +280,6 @@ out:
 	close_fd(&ctx->mnt_fd);
 	close_fd(&ctx->dest_fd);
 	ctx->reader = NULL;
-	stream_reader_release(&r);
+	stream_reader_release(rp);
 	return ret;
 }

@@ -18,6 +18,7 @@
 #include "fs/inode_flags.h"
 #include "io/engine.h"
 #include "stream/resume.h"
+#include "stream/stream.h"
 
 struct receive_options {
 	enum encio_io_mode io_mode;
@@ -153,6 +154,23 @@ void receive_set_progress(struct receive_ctx *ctx, receive_progress_fn fn,
 int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 		const char *dest, struct encio_error *e);
 
+/*
+ * The stream's header read from @stream_fd into @r, so that its caller
+ * can tell a stream of encio send --subvolumes (r->subvolumes) before
+ * giving any other to receive_run_reader(). 0, or -errno with @e filled
+ * and receive_error_summary() said (nothing to release then).
+ */
+int receive_stream_open(struct receive_ctx *ctx, struct stream_reader *r,
+			int stream_fd, const char *stream_name,
+			struct encio_error *e);
+/*
+ * receive_run() of the stream @opened (receive_stream_open()), released
+ * here; NULL: opened here from @stream_fd.
+ */
+int receive_run_reader(struct receive_ctx *ctx, struct stream_reader *opened,
+		       int stream_fd, const char *stream_name,
+		       const char *dest, struct encio_error *e);
+
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
 /*
  * Whether the subvolumes finished from now on are made read-only (the
@@ -160,6 +178,11 @@ const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
  * marked received but left writable for the caller to finish.
  */
 void receive_set_read_only(struct receive_ctx *ctx, bool read_only);
+/*
+ * In process: the subvolumes received from now on are named @name in
+ * DEST, whatever their stream names them; NULL: as the stream names them.
+ */
+void receive_set_name(struct receive_ctx *ctx, const char *name);
 /* In process: the next subvolumes received as -s says, or not. */
 void receive_set_resumable(struct receive_ctx *ctx, bool resumable);
 /*

@@ -115,6 +115,8 @@ struct partial_dir {
 struct receive_ctx {
 	struct receive_options opts;
 	bool leave_writable; /* receive_set_read_only() */
+	/* receive_set_name(): the next subvolume's name, "" the stream's */
+	char given_name[NAME_MAX + 1];
 	struct engine engine;
 	bool engine_ready;
 	struct codec *codec;

@@ -85,11 +85,17 @@ static int leave_subvol(struct receive_ctx *ctx)
 	return 0;
 }
 
-/* SUBVOL or SNAPSHOT of @name: the subvolume before it left, @name checked. */
-static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd, const char *name)
+/*
+ * SUBVOL or SNAPSHOT of *@name: the subvolume before it left, *@name the
+ * one its caller gave (receive_set_name()) or the stream's, checked.
+ */
+static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd,
+			    const char **name)
 {
-	begin_cmd(ctx, cmd, name, NULL);
-	return leave_subvol(ctx) ?: check_name(ctx, name);
+	if (ctx->given_name[0])
+		*name = ctx->given_name;
+	begin_cmd(ctx, cmd, *name, NULL);
+	return leave_subvol(ctx) ?: check_name(ctx, *name);
 }
 
 /*
@@ -117,7 +123,7 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	enum btrfs_util_error err;
 	int ret, dir;
 
-	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SUBVOL, name) ?:
+	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SUBVOL, &name) ?:
 		      subvol_place(ctx, name, uuid, ctransid, NULL, 0, made,
 				   &dir);
 	if (ret)
@@ -212,7 +218,7 @@ int rcv_snapshot(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	enum btrfs_util_error err;
 	int ret, parent, dir;
 
-	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SNAPSHOT, name);
+	ret = subvol_cmd_begin(ctx, BTRFS_SEND_C_SNAPSHOT, &name);
 	if (ret)
 		return ret;
 	parent = rcv_lookup_open_subvol_by_uuid(ctx, "parent", parent_uuid,

@@ -863,7 +863,8 @@ static int send_tree(struct send_ctx *ctx, const char *root, const char *name,
 		ret = send_fail(ctx, ret, "tell what is sent of", 0, false);
 		goto out;
 	}
-	if (kind == SEND_SOURCE_WRITABLE_SUBVOL) {
+	/* its tree part is walked live, as copy -r walks a tree */
+	if (kind == SEND_SOURCE_WRITABLE_SUBVOL && !ctx->opts.tree_part) {
 		ret = send_fail(ctx, EINVAL, "send (not a read-only subvolume)",
 				0, false);
 		goto out;
@@ -1025,7 +1026,7 @@ static int send_kernel_one(struct send_ctx *ctx, const char *root,
 		return encio_error_set(ctx->e, EINVAL,
 				       "send (not a read-only subvolume)", root,
 				       false, 0);
-	if (!p && r->nr) {
+	if (!p && r->nr && !ctx->opts.whole) {
 		ret = send_find_parent(root, r, &p);
 		if (ret) {
 			if (btrfs_util_subvolume_info(root, 0, &info))
@@ -1212,8 +1213,9 @@ int send_run(const char *const *paths, size_t nr, int out_fd,
 		return encio_error_set(e, EINVAL, "name the subvolumes of",
 				       "send", false, 0);
 	for (i = 0; i < nr; i++) {
-		ret = subvol_name(paths[i], base, &name, e) ?:
-			      send_check_path(paths[i], e);
+		ret = subvol_name(paths[i], base, &name, e);
+		if (!ret && !opts->tree_part)
+			ret = send_check_path(paths[i], e);
 		if (ret)
 			return ret;
 	}

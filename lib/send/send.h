@@ -36,6 +36,8 @@ struct send_options {
 	const char *parent;
 	const char *const *clones;
 	size_t nr_clones;
+	/* clone sources but no parent: sent whole, no parent chosen */
+	bool whole;
 	/*
 	 * In process (copy --subvolumes): the parent and clone sources by
 	 * the subvolume ids they were listed with, which paths may no longer
@@ -64,6 +66,13 @@ struct send_options {
 	 */
 	const struct resume_point *resume;
 	bool one_stream; /* -e: one header, END after the last PATH only */
+	/*
+	 * The PATH's part in no subvolume below it is what is wanted (send
+	 * --subvolumes): walked live as copy -r walks it, even where it is
+	 * a writable subvolume's root; a directory holding only nested
+	 * subvolumes goes as an empty tree, not refused
+	 */
+	bool tree_part;
 	/* one PATH only: its subvolume's name in the stream, NULL for its own */
 	const char *name;
 	/* set (by a signal handler): stop, -EINTR, snapshot deleted */

@@ -57,6 +57,10 @@ const char *stream_cmd_name(unsigned int cmd)
 {
 	if (cmd == STREAM_C_ENCIO_RESUME)
 		return "encio_resume";
+	if (cmd == STREAM_C_ENCIO_SUBVOL)
+		return "encio_subvol";
+	if (cmd == STREAM_C_ENCIO_DATA)
+		return "encio_data";
 	return cmd <= BTRFS_SEND_C_MAX ? cmd_names[cmd] : "unknown";
 }
 
@@ -123,7 +127,9 @@ static int reader_header(struct stream_reader *r, struct encio_error *e)
 	r->version = le_get32(p + BTRFS_SEND_STREAM_MAGIC_LEN);
 	r->resume_due = (r->version & STREAM_VERSION_RESUMED_MASK) ==
 			STREAM_VERSION_RESUMED;
-	if (r->resume_due)
+	r->subvolumes = (r->version & STREAM_VERSION_RESUMED_MASK) ==
+			STREAM_VERSION_SUBVOLUMES;
+	if (r->resume_due || r->subvolumes)
 		r->version &= ~STREAM_VERSION_RESUMED_MASK;
 	if (r->version < 1 || r->version > STREAM_MAX_VERSION)
 		return reader_error(
@@ -224,9 +230,12 @@ static int check_cmd_type(struct stream_reader *r, const struct stream_cmd *cmd,
 			  struct encio_error *e)
 {
 	bool resume = cmd->type == STREAM_C_ENCIO_RESUME;
+	bool subvolumes = cmd->type == STREAM_C_ENCIO_SUBVOL ||
+			  cmd->type == STREAM_C_ENCIO_DATA;
 
 	if (cmd->type == BTRFS_SEND_C_UNSPEC ||
-	    (cmd->type > BTRFS_SEND_C_MAX && !resume))
+	    (cmd->type > BTRFS_SEND_C_MAX && !resume &&
+	     !(subvolumes && r->subvolumes)))
 		return reader_error(r, e, EBADMSG,
 				    "parse (unknown command type)",
 				    cmd->offset);
@@ -894,6 +903,19 @@ int stream_writer_init(struct stream_writer *w, int fd, uint32_t version)
 	if (!w->buf)
 		return -ENOMEM;
 	stream_put_header(w);
+	return 0;
+}
+
+static void put_header(struct stream_writer *w, uint32_t version);
+
+int stream_writer_init_subvolumes(struct stream_writer *w, int fd)
+{
+	int ret = stream_writer_init(w, fd, 2);
+
+	if (ret)
+		return ret;
+	w->len = 0;
+	put_header(w, STREAM_VERSION_SUBVOLUMES | w->version);
 	return 0;
 }
 

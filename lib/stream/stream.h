@@ -35,6 +35,39 @@
 #define STREAM_VERSION_RESUMED 0x636e6500u
 #define STREAM_VERSION_RESUMED_MASK 0xffffff00u
 /*
+ * encio send --subvolumes: a tree of subvolumes in one stream, after a
+ * header whose version is STREAM_VERSION_SUBVOLUMES with its streams'
+ * own in the low byte (btrfs receive refuses it there, before any
+ * command: it cannot place writable or nested subvolumes). Per subvolume
+ * in the plan's order, an ENCIO_SUBVOL command says what it is (attributes
+ * below), then its own stream, header to END, as encio send writes it,
+ * comes cut in ENCIO_DATA commands (a DATA attribute each); an END closes
+ * the whole. Nothing but encio receive takes these commands.
+ */
+#define STREAM_VERSION_SUBVOLUMES 0x76627300u /* "\x02sbv" for version 2 */
+#define STREAM_C_ENCIO_SUBVOL 65
+#define STREAM_C_ENCIO_DATA 66
+/* ENCIO_SUBVOL: where the subvolume is below SRC, "." for SRC itself */
+#define STREAM_A_SUBVOL_PATH BTRFS_SEND_A_PATH
+/* its UUID in SRC, and its ctransid there */
+#define STREAM_A_SUBVOL_UUID BTRFS_SEND_A_UUID
+#define STREAM_A_SUBVOL_CTRANSID BTRFS_SEND_A_CTRANSID
+/* a u64 of STREAM_SUBVOL_* */
+#define STREAM_A_SUBVOL_FLAGS BTRFS_SEND_A_MODE
+/* read-only in SRC */
+#define STREAM_SUBVOL_READ_ONLY (1ULL << 0)
+/* subvolumes nested in it follow: read-only only once they are placed */
+#define STREAM_SUBVOL_CONTAINS (1ULL << 1)
+/*
+ * SRC's part in no subvolume below it (SRC is no subvolume of its own):
+ * a directory in DEST, not a subvolume
+ */
+#define STREAM_SUBVOL_PLAIN (1ULL << 2)
+#define STREAM_SUBVOL_KNOWN                                            \
+	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |            \
+	 STREAM_SUBVOL_PLAIN)
+
+/*
  * encio send's estimate of its whole output, for the receiver's progress:
  * a SIZE attribute after the others in the output's first SUBVOL or
  * SNAPSHOT command, or in the first UTIMES after it where the estimate
@@ -80,6 +113,8 @@ struct stream_reader {
 	bool eof;
 	/* a resumed stream's header read: ENCIO_RESUME must come next */
 	bool resume_due;
+	/* a header of STREAM_VERSION_SUBVOLUMES read: its commands are taken */
+	bool subvolumes;
 	const char *name; /* for messages */
 	/* encio send's estimate of the stream's size; 0: untold */
 	uint64_t sender_total;
@@ -207,6 +242,11 @@ struct stream_writer {
  */
 #define STREAM_COUNT_ONLY (-1)
 int stream_writer_init(struct stream_writer *w, int fd, uint32_t version);
+/*
+ * A writer of encio send --subvolumes' stream: its header, then the
+ * commands put (ENCIO_SUBVOL, ENCIO_DATA, END).
+ */
+int stream_writer_init_subvolumes(struct stream_writer *w, int fd);
 /*
  * Drop what comes before @p, checking it is what @p fingerprinted (a
  * stream that differs there gives -ESTALE at the first command past it,

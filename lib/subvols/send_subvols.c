@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * encio send --subvolumes: the subvolumes below SRC in one stream, for
+ * encio receive to make SRC's copy as copy -rT --subvolumes makes it.
+ * The plan is copy's (lib/plan/subvol_plan.c): the same order, the same
+ * closest relative for each difference, the same clone sources, and the
+ * same read-only snapshots of the writable subvolumes, made before the
+ * first is sent and deleted at the end (copy_subvols_src.c). Each
+ * subvolume's stream is encio send's, made on a thread of its own and
+ * relayed in ENCIO_DATA commands after the ENCIO_SUBVOL command that says
+ * what it is (stream.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <btrfsutil.h>
+
+#include "subvols/copy_subvols_internal.h"
+#include "subvols/subvols_stream.h"
+
+/* what an ENCIO_DATA command carries at most */
+#define RELAY_CHUNK (256 * 1024)
+
+struct subvols_sender {
+	struct subvols s; /* the plan, the snapshots: copy's SRC side */
+	const struct subvols_send_options *opts;
+	struct subvols_send_stats *stats;
+	struct stream_writer w;
+	const char *out_name;
+	bool *sent; /* by index in the plan: a parent and clone source now */
+	unsigned char *buf;
+};
+
+struct relay_thread {
+	const char *path;
+	const char *stream; /* its name in messages */
+	struct send_options opts;
+	int fd;
+	struct send_stats stats;
+	struct encio_error e;
+	int ret;
+};
+
+/* SIGPIPE blocked: a relay that stopped makes the writes fail, EPIPE. */
+static void *relay_send(void *arg)
+{
+	struct relay_thread *t = arg;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	t->ret = send_run(&t->path, 1, t->fd, t->stream, &t->opts, &t->stats,
+			  &t->e);
+	close(t->fd);
+	return NULL;
+}
+
+static int subvol_cmd(struct subvols_sender *x, const char *rel,
+		      const uint8_t *uuid, uint64_t ctransid, uint64_t flags)
+{
+	stream_begin_cmd(&x->w, STREAM_C_ENCIO_SUBVOL);
+	stream_put_string(&x->w, STREAM_A_SUBVOL_PATH, rel);
+	stream_put_uuid(&x->w, STREAM_A_SUBVOL_UUID, uuid);
+	stream_put_u64(&x->w, STREAM_A_SUBVOL_CTRANSID, ctransid);
+	stream_put_u64(&x->w, STREAM_A_SUBVOL_FLAGS, flags);
+	return stream_end_cmd(&x->w);
+}
+
+/* What the thread sends, read from @fd and put in ENCIO_DATA commands. */
+static int relay(struct subvols_sender *x, int fd)
+{
+	ssize_t n;
+	int ret = 0;
+
+	while (!ret) {
+		n = read(fd, x->buf, RELAY_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : 0;
+			break;
+		}
+		stream_begin_cmd(&x->w, STREAM_C_ENCIO_DATA);
+		stream_put_data(&x->w, x->buf, n);
+		ret = stream_end_cmd(&x->w);
+	}
+	return ret;
+}
+
+/*
+ * @path (@name in messages) sent from @parent (NULL: whole) with the
+ * clone sources sent before, relayed after its ENCIO_SUBVOL command.
+ */
+static int send_one(struct subvols_sender *x, const char *path,
+		    const char *name, const struct subvol_entry *parent,
+		    bool tree_part)
+{
+	struct relay_thread t = { .path = path, .stream = name };
+	struct subvols *s = &x->s;
+	pthread_t thread;
+	int fds[2], ret;
+	size_t nr;
+
+	nr = subvol_plan_clones(&s->plan, x->sent, s->clones, s->clone_ids);
+	t.opts = (struct send_options){
+		.io_mode = x->opts->io_mode,
+		.depth = x->opts->depth,
+		.parent = parent ? subvol_source(parent) : NULL,
+		.parent_id = parent ? subvol_source_id(parent) : 0,
+		.clones = tree_part ? NULL : s->clones,
+		.clone_ids = tree_part ? NULL : s->clone_ids,
+		.nr_clones = tree_part ? 0 : nr,
+		.whole = !parent,
+		.tree_part = tree_part,
+		.stop = x->opts->stop,
+	};
+	if (pipe2(fds, O_CLOEXEC))
+		return encio_error_set(s->e, errno, "make a pipe for", name,
+				       false, 0);
+	t.fd = fds[1];
+	ret = pthread_create(&thread, NULL, relay_send, &t);
+	if (ret) {
+		close(fds[0]);
+		close(fds[1]);
+		return encio_error_set(s->e, ret, "start the sender of", name,
+				       false, 0);
+	}
+	ret = relay(x, fds[0]);
+	close(fds[0]);
+	pthread_join(thread, NULL);
+	if (t.ret) {
+		*s->e = t.e;
+		return t.ret;
+	}
+	if (ret)
+		return encio_error_set(s->e, -ret, "write the stream to",
+				       x->out_name, false, 0);
+	return 0;
+}
+
+/* SRC's part in no subvolume below it, where SRC is no subvolume. */
+static int send_tree_part(struct subvols_sender *x)
+{
+	static const uint8_t none[BTRFS_UUID_SIZE];
+	int ret;
+
+	if (x->opts->begin)
+		x->opts->begin(x->opts->arg, ".", NULL);
+	ret = subvol_cmd(x, ".", none, 0, STREAM_SUBVOL_PLAIN);
+	if (ret)
+		return encio_error_set(x->s.e, -ret, "write the stream to",
+				       x->out_name, false, 0);
+	return send_one(x, x->s.plan.src, x->s.plan.src, NULL, true);
+}
+
+static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
+{
+	struct subvols *s = &x->s;
+	const struct subvol_entry *parent;
+	uint64_t flags = 0;
+	char proc[32];
+	int fd, ret;
+
+	if (en->read_only)
+		flags |= STREAM_SUBVOL_READ_ONLY;
+	if (en->contains)
+		flags |= STREAM_SUBVOL_CONTAINS;
+	parent = subvol_plan_nearest(&s->plan, en, x->sent);
+	if (x->opts->begin)
+		x->opts->begin(x->opts->arg, en->rel[0] ? en->rel : ".",
+			       parent ? (parent->rel[0] ? parent->rel : ".") :
+					NULL);
+	ret = subvol_cmd(x, en->rel[0] ? en->rel : ".", en->info.uuid,
+			 en->info.ctransid, flags);
+	if (ret)
+		return encio_error_set(s->e, -ret, "write the stream to",
+				       x->out_name, false, 0);
+	/* sent from a descriptor: what its path names may change */
+	fd = subvols_entry_open(s, en, en->snap.path != NULL);
+	if (fd < 0)
+		return fd;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ret = send_one(x, proc, subvol_source(en), parent, false);
+	close(fd);
+	if (ret)
+		return ret;
+	x->sent[en - s->plan.v] = true;
+	x->stats->total++;
+	x->stats->incremental += parent != NULL;
+	return 0;
+}
+
+static int send_all(struct subvols_sender *x)
+{
+	struct subvols *s = &x->s;
+	size_t i;
+	int ret;
+
+	ret = subvols_snapshots_make(s);
+	if (!ret && !s->plan.src_is_subvol)
+		ret = send_tree_part(x);
+	for (i = 0; !ret && i < s->plan.nr_order; i++) {
+		if (x->opts->stop && *x->opts->stop)
+			ret = encio_error_set(s->e, EINTR, "send", s->plan.src,
+					      false, 0);
+		else
+			ret = send_entry(x, &s->plan.v[s->plan.order[i]]);
+	}
+	/* no copy of them in DEST here: every snapshot made goes */
+	subvols_snapshots_drop(s, -1);
+	if (ret)
+		return ret;
+	stream_begin_cmd(&x->w, BTRFS_SEND_C_END);
+	ret = stream_end_cmd(&x->w) ?: stream_writer_finish(&x->w);
+	x->stats->stream_bytes = x->w.written;
+	return ret ? encio_error_set(s->e, -ret, "write the stream to",
+				     x->out_name, false, 0) :
+		     0;
+}
+
+static int plan(struct subvols_sender *x, const char *src)
+{
+	struct subvols *s = &x->s;
+	uint64_t id = 0;
+	int fd, ret;
+
+	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
+		 (int)(path_trimmed_len(src) ?: 1), src);
+	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open", s->plan.src, false,
+				       0);
+	if (!subvols_on_btrfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, EOPNOTSUPP,
+				       "send the subvolumes of (not btrfs)",
+				       s->plan.src, false, 0);
+	}
+	s->plan.src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
+				!btrfs_util_subvolume_id_fd(fd, &id) &&
+				id != BTRFS_FS_TREE_OBJECTID;
+	s->plan.e = s->e;
+	ret = syncfs(fd) ? encio_error_set(s->e, errno, "sync", s->plan.src,
+					   false, 0) :
+			   subvol_plan_build(&s->plan, fd);
+	close(fd);
+	if (ret)
+		return ret;
+	s->clones = calloc(s->plan.nr ?: 1, sizeof(*s->clones));
+	s->clone_ids = calloc(s->plan.nr ?: 1, sizeof(*s->clone_ids));
+	x->sent = calloc(s->plan.nr ?: 1, sizeof(*x->sent));
+	x->buf = malloc(RELAY_CHUNK);
+	if (!s->clones || !s->clone_ids || !x->sent || !x->buf)
+		return encio_error_set(s->e, ENOMEM, "plan the send of",
+				       s->plan.src, false, 0);
+	return 0;
+}
+
+int subvols_send(const char *src, int out_fd, const char *out_name,
+		 const struct subvols_send_options *opts,
+		 struct subvols_send_stats *stats, struct encio_error *e)
+{
+	static const struct tree_options no_callbacks;
+	static const struct subvols_options no_options;
+	struct subvols_sender x = {
+		.s = { .caller = &no_callbacks, .opts = &no_options, .e = e },
+		.opts = opts,
+		.stats = stats,
+		.out_name = out_name,
+	};
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	memset(stats, 0, sizeof(*stats));
+	x.s.plan.src_fd = -1;
+	ret = plan(&x, src);
+	if (!ret) {
+		ret = stream_writer_init_subvolumes(&x.w, out_fd);
+		if (ret)
+			ret = encio_error_set(e, -ret, "write the stream to",
+					      out_name, false, 0);
+		else
+			x.w.stop = opts->stop;
+	}
+	if (!ret)
+		ret = send_all(&x);
+	if (x.w.buf)
+		stream_writer_release(&x.w);
+	subvol_plan_release(&x.s.plan);
+	free(x.s.clones);
+	free(x.s.clone_ids);
+	free(x.sent);
+	free(x.buf);
+	return ret;
+}

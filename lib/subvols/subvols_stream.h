@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * encio send --subvolumes | encio receive: a tree of subvolumes in one
+ * stream (stream.h, STREAM_VERSION_SUBVOLUMES), planned as copy
+ * --subvolumes plans it (lib/plan/subvol_plan.c) and put in place as it
+ * places its copies.
+ */
+#ifndef ENCIO_SUBVOLS_STREAM_H
+#define ENCIO_SUBVOLS_STREAM_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "io/engine.h"
+#include "receive/receive.h"
+#include "stream/stream.h"
+
+struct subvols_send_stats {
+	uint64_t total;	      /* subvolumes sent, SRC's own included */
+	uint64_t incremental; /* of those, as differences */
+	uint64_t stream_bytes;
+};
+
+struct subvols_send_options {
+	enum encio_io_mode io_mode;
+	unsigned int depth;
+	/* set by a signal handler: stop, -EINTR, the snapshots deleted */
+	volatile sig_atomic_t *stop;
+	/*
+	 * Each subvolume as it is begun: @rel its path below SRC ("." for
+	 * SRC), @parent the subvolume its difference is from (NULL: whole).
+	 */
+	void (*begin)(void *arg, const char *rel, const char *parent);
+	void *arg;
+};
+
+/*
+ * The stream of the subvolumes below @src (its own first when it is a
+ * subvolume, else its part in no subvolume below it, as a tree): in the
+ * order copy --subvolumes copies them, each as the kernel's difference
+ * from the closest relative sent before it where there is one, every
+ * subvolume sent before a clone source; writable ones from read-only
+ * snapshots made beside them for the run. Written to @out_fd (@out_name
+ * in messages). 0 or -errno with @e filled.
+ */
+int subvols_send(const char *src, int out_fd, const char *out_name,
+		 const struct subvols_send_options *opts,
+		 struct subvols_send_stats *stats, struct encio_error *e);
+
+struct subvols_receive_stats {
+	uint64_t total; /* subvolumes received */
+	uint64_t bytes_written;
+	uint64_t encoded_bytes;
+	uint64_t stream_bytes;
+	struct inode_flags_refused flags_refused;
+	/* the subvolume being received, below DEST ("." for DEST) */
+	const char *current;
+};
+
+struct subvols_receive_options {
+	struct receive_options receive; /* io_mode, stop, verify... */
+	const struct receive_events *events; /* of each subvolume's receive */
+	/* each subvolume as it begins: @rel below DEST, whether a snapshot */
+	void (*begin)(void *arg, const char *rel, bool read_only);
+	void *arg;
+};
+
+/*
+ * A stream of subvols_send() read from @r (receive_stream_open(), its
+ * header read; released here) made into @dest, which becomes SRC's copy
+ * as with copy -rT --subvolumes: a subvolume at @dest that must not
+ * exist, or, where SRC was no subvolume, a directory filled as copy -r
+ * fills one. Each subvolume is received (receive_run()) in the directory
+ * of its path, opened beneath @dest, following no symlink; the read-only
+ * ones that hold others are made read-only at the stream's END. 0 or
+ * -errno with @e filled.
+ */
+int subvols_receive(struct stream_reader *r, const char *dest,
+		    const struct subvols_receive_options *opts,
+		    struct subvols_receive_stats *stats, struct encio_error *e);
+
+#endif
