@@ -574,8 +574,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	    (opts->parent || opts->nr_clones || opts->one_stream ||
 	     opts->estimate || opts->resume || opts->snapshot ||
 	     opts->no_data || proto_given || args->json))
-		return usage_error(cmd,
-				   "--subvolumes takes one PATH, -f, -q and -v only");
+		return usage_error(
+			cmd, "--subvolumes takes one PATH, -f, -q and -v only");
 	if (args->subvolumes && argc - optind != 1)
 		return usage_error(cmd, "--subvolumes takes one PATH");
 	if (compressed && proto_given && opts->proto == 1) {

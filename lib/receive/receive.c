@@ -173,8 +173,8 @@ int receive_run(struct receive_ctx *ctx, int stream_fd, const char *stream_name,
 }
 
 int receive_run_reader(struct receive_ctx *ctx, struct stream_reader *opened,
-		       int stream_fd, const char *stream_name,
-		       const char *dest, struct encio_error *e)
+		       int stream_fd, const char *stream_name, const char *dest,
+		       struct encio_error *e)
 {
 	struct stream_reader own, *rp = opened ?: &own;
 	uint64_t errors = 0, resume_at;
@@ -270,8 +270,9 @@ out:
 	ctx->stats.stream_total = rp->sender_total;
 	/* a read failed: every command before it was applied whole */
 	if (ret)
-		rcv_resume_stopped(
-			ctx, !(e->has_offset && e->offset < rp->offset), e->err);
+		rcv_resume_stopped(ctx,
+				   !(e->has_offset && e->offset < rp->offset),
+				   e->err);
 	/* A subvolume not finished stays writable and not received. */
 	close_fd(&ctx->write_fd);
 	rcv_subvol_close(ctx);

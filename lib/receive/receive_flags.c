@@ -617,9 +617,11 @@ int rcv_flags_finish(struct receive_ctx *ctx)
 		if (!is_lifted(l))
 			ret = late_set(ctx, l, l->mask & ~INODE_FLAGS_LATE);
 	}
-	ret = ret ?: xattrs_finish(ctx) ?: root_times_finish(ctx) ?:
-		     late_flags_finish(ctx, true) ?:
-		     late_flags_finish(ctx, false);
+	ret = ret				   ?:
+		      xattrs_finish(ctx)	   ?:
+		      root_times_finish(ctx)	   ?:
+		      late_flags_finish(ctx, true) ?:
+		      late_flags_finish(ctx, false);
 	if (ret)
 		return ret;
 	rcv_flags_forget(ctx);

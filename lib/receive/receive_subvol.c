@@ -89,8 +89,7 @@ static int leave_subvol(struct receive_ctx *ctx)
  * SUBVOL or SNAPSHOT of *@name: the subvolume before it left, *@name the
  * one its caller gave (receive_set_name()) or the stream's, checked.
  */
-static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd,
-			    const char **name)
+static int subvol_cmd_begin(struct receive_ctx *ctx, int cmd, const char **name)
 {
 	if (ctx->given_name[0])
 		*name = ctx->given_name;

@@ -48,8 +48,8 @@ struct subvols_receiver {
 	struct subvols_receive_stats *stats;
 	struct encio_error *e;
 	struct receive_ctx *rcv;
-	struct subvols s; /* s.dst: the copy; its other fields unused */
-	int top_fd;	  /* the copy, once made */
+	struct subvols s;      /* s.dst: the copy; its other fields unused */
+	int top_fd;	       /* the copy, once made */
 	struct stream_cmd cmd; /* the command read last */
 	int cmd_ret;	       /* stream_read_cmd()'s for it */
 	struct received_subvol *v;
@@ -124,11 +124,12 @@ static int read_next(struct subvols_receiver *x)
 }
 
 /*
- * The subvolume whose stream comes next received as @name in @dir_fd:
- * read-only at its end unless @writable.
+ * The subvolume whose stream comes next received as @name in @dir_fd, the
+ * directory @where: read-only at its end unless @writable.
  */
 static int receive_one(struct subvols_receiver *x, int dir_fd,
-		       const char *name, const char *rel, bool writable)
+		       const char *where, const char *name, const char *rel,
+		       bool writable)
 {
 	struct pump p = { .r = x->r, .cmd = &x->cmd };
 	const struct receive_stats *rs = receive_get_stats(x->rcv);
@@ -163,8 +164,10 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 	}
 	if (ret > 0)
 		return encio_error_set(x->e, EIO, "receive", rel, false, 0);
-	if (ret)
+	if (ret) {
+		encio_error_rebase(x->e, dest, where);
 		return ret;
+	}
 	if (rs->subvols != subvols + 1)
 		return encio_error_set(
 			x->e, EBADMSG,
@@ -248,11 +251,12 @@ static int receive_top(struct subvols_receiver *x, uint64_t flags)
 			x->e, EEXIST,
 			"make a subvolume at (a mount's root: give a path in it)",
 			x->s.dst, false, 0);
-	dir_fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dirname(dir);
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir_fd < 0)
 		return encio_error_set(x->e, errno, "open the directory of",
 				       x->s.dst, false, 0);
-	ret = receive_one(x, dir_fd, basename(base), ".",
+	ret = receive_one(x, dir_fd, dir, basename(base), ".",
 			  !(flags & STREAM_SUBVOL_READ_ONLY) ||
 				  (flags & STREAM_SUBVOL_CONTAINS));
 	close(dir_fd);
@@ -263,7 +267,7 @@ static int receive_top(struct subvols_receiver *x, uint64_t flags)
 static int receive_nested(struct subvols_receiver *x, const char *rel,
 			  uint64_t flags)
 {
-	char dir[PATH_MAX], *slash;
+	char dir[PATH_MAX], where[PATH_MAX], *slash;
 	const char *name;
 	struct stat st;
 	int dir_fd, ret;
@@ -287,13 +291,17 @@ static int receive_nested(struct subvols_receiver *x, const char *rel,
 	if (dir_fd < 0)
 		return encio_error_set(x->e, -dir_fd, "open the directory of",
 				       rel, false, 0);
+	if (snprintf(where, sizeof(where), "%s/%s", x->s.dst,
+		     slash ? dir : ".") >= (int)sizeof(where))
+		return encio_error_set(x->e, ENAMETOOLONG, "receive", rel,
+				       false, 0);
 	/* the copy of the directory as its subvolume's stream left it */
 	ret = fstat(dir_fd, &st) ? -errno : 0;
 	if (ret)
 		ret = encio_error_set(x->e, -ret, "look at the directory of",
 				      rel, false, 0);
 	else
-		ret = receive_one(x, dir_fd, name, rel,
+		ret = receive_one(x, dir_fd, where, name, rel,
 				  !(flags & STREAM_SUBVOL_READ_ONLY) ||
 					  (flags & STREAM_SUBVOL_CONTAINS));
 	if (!ret)
@@ -308,10 +316,11 @@ static int receive_nested(struct subvols_receiver *x, const char *rel,
  */
 static int receive_tree_part(struct subvols_receiver *x)
 {
-	struct tree_options topts = { .no_target_dir = true,
-				      .skip_subvolumes = true,
-				      .stop = (volatile sig_atomic_t *)
-						      x->opts->receive.stop };
+	struct tree_options topts = {
+		.no_target_dir = true,
+		.skip_subvolumes = true,
+		.stop = (volatile sig_atomic_t *)x->opts->receive.stop
+	};
 	struct copy_options co = { .io_mode = x->opts->receive.io_mode,
 				   .stop = x->opts->receive.stop };
 	char tmp[PATH_MAX], where[PATH_MAX], tree[64];
@@ -330,15 +339,13 @@ static int receive_tree_part(struct subvols_receiver *x)
 		     in_place ? where : dirname(where)) >= (int)sizeof(tmp))
 		return encio_error_set(x->e, ENAMETOOLONG, "receive into",
 				       x->s.dst, false, 0);
-	if (in_place && stat(x->s.dst, &top_st))
-		return encio_error_set(x->e, errno, "look at", x->s.dst, false,
-				       0);
 	if (!mkdtemp(tmp))
 		return encio_error_set(x->e, errno, "make the directory", tmp,
 				       false, 0);
 	tmp_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	ret = tmp_fd < 0 ? encio_error_set(x->e, errno, "open", tmp, false, 0) :
-			   receive_one(x, tmp_fd, TREE_PART_NAME, ".", true);
+	ret = tmp_fd < 0 ?
+		      encio_error_set(x->e, errno, "open", tmp, false, 0) :
+		      receive_one(x, tmp_fd, tmp, TREE_PART_NAME, ".", true);
 	tree_fd = ret ? -1 :
 			openat(tmp_fd, TREE_PART_NAME,
 			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -358,6 +365,10 @@ static int receive_tree_part(struct subvols_receiver *x)
 	}
 	if (ctx)
 		copy_ctx_free(ctx);
+	/* DEST's root as the copy left it, before the directory goes */
+	if (!ret && in_place && stat(x->s.dst, &top_st))
+		ret = encio_error_set(x->e, errno, "look at", x->s.dst, false,
+				      0);
 	if (tree_fd >= 0)
 		close(tree_fd);
 	if (tmp_fd >= 0) {
@@ -385,17 +396,19 @@ static int receive_subvol(struct subvols_receiver *x)
 
 	if (!path->present || !path->len || path->len >= sizeof(rel) ||
 	    memchr(path->data, 0, path->len) || !fl->present || fl->len != 8)
-		return encio_error_set(x->e, EBADMSG,
-				       "parse (an ENCIO_SUBVOL command without its path or flags) of",
-				       x->r->name, true, x->cmd.offset);
+		return encio_error_set(
+			x->e, EBADMSG,
+			"parse (an ENCIO_SUBVOL command without its path or flags) of",
+			x->r->name, true, x->cmd.offset);
 	memcpy(rel, path->data, path->len);
 	rel[path->len] = '\0';
 	flags = le64toh(*(const uint64_t *)fl->data);
 	if ((flags & ~STREAM_SUBVOL_KNOWN) || first != !strcmp(rel, ".") ||
 	    ((flags & STREAM_SUBVOL_PLAIN) && !first))
-		return encio_error_set(x->e, EBADMSG,
-				       "parse (an ENCIO_SUBVOL command out of place) of",
-				       x->r->name, true, x->cmd.offset);
+		return encio_error_set(
+			x->e, EBADMSG,
+			"parse (an ENCIO_SUBVOL command out of place) of",
+			x->r->name, true, x->cmd.offset);
 	if (x->opts->begin)
 		x->opts->begin(x->opts->arg, rel,
 			       flags & STREAM_SUBVOL_READ_ONLY);
@@ -483,8 +496,9 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 	ro.honor_end = true;
 	ro.resumable = false;
 	ro.max_errors = 1;
-	ret = subvols_dest_name(&x.s, dest) ?: subvols_dest_check(&x.s) ?:
-		      receive_ctx_new(&x.rcv, &ro, e);
+	ret = subvols_dest_name(&x.s, dest)    ?:
+		      subvols_dest_check(&x.s) ?:
+						 receive_ctx_new(&x.rcv, &ro, e);
 	if (!ret) {
 		if (opts->events)
 			receive_set_events(x.rcv, opts->events);

@@ -60,7 +60,7 @@ struct subvols_receive_stats {
 };
 
 struct subvols_receive_options {
-	struct receive_options receive; /* io_mode, stop, verify... */
+	struct receive_options receive;	     /* io_mode, stop, verify... */
 	const struct receive_events *events; /* of each subvolume's receive */
 	/* each subvolume as it begins: @rel below DEST, whether a snapshot */
 	void (*begin)(void *arg, const char *rel, bool read_only);

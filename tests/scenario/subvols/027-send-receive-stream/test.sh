@@ -1,0 +1,121 @@
+#!/bin/bash
+# encio send --subvolumes SRC | encio receive DEST makes what encio copy -rT
+# --subvolumes SRC DEST makes: a filesystem's top with a plain file, two
+# writable subvolumes (one nested in the other), read-only snapshots of
+# each with churn between them, a snapshot nested in a read-only one. In
+# DEST, each at its path: content and metadata equal to copy's, read-only
+# flags as copy's, the received UUIDs of the read-only ones as copy's,
+# snapshots made as snapshots (a parent UUID), the room within 2% of
+# copy's; nothing named *encio* left in SRC or DEST. The same through -f FILE and receive -f. btrfs receive refuses
+# the stream before writing anything; a second receive into the same DEST
+# fails loudly.
+source "$(dirname "$0")/../../../common.sh"
+require_root
+command -v compsize >/dev/null || _not_run "needs compsize"
+RANDOM=27
+
+make_btrfs src 512M compress=zstd,noatime
+SRC=$MNT
+make_btrfs dst 512M noatime
+DST=$MNT
+make_btrfs dst2 512M noatime
+DST2=$MNT
+make_btrfs dst3 512M noatime
+DST3=$MNT
+make_btrfs dst4 512M noatime
+DST4=$MNT
+
+churn()
+{
+	local d=$1 n=$2
+	random_bytes $((100000 + RANDOM * 3)) "r$n$d" >"$d/new$n"
+	compressible $((200000 + RANDOM * 3)) >"$d/text$n"
+	[ -e "$d/new$((n - 1))" ] && cp --reflink=always "$d/new$((n - 1))" "$d/reflink$n"
+	[ -e "$d/text$((n - 2))" ] && mv "$d/text$((n - 2))" "$d/moved$n"
+	setfattr -n user.n -v "$n" "$d/new$n"
+	touch -d "@$((1600000000 + n * 1000))" "$d/new$n"
+	sync
+}
+
+_log "a filesystem with its history"
+run_check btrfs -q subvolume create "$SRC/@data"
+run_check btrfs -q subvolume create "$SRC/@data/inner"
+mkdir "$SRC/snaps" "$SRC/plain"
+echo "not in a subvolume" >"$SRC/plain/file"
+chmod 750 "$SRC/plain"
+for n in 1 2 3 4; do
+	churn "$SRC/@data" "$n"
+	churn "$SRC/@data/inner" "$n"
+	run_check btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/snaps/data-$n"
+	run_check btrfs -q subvolume snapshot -r "$SRC/@data/inner" "$SRC/snaps/inner-$n"
+done
+# a read-only subvolume holding another: read-only only once it is placed
+run_check btrfs -q subvolume create "$SRC/frozen"
+echo f >"$SRC/frozen/f"
+run_check btrfs -q subvolume snapshot -r "$SRC/snaps/data-4" "$SRC/frozen/in"
+run_check btrfs property set -ts "$SRC/frozen" ro true
+sync
+
+_log "send --subvolumes | receive, and copy --subvolumes"
+"$ENCIO" send --subvolumes "$SRC" 2>"$TEST_TMP/send.err" |
+	"$ENCIO" receive "$DST" 2>"$TEST_TMP/receive.err" ||
+	{ cat "$TEST_TMP/send.err" "$TEST_TMP/receive.err"; _fail "send --subvolumes | receive failed"; }
+grep -q "^sent 12 subvolumes (9 as differences)" "$TEST_TMP/send.err" ||
+	{ cat "$TEST_TMP/send.err"; _fail "the send's summary"; }
+grep -q "^received 12 subvolumes into $DST" "$TEST_TMP/receive.err" ||
+	{ cat "$TEST_TMP/receive.err"; _fail "the receive's summary"; }
+[ -z "$(find "$SRC" "$DST" -name '*encio*')" ] ||
+	_fail "left behind: $(find "$SRC" "$DST" -name '*encio*')"
+run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST2"
+
+# subvols MNT: each subvolume's path, read-only flag, whether it has a
+# parent UUID, and a read-only one's received UUID (a writable one's copy
+# records the moment it holds, each its own way)
+subvols()
+{
+	btrfs subvolume list -R -q "$1" | awk '{ print $NF, $(NF-4) != "-", $(NF-2) }' | sort |
+		while read -r path parent received; do
+			ro=$(btrfs property get -ts "$1/$path" ro | cut -d= -f2)
+			[ "$ro" = true ] || received=-
+			printf '%s ro=%s parent=%s received=%s\n' "$path" "$ro" "$parent" "$received"
+		done
+}
+subvols "$DST" >"$TEST_TMP/pipe.list"
+subvols "$DST2" >"$TEST_TMP/copy.list"
+diff "$TEST_TMP/copy.list" "$TEST_TMP/pipe.list" ||
+	_fail "the subvolumes differ from copy --subvolumes' (paths, ro, parent, received UUID)"
+[ "$(wc -l <"$TEST_TMP/pipe.list")" -eq 12 ] || _fail "not 12 subvolumes"
+grep -q "^snaps/data-2 ro=true parent=1" "$TEST_TMP/pipe.list" || { cat "$TEST_TMP/pipe.list"; false; } ||
+	_fail "a snapshot not made as a snapshot"
+grep -q "^frozen ro=true" "$TEST_TMP/pipe.list" || _fail "frozen is not read-only"
+grep -q "^@data ro=false" "$TEST_TMP/pipe.list" || _fail "@data is not writable"
+
+diff -r --no-dereference "$DST2" "$DST" || _fail "content differs"
+[ "$(tree_stat "$DST2")" = "$(tree_stat "$DST")" ] || {
+	diff <(tree_stat "$DST2") <(tree_stat "$DST")
+	_fail "stat differs"
+}
+[ "$(tree_xattrs "$DST2")" = "$(tree_xattrs "$DST")" ] || _fail "xattrs differ"
+
+sync -f "$DST"
+sync -f "$DST2"
+pipe_du=$(compsize -b "$DST" | awk '$1 == "TOTAL" { print $3 }')
+copy_du=$(compsize -b "$DST2" | awk '$1 == "TOTAL" { print $3 }')
+awk -v a="$pipe_du" -v b="$copy_du" 'BEGIN { exit !(a <= b * 1.02 + 65536) }' ||
+	_fail "the received filesystem takes $pipe_du bytes, copy's $copy_du"
+
+_log "through a file"
+run_check "$ENCIO" -q send --subvolumes -f "$TEST_TMP/stream" "$SRC"
+run_check "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST4/copy"
+diff -r --no-dereference "$DST" "$DST4/copy" || _fail "content differs (through a file)"
+
+_log "btrfs receive refuses it, writing nothing"
+run_mustfail "btrfs receive of the stream" btrfs receive -f "$TEST_TMP/stream" "$DST3"
+grep -q "version" <<<"$ERR_OUT" || _fail "btrfs receive did not refuse the stream's version"
+[ -z "$(ls -A "$DST3")" ] || _fail "btrfs receive wrote: $(ls -A "$DST3")"
+[ -z "$(btrfs subvolume list "$DST3")" ] || _fail "btrfs receive made a subvolume"
+
+_log "received again into the same DEST: refused"
+run_mustfail "a second receive" "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST4/copy"
+grep -q "File exists" <<<"$ERR_OUT" || _fail "the second receive: $ERR_OUT"
+echo "PASS: $TEST_NAME"
