@@ -32,6 +32,7 @@
 
 #include "subvols/copy_subvols_internal.h"
 #include "subvols/subvols_stream.h"
+#include "base/le_bytes.h"
 #include "fs/inode_flags.h"
 
 #define TREE_PART_DIR ".encio-subvols.XXXXXX"
@@ -402,7 +403,7 @@ static int receive_subvol(struct subvols_receiver *x)
 			x->r->name, true, x->cmd.offset);
 	memcpy(rel, path->data, path->len);
 	rel[path->len] = '\0';
-	flags = le64toh(*(const uint64_t *)fl->data);
+	flags = le_get64(fl->data);
 	if ((flags & ~STREAM_SUBVOL_KNOWN) || first != !strcmp(rel, ".") ||
 	    ((flags & STREAM_SUBVOL_PLAIN) && !first))
 		return encio_error_set(
