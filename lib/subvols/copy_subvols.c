@@ -47,24 +47,14 @@
 #include "fs/received_mark.h"
 #include "send/send.h"
 
-struct sender {
-	const char *path;
-	const char *stream; /* the stream's name in messages: the subvolume */
-	struct send_options opts;
-	int fd;
-	struct send_stats stats;
-	struct encio_error e;
-	int ret;
-};
-
 /*
  * SIGPIPE is blocked: a receiver that stopped makes the writes fail with
  * EPIPE. Signals asking to stop go to the caller's thread, which sets
  * opts.stop.
  */
-static void *sender_run(void *arg)
+void *subvols_sender_run(void *arg)
 {
-	struct sender *t = arg;
+	struct subvols_sender_thread *t = arg;
 	sigset_t set;
 
 	sigemptyset(&set);
@@ -107,7 +97,8 @@ static void error_path_rebase(struct encio_error *e, const char *from,
 static int transfer(struct subvols *s, const struct subvol_entry *en,
 		    const char *parent, uint64_t parent_id, struct placement *p)
 {
-	struct sender t = { .path = s->src_proc, .stream = en->src };
+	struct subvols_sender_thread t = { .path = s->src_proc,
+					   .stream = en->src };
 	const struct receive_stats *rs;
 	char dest[64];
 	pthread_t thread;
@@ -140,7 +131,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		.pass = subvols_ahead_take(s->ahead, en, parent, s->clones, nr),
 	};
 	t.fd = fds[1];
-	ret = pthread_create(&thread, NULL, sender_run, &t);
+	ret = pthread_create(&thread, NULL, subvols_sender_run, &t);
 	if (ret) {
 		close(fds[0]);
 		close(fds[1]);
@@ -346,9 +337,10 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 	if (fd < 0)
 		return encio_error_set(s->e, errno, "open", p->dst, false, 0);
 	/* as receive_options' no_root_nocow leaves a difference's */
-	ret = s->opts->no_root_nocow ? inode_flags_set(fd, 0, FS_NOCOW_FL,
-						       copy_ctx_flags_refused(s->ctx)) :
-				       0;
+	ret = s->opts->no_root_nocow ?
+		      inode_flags_set(fd, 0, FS_NOCOW_FL,
+				      copy_ctx_flags_refused(s->ctx)) :
+		      0;
 	if (ret >= 0)
 		ret = subvols_partial_unmark(fd);
 	if (ret)

@@ -71,6 +71,20 @@ void subvols_ahead_done(struct subvol_ahead *a, const struct send_pass *pass);
 /* Stop making passes, wait for the thread, free what is left. */
 void subvols_ahead_end(struct subvol_ahead *a);
 
+/* A subvolume's stream sent to a pipe on a thread of its own. */
+struct subvols_sender_thread {
+	const char *path;
+	const char *stream; /* the stream's name in messages: the subvolume */
+	struct send_options opts;
+	int fd; /* the pipe, closed when the send ends */
+	struct send_stats stats;
+	struct encio_error e;
+	int ret;
+};
+
+/* The thread's function (copy_subvols.c): send_run() of @arg. */
+void *subvols_sender_run(void *arg);
+
 struct subvols {
 	struct copy_ctx *ctx;
 	const struct tree_options *caller; /* its callbacks, relayed */

@@ -38,33 +38,6 @@ struct subvols_sender {
 	unsigned char *buf;
 };
 
-struct relay_thread {
-	const char *path;
-	const char *stream; /* its name in messages */
-	struct send_options opts;
-	int fd;
-	struct send_stats stats;
-	struct encio_error e;
-	int ret;
-};
-
-/* SIGPIPE blocked: a relay that stopped makes the writes fail, EPIPE. */
-static void *relay_send(void *arg)
-{
-	struct relay_thread *t = arg;
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	t->ret = send_run(&t->path, 1, t->fd, t->stream, &t->opts, &t->stats,
-			  &t->e);
-	close(t->fd);
-	return NULL;
-}
-
 static int subvol_cmd(struct subvols_sender *x, const char *rel,
 		      const uint8_t *uuid, uint64_t ctransid, uint64_t flags)
 {
@@ -105,7 +78,7 @@ static int send_one(struct subvols_sender *x, const char *path,
 		    const char *name, const struct subvol_entry *parent,
 		    bool tree_part)
 {
-	struct relay_thread t = { .path = path, .stream = name };
+	struct subvols_sender_thread t = { .path = path, .stream = name };
 	struct subvols *s = &x->s;
 	pthread_t thread;
 	int fds[2], ret;
@@ -128,7 +101,7 @@ static int send_one(struct subvols_sender *x, const char *path,
 		return encio_error_set(s->e, errno, "make a pipe for", name,
 				       false, 0);
 	t.fd = fds[1];
-	ret = pthread_create(&thread, NULL, relay_send, &t);
+	ret = pthread_create(&thread, NULL, subvols_sender_run, &t);
 	if (ret) {
 		close(fds[0]);
 		close(fds[1]);
