@@ -21,7 +21,7 @@
 #include "receive/receive.h"
 
 static const char *const receive_usage[] = {
-	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST[/NAME] | encio receive --abort DEST/NAME",
+	"encio receive [options] DEST | encio receive --dump [-f FILE] | encio receive --resume-token DEST[/NAME] | encio receive --abort DEST/NAME | encio receive --state DEST",
 	"Receive subvolumes from a send stream into DEST.",
 	"",
 	"Reads a btrfs send stream (version 1, 2 or 3, from 'btrfs send' or",
@@ -69,6 +69,10 @@ static const char *const receive_usage[] = {
 	"                    'encio send -t TOKEN'; of a directory DEST that",
 	"                    holds partials, each as a line: NAME, the bytes of",
 	"                    stream received, the token (--format=json: an array)",
+	"--state DEST        print what the copy at DEST, received from 'encio send",
+	"                    --subvolumes SRC', holds: the read-only subvolumes",
+	"                    encio received, unchanged since, for 'encio send",
+	"                    --subvolumes --state FILE SRC', which sends the rest",
 	"--abort DEST/NAME   drop NAME's partial receive (its subvolumes, record",
 	"                    and directory in DEST's private directory), not",
 	"                    DEST/NAME; refused while a receive of NAME runs",
@@ -97,6 +101,7 @@ enum {
 	OPT_CHECKPOINT,
 	OPT_RESUME_TOKEN,
 	OPT_ABORT,
+	OPT_STATE,
 	OPT_NO_ROOT_NOCOW,
 };
 
@@ -458,6 +463,7 @@ struct receive_args {
 	int json;		  /* --format=json */
 	const char *resume_token; /* --resume-token */
 	const char *abort;	  /* --abort */
+	const char *state;	  /* --state */
 };
 
 static int parse_receive_options(const struct cmd_struct *cmd, int argc,
@@ -477,6 +483,7 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		{ "checkpoint", required_argument, NULL, OPT_CHECKPOINT },
 		{ "resume-token", required_argument, NULL, OPT_RESUME_TOKEN },
 		{ "abort", required_argument, NULL, OPT_ABORT },
+		{ "state", required_argument, NULL, OPT_STATE },
 		COMMON_LONG_OPTIONS
 	};
 	struct receive_options *opts = &args->opts;
@@ -537,6 +544,9 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 		case OPT_RESUME_TOKEN:
 			args->resume_token = optarg;
 			break;
+		case OPT_STATE:
+			args->state = optarg;
+			break;
 		case OPT_ABORT:
 			args->abort = optarg;
 			break;
@@ -546,12 +556,14 @@ static int parse_receive_options(const struct cmd_struct *cmd, int argc,
 			break;
 		}
 	}
-	if (args->resume_token && args->abort)
-		return usage_error(cmd, "--resume-token or --abort, not both");
-	if (args->resume_token || args->abort)
+	if (!!args->resume_token + !!args->abort + !!args->state > 1)
+		return usage_error(
+			cmd, "one of --resume-token, --abort and --state");
+	if (args->resume_token || args->abort || args->state)
 		return argc != optind ?
 			       usage_error(cmd, "--%s takes no destination",
 					   args->abort ? "abort" :
+					   args->state ? "state" :
 							 "resume-token") :
 			       0;
 	if (args->dump && argc != optind)
@@ -837,6 +849,8 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 		return print_resume_token(args.resume_token, args.json);
 	if (args.abort)
 		return abort_partial(args.abort);
+	if (args.state)
+		return print_subvolumes_state(args.state);
 	if (!args.file && isatty(STDIN_FILENO)) {
 		print_error(
 			"not reading a stream from a terminal: use -f or a pipe");

@@ -93,8 +93,12 @@ static const char *const send_usage[] = {
 	"               differences, writable ones from read-only snapshots,",
 	"               in one stream for 'encio receive DEST', which makes",
 	"               PATH's copy at DEST as 'encio copy -rT --subvolumes'",
-	"               does (btrfs receive refuses it); one PATH, -f, -q, -v",
-	"               only",
+	"               does (btrfs receive refuses it); one PATH, -f, --state,",
+	"               -q, -v only",
+	"--state FILE   with --subvolumes: what DEST holds, as 'encio receive",
+	"               --state DEST' printed it (- for standard input): those",
+	"               subvolumes are not sent again, the others as differences",
+	"               from them where they are relatives",
 	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
@@ -114,6 +118,7 @@ enum {
 	OPT_COMPRESSED_DATA,
 	OPT_PROGRESS,
 	OPT_SUBVOLUMES,
+	OPT_STATE,
 };
 
 /* What the command line asks of the command itself, beyond the send. */
@@ -129,6 +134,7 @@ struct send_args {
 	size_t nr;
 	const char *parent; /* -p, or the parent the token names */
 	bool subvolumes;    /* --subvolumes */
+	const char *state;  /* --state, with --subvolumes */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
@@ -502,6 +508,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
+		{ "state", required_argument, NULL, OPT_STATE },
 		COMMON_LONG_OPTIONS
 	};
 	bool compressed = false, proto_given = false;
@@ -564,6 +571,9 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		case OPT_SUBVOLUMES:
 			args->subvolumes = true;
 			break;
+		case OPT_STATE:
+			args->state = optarg;
+			break;
 		default:
 			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
@@ -576,6 +586,8 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	     opts->no_data || proto_given || args->json))
 		return usage_error(
 			cmd, "--subvolumes takes one PATH, -f, -q and -v only");
+	if (args->state && !args->subvolumes)
+		return usage_error(cmd, "--state goes with --subvolumes");
 	if (args->subvolumes && argc - optind != 1)
 		return usage_error(cmd, "--subvolumes takes one PATH");
 	if (compressed && proto_given && opts->proto == 1) {
@@ -684,7 +696,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	if (args.subvolumes) {
 		install_signals();
-		ret = send_subvolumes(argv[optind], args.file);
+		ret = send_subvolumes(argv[optind], args.file, args.state);
 		goto out;
 	}
 	file = args.file;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,7 +27,76 @@ static void send_begin(void *arg, const char *rel, const char *parent)
 		fprintf(stderr, "At subvol %s\n", rel);
 }
 
-int send_subvolumes(const char *src, const char *file)
+/* The state in @path ("-": standard input), as receive --state prints it. */
+static int state_load(const char *path, struct subvols_state *st)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *text = NULL;
+	size_t len = 0, n;
+	char buf[65536];
+	int ret = 0;
+
+	if (!f) {
+		print_error("cannot open '%s': %s", path, strerror(errno));
+		return 1;
+	}
+	while (!ret && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		char *grown = realloc(text, len + n + 1);
+
+		if (!grown) {
+			ret = -ENOMEM;
+			break;
+		}
+		text = grown;
+		memcpy(text + len, buf, n);
+		len += n;
+	}
+	if (!ret && ferror(f))
+		ret = -errno;
+	if (f != stdin)
+		fclose(f);
+	if (!ret && (!text || memchr(text, '\0', len)))
+		ret = -EINVAL;
+	if (!ret) {
+		text[len] = '\0';
+		ret = subvols_state_parse(text, st);
+	}
+	free(text);
+	if (ret)
+		print_error("cannot read the state in '%s': %s%s", path,
+			    strerror(-ret),
+			    ret == -EINVAL ?
+				    " (not what encio receive --state prints)" :
+				    "");
+	return ret ? 1 : 0;
+}
+
+int print_subvolumes_state(const char *dest)
+{
+	struct subvols_state st;
+	struct encio_error e;
+	char *text;
+	int ret;
+
+	if (subvols_state_read(dest, &st, &e)) {
+		print_encio_error(&e);
+		return 1;
+	}
+	ret = subvols_state_format(&st, &text);
+	subvols_state_release(&st);
+	if (ret) {
+		print_error("cannot print the state of '%s': %s", dest,
+			    strerror(-ret));
+		return 1;
+	}
+	ret = fputs(text, stdout) < 0 || fflush(stdout);
+	free(text);
+	if (ret)
+		print_error("cannot write the state: %s", strerror(errno));
+	return ret;
+}
+
+int send_subvolumes(const char *src, const char *file, const char *state)
 {
 	struct subvols_send_options opts = { .io_mode = global_opts.io_mode,
 					     .depth = global_opts.queue_depth,
@@ -36,6 +106,7 @@ int send_subvolumes(const char *src, const char *file)
 	char size[PRETTY_SIZE_LEN];
 	struct subvols_send_stats stats;
 	struct encio_error e;
+	struct subvols_state st = { 0 };
 	double start = clock_now();
 	int ret;
 
@@ -44,12 +115,17 @@ int send_subvolumes(const char *src, const char *file)
 			"not writing a stream to a terminal: use -f or a pipe");
 		return 1;
 	}
+	if (state && state_load(state, &st))
+		return 1;
+	opts.state = state ? &st : NULL;
 	if (file && send_output_open(&out, file, &e)) {
 		print_encio_error(&e);
+		subvols_state_release(&st);
 		return 1;
 	}
 	ret = subvols_send(src, out.fd, file ? file : "stdout", &opts, &stats,
 			   &e);
+	subvols_state_release(&st);
 	if (!ret && stop_signal)
 		ret = encio_error_set(&e, EINTR, "finish (interrupted)",
 				      file ? file : "stdout", false, 0);
@@ -64,9 +140,10 @@ int send_subvolumes(const char *src, const char *file)
 	}
 	if (global_opts.verbose >= 0)
 		fprintf(stderr,
-			"sent %llu subvolumes (%llu as differences), %s of stream in %.1fs\n",
+			"sent %llu subvolumes (%llu as differences; %llu in DEST already), %s of stream in %.1fs\n",
 			(unsigned long long)stats.total,
 			(unsigned long long)stats.incremental,
+			(unsigned long long)stats.in_dest,
 			pretty_size(size, stats.stream_bytes),
 			clock_now() - start);
 	return 0;
@@ -107,8 +184,9 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 	}
 	if (global_opts.verbose >= 0)
 		fprintf(stderr,
-			"received %llu subvolumes into %s: %s written (%s encoded) in %.1fs\n",
+			"received %llu subvolumes into %s (%llu there already): %s written (%s encoded) in %.1fs\n",
 			(unsigned long long)stats.total, dest,
+			(unsigned long long)stats.in_dest,
 			pretty_size(size, stats.bytes_written),
 			pretty_size(enc, stats.encoded_bytes),
 			clock_now() - start);

@@ -6,8 +6,14 @@
 #include "receive/receive.h"
 #include "stream/stream.h"
 
-/* The stream of SRC's subvolumes to -f @file (NULL: stdout). Exit status. */
-int send_subvolumes(const char *src, const char *file);
+/*
+ * The stream of SRC's subvolumes to -f @file (NULL: stdout), but those
+ * the state in the file @state (NULL: none) says DEST holds. Exit status.
+ */
+int send_subvolumes(const char *src, const char *file, const char *state);
+
+/* receive --state DEST: the state of the copy at @dest. Exit status. */
+int print_subvolumes_state(const char *dest);
 
 /*
  * The stream of encio send --subvolumes, its header read into @r,

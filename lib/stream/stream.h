@@ -52,6 +52,8 @@
 /* its UUID in SRC, and its ctransid there */
 #define STREAM_A_SUBVOL_UUID BTRFS_SEND_A_UUID
 #define STREAM_A_SUBVOL_CTRANSID BTRFS_SEND_A_CTRANSID
+/* the received UUID its copy is marked with (btrfs send's choice) */
+#define STREAM_A_SUBVOL_RECEIVED BTRFS_SEND_A_CLONE_UUID
 /* a u64 of STREAM_SUBVOL_* */
 #define STREAM_A_SUBVOL_FLAGS BTRFS_SEND_A_MODE
 /* read-only in SRC */
@@ -63,9 +65,14 @@
  * a directory in DEST, not a subvolume
  */
 #define STREAM_SUBVOL_PLAIN (1ULL << 2)
+/*
+ * DEST holds its copy (the receiver's state said so): no stream follows,
+ * the copy at its path is checked (received UUID, stransid the CTRANSID)
+ */
+#define STREAM_SUBVOL_IN_DEST (1ULL << 3)
 #define STREAM_SUBVOL_KNOWN                                            \
 	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |            \
-	 STREAM_SUBVOL_PLAIN)
+	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST)
 
 /*
  * encio send's estimate of its whole output, for the receiver's progress:

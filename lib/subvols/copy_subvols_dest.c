@@ -164,12 +164,7 @@ static int delete_op(int dir_fd, void *arg)
 		       0;
 }
 
-/*
- * Subvolume @rel of the copy a rerun replaces moved into its replacement
- * at the same path, where that has the directory and not the name; the
- * directory's times kept.
- */
-static int carry_nested(int old_fd, int new_fd, const char *rel)
+int subvols_carry_nested(int old_fd, int new_fd, const char *rel)
 {
 	const char *name;
 	struct stat st;
@@ -281,7 +276,8 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 	ret = subvol_children(old_fd, &nested, &nr);
 	for (i = 0; i < nr; i++) {
 		if (!ret && planned(s, en->rel, nested[i]))
-			ret = carry_nested(old_fd, new_fd, nested[i]);
+			ret = subvols_carry_nested(old_fd, new_fd,
+						   nested[i]);
 		free(nested[i]);
 	}
 	free(nested);

@@ -166,6 +166,12 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 		       struct placement *p);
 int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			 struct placement *p);
+/*
+ * Subvolume @rel of the copy open at @old_fd, which a new one (@new_fd)
+ * replaces, moved into it at the same path, where that has the directory
+ * and not the name (0 where it has not); the directory's times kept.
+ */
+int subvols_carry_nested(int old_fd, int new_fd, const char *rel);
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
 int subvols_finish_containers(struct subvols *s, int top_fd);

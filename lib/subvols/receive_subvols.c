@@ -34,6 +34,7 @@
 #include "subvols/subvols_stream.h"
 #include "base/le_bytes.h"
 #include "fs/inode_flags.h"
+#include "fs/received_mark.h"
 
 #define TREE_PART_DIR ".encio-subvols.XXXXXX"
 #define TREE_PART_NAME "tree"
@@ -239,8 +240,201 @@ static int open_top(struct subvols_receiver *x)
 			       0;
 }
 
-/* SRC's own subvolume: made at DEST, which must not be there. */
-static int receive_top(struct subvols_receiver *x, uint64_t flags)
+/* What an ENCIO_SUBVOL command says of its subvolume. */
+struct subvol_cmd {
+	const char *rel;
+	uint64_t flags;
+	const uint8_t *received; /* its copy's received UUID */
+	uint64_t ctransid;	 /* and stransid */
+};
+
+static bool made_writable(const struct subvol_cmd *c)
+{
+	return !(c->flags & STREAM_SUBVOL_READ_ONLY) ||
+	       (c->flags & STREAM_SUBVOL_CONTAINS);
+}
+
+/* The subvolume at @name in @dir_fd, its root open, its @info. */
+static int subvol_at(int dir_fd, const char *name,
+		     struct btrfs_util_subvolume_info *info)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fstat(fd, &st) ?
+		      -errno :
+	      st.st_ino != BTRFS_FIRST_FREE_OBJECTID ?
+		      -EEXIST :
+		      btrfsutil_errno(
+			      btrfs_util_subvolume_info_fd(fd, 0, info));
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * A subvolume the receiver's state listed: its copy at @name, read-only,
+ * marked received as the command says, unchanged since encio marked it.
+ */
+static int check_in_dest(struct subvols_receiver *x, int dir_fd,
+			 const char *name, const struct subvol_cmd *c)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd, ret;
+
+	fd = subvol_at(dir_fd, name, &info);
+	if (fd < 0)
+		return encio_error_set(
+			x->e, -fd,
+			"find the copy that the state said DEST holds of",
+			c->rel, false, 0);
+	ret = (info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
+	      !memcmp(info.received_uuid, c->received, BTRFS_UUID_SIZE) &&
+	      info.stransid == c->ctransid &&
+	      received_mark_check(fd, &info, false) == RECEIVED_TRUSTED;
+	close(fd);
+	return ret ? 0 :
+		     encio_error_set(
+			     x->e, ESTALE,
+			     "use (not the copy DEST's state named: changed since)",
+			     c->rel, false, 0);
+}
+
+/*
+ * The copy at @name, which the new one replaces: a writable subvolume
+ * encio received (its mark names it). Its descriptor, its id in *@id.
+ */
+static int old_copy_open(struct subvols_receiver *x, int dir_fd,
+			 const char *name, const char *rel, uint64_t *id)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd = subvol_at(dir_fd, name, &info);
+
+	if (fd < 0)
+		return encio_error_set(
+			x->e, -fd,
+			"receive (something at its name is not a subvolume encio received)",
+			rel, false, 0);
+	if ((info.flags & BTRFS_ROOT_SUBVOL_RDONLY) ||
+	    !received_mark_names(fd, &info)) {
+		close(fd);
+		return encio_error_set(
+			x->e, EEXIST,
+			"receive (a subvolume at its name is not a writable copy encio received)",
+			rel, false, 0);
+	}
+	*id = info.id;
+	return fd;
+}
+
+/*
+ * The nested subvolumes of the old copy @old_fd, carried into the new one
+ * (@new_fd) at their paths: refused before any moves where the new copy
+ * lacks the directory of one (SRC no longer has it there).
+ */
+static int carry_all(struct subvols_receiver *x, int old_fd, int new_fd,
+		     const char *rel)
+{
+	const char *name;
+	char **nested;
+	size_t i, nr;
+	int ret, fd;
+
+	ret = subvol_children(old_fd, &nested, &nr);
+	for (i = 0; !ret && i < nr; i++) {
+		fd = open_parent_resolve(new_fd, nested[i],
+					 O_RDONLY | O_DIRECTORY,
+					 RESOLVE_CONFINED, &name);
+		if (fd < 0)
+			ret = encio_error_set(
+				x->e, -fd,
+				"replace the copy (a subvolume nested in it has no directory in the new one: move it away) of",
+				rel, false, 0);
+		else
+			close(fd);
+	}
+	for (i = 0; !ret && i < nr; i++) {
+		ret = subvols_carry_nested(old_fd, new_fd, nested[i]);
+		if (ret)
+			ret = encio_error_set(
+				x->e, -ret,
+				"move the subvolumes nested in it into the new copy of",
+				rel, false, 0);
+	}
+	for (i = 0; i < nr; i++)
+		free(nested[i]);
+	free(nested);
+	return ret;
+}
+
+/*
+ * The new copy, received as @partial, in place of the old (@old_fd, @id)
+ * at @name: the nested subvolumes carried over, the old deleted by its id,
+ * the new renamed to the name.
+ */
+static int replace_copy(struct subvols_receiver *x, int dir_fd, int old_fd,
+			uint64_t id, const char *partial, const char *name,
+			const char *rel)
+{
+	int new_fd, ret;
+
+	new_fd = openat(dir_fd, partial,
+			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (new_fd < 0)
+		return encio_error_set(x->e, errno, "open the new copy of", rel,
+				       false, 0);
+	ret = carry_all(x, old_fd, new_fd, rel);
+	if (!ret && (ret = subvols_delete_id(dir_fd, id)))
+		ret = encio_error_set(x->e, -ret, "delete the old copy of", rel,
+				      false, 0);
+	if (!ret && (ret = inode_flags_lifted_rename_self(
+			     new_fd, dir_fd, partial, dir_fd, name)))
+		ret = encio_error_set(x->e, -ret, "rename the new copy to", rel,
+				      false, 0);
+	close(new_fd);
+	return ret;
+}
+
+/*
+ * The subvolume of @c made as @name in @dir_fd (the directory @where): or
+ * checked where DEST holds it; or made beside the copy at its name, which
+ * it then replaces.
+ */
+static int place(struct subvols_receiver *x, int dir_fd, const char *where,
+		 const char *name, const struct subvol_cmd *c)
+{
+	char partial[NAME_MAX + 1];
+	uint64_t id = 0;
+	int old_fd, ret;
+
+	if (c->flags & STREAM_SUBVOL_IN_DEST)
+		return check_in_dest(x, dir_fd, name, c);
+	if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) &&
+	    errno == ENOENT)
+		return receive_one(x, dir_fd, where, name, c->rel,
+				   made_writable(c));
+	if (subvol_temp_name(partial, name, PARTIAL_SUFFIX))
+		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
+				       false, 0);
+	old_fd = old_copy_open(x, dir_fd, name, c->rel, &id);
+	if (old_fd < 0)
+		return old_fd;
+	ret = receive_one(x, dir_fd, where, partial, c->rel, made_writable(c)) ?:
+		      replace_copy(x, dir_fd, old_fd, id, partial, name,
+				   c->rel);
+	close(old_fd);
+	return ret;
+}
+
+/* SRC's own subvolume: made at DEST (or DEST's copy replaced). */
+static int receive_top(struct subvols_receiver *x, const struct subvol_cmd *c)
 {
 	char dir[PATH_MAX], base[PATH_MAX];
 	int dir_fd, ret;
@@ -257,27 +451,25 @@ static int receive_top(struct subvols_receiver *x, uint64_t flags)
 	if (dir_fd < 0)
 		return encio_error_set(x->e, errno, "open the directory of",
 				       x->s.dst, false, 0);
-	ret = receive_one(x, dir_fd, dir, basename(base), ".",
-			  !(flags & STREAM_SUBVOL_READ_ONLY) ||
-				  (flags & STREAM_SUBVOL_CONTAINS));
+	ret = place(x, dir_fd, dir, basename(base), c);
 	close(dir_fd);
 	return ret ?: open_top(x);
 }
 
-/* A subvolume below SRC: made in the directory of @rel in the copy. */
-static int receive_nested(struct subvols_receiver *x, const char *rel,
-			  uint64_t flags)
+/* A subvolume below SRC: made in the directory of its path in the copy. */
+static int receive_nested(struct subvols_receiver *x,
+			  const struct subvol_cmd *c)
 {
 	char dir[PATH_MAX], where[PATH_MAX], *slash;
 	const char *name;
 	struct stat st;
 	int dir_fd, ret;
 
-	if (!rel_ok(rel))
+	if (!rel_ok(c->rel))
 		return encio_error_set(x->e, EBADMSG,
-				       "receive (not a path below DEST)", rel,
-				       false, 0);
-	snprintf(dir, sizeof(dir), "%s", rel);
+				       "receive (not a path below DEST)",
+				       c->rel, false, 0);
+	snprintf(dir, sizeof(dir), "%s", c->rel);
 	slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
@@ -291,22 +483,22 @@ static int receive_nested(struct subvols_receiver *x, const char *rel,
 	}
 	if (dir_fd < 0)
 		return encio_error_set(x->e, -dir_fd, "open the directory of",
-				       rel, false, 0);
+				       c->rel, false, 0);
 	if (snprintf(where, sizeof(where), "%s/%s", x->s.dst,
-		     slash ? dir : ".") >= (int)sizeof(where))
-		return encio_error_set(x->e, ENAMETOOLONG, "receive", rel,
+		     slash ? dir : ".") >= (int)sizeof(where)) {
+		close(dir_fd);
+		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
 				       false, 0);
+	}
 	/* the copy of the directory as its subvolume's stream left it */
 	ret = fstat(dir_fd, &st) ? -errno : 0;
 	if (ret)
 		ret = encio_error_set(x->e, -ret, "look at the directory of",
-				      rel, false, 0);
+				      c->rel, false, 0);
 	else
-		ret = receive_one(x, dir_fd, where, name, rel,
-				  !(flags & STREAM_SUBVOL_READ_ONLY) ||
-					  (flags & STREAM_SUBVOL_CONTAINS));
-	if (!ret)
-		ret = times_restore(x, dir_fd, &st, rel);
+		ret = place(x, dir_fd, where, name, c);
+	if (!ret && !(c->flags & STREAM_SUBVOL_IN_DEST))
+		ret = times_restore(x, dir_fd, &st, c->rel);
 	close(dir_fd);
 	return ret;
 }
@@ -390,13 +582,19 @@ static int receive_subvol(struct subvols_receiver *x)
 {
 	const struct stream_attr *path = &x->cmd.attr[STREAM_A_SUBVOL_PATH];
 	const struct stream_attr *fl = &x->cmd.attr[STREAM_A_SUBVOL_FLAGS];
+	const struct stream_attr *rcvd = &x->cmd.attr[STREAM_A_SUBVOL_RECEIVED];
+	const struct stream_attr *ctransid =
+		&x->cmd.attr[STREAM_A_SUBVOL_CTRANSID];
+	struct subvol_cmd c;
 	char rel[PATH_MAX];
 	uint64_t flags;
 	bool first = x->top_fd < 0;
 	int ret;
 
 	if (!path->present || !path->len || path->len >= sizeof(rel) ||
-	    memchr(path->data, 0, path->len) || !fl->present || fl->len != 8)
+	    memchr(path->data, 0, path->len) || !fl->present || fl->len != 8 ||
+	    !rcvd->present || rcvd->len != BTRFS_UUID_SIZE ||
+	    !ctransid->present || ctransid->len != 8)
 		return encio_error_set(
 			x->e, EBADMSG,
 			"parse (an ENCIO_SUBVOL command without its path or flags) of",
@@ -405,7 +603,9 @@ static int receive_subvol(struct subvols_receiver *x)
 	rel[path->len] = '\0';
 	flags = le_get64(fl->data);
 	if ((flags & ~STREAM_SUBVOL_KNOWN) || first != !strcmp(rel, ".") ||
-	    ((flags & STREAM_SUBVOL_PLAIN) && !first))
+	    ((flags & STREAM_SUBVOL_PLAIN) && !first) ||
+	    ((flags & STREAM_SUBVOL_IN_DEST) &&
+	     !(flags & STREAM_SUBVOL_READ_ONLY)))
 		return encio_error_set(
 			x->e, EBADMSG,
 			"parse (an ENCIO_SUBVOL command out of place) of",
@@ -415,13 +615,26 @@ static int receive_subvol(struct subvols_receiver *x)
 			       flags & STREAM_SUBVOL_READ_ONLY);
 	if (flags & STREAM_SUBVOL_PLAIN)
 		return receive_tree_part(x);
-	ret = first ? receive_top(x, flags) : receive_nested(x, rel, flags);
+	c.rel = rel;
+	c.flags = flags;
+	c.received = rcvd->data;
+	c.ctransid = le_get64(ctransid->data);
+	ret = first ? receive_top(x, &c) : receive_nested(x, &c);
 	if (ret)
 		return ret;
-	x->stats->total++;
+	if (flags & STREAM_SUBVOL_IN_DEST) {
+		/* no stream follows: nothing read past the command */
+		x->stats->in_dest++;
+		ret = read_next(x);
+		if (ret)
+			return ret;
+	} else {
+		x->stats->total++;
+	}
 	return remember(x, rel,
 			(flags & STREAM_SUBVOL_READ_ONLY) &&
-				(flags & STREAM_SUBVOL_CONTAINS));
+				(flags & STREAM_SUBVOL_CONTAINS) &&
+				!(flags & STREAM_SUBVOL_IN_DEST));
 }
 
 /* The read-only subvolumes holding others made read-only, innermost first. */

@@ -39,14 +39,34 @@ struct subvols_sender {
 };
 
 static int subvol_cmd(struct subvols_sender *x, const char *rel,
-		      const uint8_t *uuid, uint64_t ctransid, uint64_t flags)
+		      const uint8_t *uuid, const uint8_t *received,
+		      uint64_t ctransid, uint64_t flags)
 {
 	stream_begin_cmd(&x->w, STREAM_C_ENCIO_SUBVOL);
 	stream_put_string(&x->w, STREAM_A_SUBVOL_PATH, rel);
 	stream_put_uuid(&x->w, STREAM_A_SUBVOL_UUID, uuid);
+	stream_put_uuid(&x->w, STREAM_A_SUBVOL_RECEIVED, received);
 	stream_put_u64(&x->w, STREAM_A_SUBVOL_CTRANSID, ctransid);
 	stream_put_u64(&x->w, STREAM_A_SUBVOL_FLAGS, flags);
 	return stream_end_cmd(&x->w);
+}
+
+/*
+ * Whether DEST holds read-only @en's copy, as the state says: marked
+ * received as a stream from @en would name it.
+ */
+static bool in_dest(const struct subvols_sender *x,
+		    const struct subvol_entry *en)
+{
+	const struct subvols_state *st = x->opts->state;
+	size_t i;
+
+	for (i = 0; st && en->read_only && i < st->nr; i++)
+		if (st->v[i].stransid == en->info.ctransid &&
+		    !memcmp(st->v[i].received_uuid,
+			    subvol_expected_received(en), BTRFS_UUID_SIZE))
+			return true;
+	return false;
 }
 
 /* What the thread sends, read from @fd and put in ENCIO_DATA commands. */
@@ -129,7 +149,7 @@ static int send_tree_part(struct subvols_sender *x)
 
 	if (x->opts->begin)
 		x->opts->begin(x->opts->arg, ".", NULL);
-	ret = subvol_cmd(x, ".", none, 0, STREAM_SUBVOL_PLAIN);
+	ret = subvol_cmd(x, ".", none, none, 0, STREAM_SUBVOL_PLAIN);
 	if (ret)
 		return encio_error_set(x->s.e, -ret, "write the stream to",
 				       x->out_name, false, 0);
@@ -148,16 +168,25 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 		flags |= STREAM_SUBVOL_READ_ONLY;
 	if (en->contains)
 		flags |= STREAM_SUBVOL_CONTAINS;
-	parent = subvol_plan_nearest(&s->plan, en, x->sent);
-	if (x->opts->begin)
+	if (x->sent[en - s->plan.v])
+		flags |= STREAM_SUBVOL_IN_DEST;
+	parent = flags & STREAM_SUBVOL_IN_DEST ?
+			 NULL :
+			 subvol_plan_nearest(&s->plan, en, x->sent);
+	if (x->opts->begin && !(flags & STREAM_SUBVOL_IN_DEST))
 		x->opts->begin(x->opts->arg, en->rel[0] ? en->rel : ".",
 			       parent ? (parent->rel[0] ? parent->rel : ".") :
 					NULL);
 	ret = subvol_cmd(x, en->rel[0] ? en->rel : ".", en->info.uuid,
-			 en->info.ctransid, flags);
+			 subvol_expected_received(en), en->info.ctransid,
+			 flags);
 	if (ret)
 		return encio_error_set(s->e, -ret, "write the stream to",
 				       x->out_name, false, 0);
+	if (flags & STREAM_SUBVOL_IN_DEST) {
+		x->stats->in_dest++;
+		return 0;
+	}
 	/* sent from a descriptor: what its path names may change */
 	fd = subvols_entry_open(s, en, en->snap.path != NULL);
 	if (fd < 0)
@@ -179,6 +208,8 @@ static int send_all(struct subvols_sender *x)
 	size_t i;
 	int ret;
 
+	for (i = 0; i < s->plan.nr; i++)
+		x->sent[i] = in_dest(x, &s->plan.v[i]);
 	ret = subvols_snapshots_make(s);
 	if (!ret && !s->plan.src_is_subvol)
 		ret = send_tree_part(x);

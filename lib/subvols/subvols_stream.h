@@ -12,14 +12,50 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <btrfsutil.h>
+
 #include "base/error.h"
 #include "io/engine.h"
 #include "receive/receive.h"
 #include "stream/stream.h"
 
+/*
+ * What a DEST holds of a stream's subvolumes, for the next send's
+ * differences (encio receive --state, encio send --subvolumes --state):
+ * each read-only subvolume below DEST that encio received and no one
+ * changed since, by the received UUID and stransid a stream of its source
+ * names it by, and its path below DEST.
+ */
+struct subvols_state_entry {
+	uint8_t received_uuid[BTRFS_UUID_SIZE];
+	uint64_t stransid;
+	char *rel;
+};
+
+struct subvols_state {
+	struct subvols_state_entry *v;
+	size_t nr;
+};
+
+#define SUBVOLS_STATE_MAGIC "encio-subvolumes-state 1"
+
+/* The state of the copy at @dest. 0 or -errno with @e filled. */
+int subvols_state_read(const char *dest, struct subvols_state *st,
+		       struct encio_error *e);
+/*
+ * The state as text: SUBVOLS_STATE_MAGIC, then a line per subvolume,
+ * "UUID STRANSID PATH" (PATH with %, controls and spaces as %XX). Into
+ * *@text (malloc'ed). 0 or -ENOMEM.
+ */
+int subvols_state_format(const struct subvols_state *st, char **text);
+/* The text of subvols_state_format() parsed: 0 or -EINVAL, -ENOMEM. */
+int subvols_state_parse(const char *text, struct subvols_state *st);
+void subvols_state_release(struct subvols_state *st);
+
 struct subvols_send_stats {
 	uint64_t total;	      /* subvolumes sent, SRC's own included */
 	uint64_t incremental; /* of those, as differences */
+	uint64_t in_dest;     /* not sent: DEST holds them (the state) */
 	uint64_t stream_bytes;
 };
 
@@ -28,6 +64,8 @@ struct subvols_send_options {
 	unsigned int depth;
 	/* set by a signal handler: stop, -EINTR, the snapshots deleted */
 	volatile sig_atomic_t *stop;
+	/* what DEST holds (NULL: nothing), not sent again */
+	const struct subvols_state *state;
 	/*
 	 * Each subvolume as it is begun: @rel its path below SRC ("." for
 	 * SRC), @parent the subvolume its difference is from (NULL: whole).
@@ -50,7 +88,8 @@ int subvols_send(const char *src, int out_fd, const char *out_name,
 		 struct subvols_send_stats *stats, struct encio_error *e);
 
 struct subvols_receive_stats {
-	uint64_t total; /* subvolumes received */
+	uint64_t total;	  /* subvolumes received */
+	uint64_t in_dest; /* found in DEST as its state said */
 	uint64_t bytes_written;
 	uint64_t encoded_bytes;
 	uint64_t stream_bytes;
