@@ -637,31 +637,47 @@ static int receive_subvol(struct subvols_receiver *x)
 				!(flags & STREAM_SUBVOL_IN_DEST));
 }
 
-/* The read-only subvolumes holding others made read-only, innermost first. */
+/*
+ * A read-only subvolume holding others, made read-only now that they are
+ * placed, marked received again as its stream marked it: placing them
+ * changed it since (its ctransid), and the next run's state takes only
+ * a copy unchanged since its mark.
+ */
+static int seal_container(struct subvols_receiver *x, const char *rel)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	struct btrfs_util_subvolume_info info;
+	int fd, ret;
+
+	fd = strcmp(rel, ".") ?
+		     open_beneath(x->top_fd, rel,
+				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+		     fcntl(x->top_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return encio_error_set(x->e, fd < -1 ? -fd : errno, "open", rel,
+				       false, 0);
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	if (!ret) {
+		memcpy(rs.uuid, info.received_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = info.stransid;
+		ret = received_mark_set(fd, &rs) ?: received_mark_seal(fd, &rs);
+	}
+	close(fd);
+	return ret ? encio_error_set(x->e, -ret, "make read-only", rel, false,
+				     0) :
+		     0;
+}
+
+/* The read-only subvolumes holding others sealed, innermost first. */
 static int finish_containers(struct subvols_receiver *x)
 {
 	size_t i;
-	int fd;
+	int ret = 0;
 
-	for (i = x->nr; i-- > 0;) {
-		if (!x->v[i].read_only_at_end)
-			continue;
-		fd = strcmp(x->v[i].rel, ".") ?
-			     open_beneath(x->top_fd, x->v[i].rel,
-					  O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
-			     fcntl(x->top_fd, F_DUPFD_CLOEXEC, 0);
-		if (fd < 0)
-			return encio_error_set(x->e, fd < -1 ? -fd : errno,
-					       "open", x->v[i].rel, false, 0);
-		if (btrfs_util_set_subvolume_read_only_fd(fd, true)) {
-			close(fd);
-			return encio_error_set(x->e, errno ?: EIO,
-					       "make read-only", x->v[i].rel,
-					       false, 0);
-		}
-		close(fd);
-	}
-	return 0;
+	for (i = x->nr; !ret && i-- > 0;)
+		if (x->v[i].read_only_at_end)
+			ret = seal_container(x, x->v[i].rel);
+	return ret;
 }
 
 static int receive_all(struct subvols_receiver *x)

@@ -8,7 +8,9 @@
 # snapshots made as snapshots (a parent UUID), the room within 2% of
 # copy's; nothing named *encio* left in SRC or DEST. The same through -f FILE and receive -f. btrfs receive refuses
 # the stream before writing anything; a second receive into the same DEST
-# fails loudly.
+# fails loudly. A second run with receive --state's output sends only
+# what DEST lacks, as differences, and gives what copy's rerun gives; a
+# copy the state named that changed since is refused.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v compsize >/dev/null || _not_run "needs compsize"
@@ -60,7 +62,7 @@ _log "send --subvolumes | receive, and copy --subvolumes"
 "$ENCIO" send --subvolumes "$SRC" 2>"$TEST_TMP/send.err" |
 	"$ENCIO" receive "$DST" 2>"$TEST_TMP/receive.err" ||
 	{ cat "$TEST_TMP/send.err" "$TEST_TMP/receive.err"; _fail "send --subvolumes | receive failed"; }
-grep -q "^sent 12 subvolumes (9 as differences)" "$TEST_TMP/send.err" ||
+grep -q "^sent 12 subvolumes (9 as differences; 0 in DEST already)" "$TEST_TMP/send.err" ||
 	{ cat "$TEST_TMP/send.err"; _fail "the send's summary"; }
 grep -q "^received 12 subvolumes into $DST" "$TEST_TMP/receive.err" ||
 	{ cat "$TEST_TMP/receive.err"; _fail "the receive's summary"; }
@@ -104,10 +106,48 @@ copy_du=$(compsize -b "$DST2" | awk '$1 == "TOTAL" { print $3 }')
 awk -v a="$pipe_du" -v b="$copy_du" 'BEGIN { exit !(a <= b * 1.02 + 65536) }' ||
 	_fail "the received filesystem takes $pipe_du bytes, copy's $copy_du"
 
+_log "a second run: what DEST lacks, as differences"
+for n in 5 6; do
+	churn "$SRC/@data" "$n"
+	churn "$SRC/@data/inner" "$n"
+	run_check btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/snaps/data-$n"
+done
+echo "changed" >"$SRC/plain/file"
+sync
+"$ENCIO" receive --state "$DST" >"$TEST_TMP/state" || _fail "receive --state failed"
+head -1 "$TEST_TMP/state" | grep -qx "encio-subvolumes-state 1" || _fail "not a state: $(head -1 "$TEST_TMP/state")"
+[ "$(grep -c . "$TEST_TMP/state")" -eq 11 ] || { cat "$TEST_TMP/state"; _fail "not 10 subvolumes in the state"; }
+"$ENCIO" send --subvolumes --state "$TEST_TMP/state" -f "$TEST_TMP/second" "$SRC" 2>"$TEST_TMP/send.err" ||
+	{ cat "$TEST_TMP/send.err"; _fail "the second send failed"; }
+grep -q "^sent 4 subvolumes (4 as differences; 10 in DEST already)" "$TEST_TMP/send.err" ||
+	{ cat "$TEST_TMP/send.err"; _fail "the second send's summary"; }
+"$ENCIO" -q receive -f "$TEST_TMP/second" "$DST" || _fail "the second receive failed"
+run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST2"
+subvols "$DST" >"$TEST_TMP/pipe.list"
+subvols "$DST2" >"$TEST_TMP/copy.list"
+diff "$TEST_TMP/copy.list" "$TEST_TMP/pipe.list" || _fail "after the second run: the subvolumes differ"
+diff -r --no-dereference "$DST2" "$DST" || _fail "after the second run: content differs"
+[ "$(tree_stat "$DST2")" = "$(tree_stat "$DST")" ] || {
+	diff <(tree_stat "$DST2") <(tree_stat "$DST")
+	_fail "after the second run: stat differs"
+}
+[ "$(tree_xattrs "$DST2")" = "$(tree_xattrs "$DST")" ] || _fail "after the second run: xattrs differ"
+[ -z "$(find "$DST" -name '*encio*')" ] || _fail "left behind: $(find "$DST" -name '*encio*')"
+
+_log "the second stream again: refused"
+run_mustfail "the second stream again" "$ENCIO" -q receive -f "$TEST_TMP/second" "$DST"
+
 _log "through a file"
 run_check "$ENCIO" -q send --subvolumes -f "$TEST_TMP/stream" "$SRC"
 run_check "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST4/copy"
 diff -r --no-dereference "$DST" "$DST4/copy" || _fail "content differs (through a file)"
+
+_log "a copy the state named, changed since: refused"
+run_check btrfs property set -f -ts "$DST4/copy/snaps/data-1" ro false
+echo planted >"$DST4/copy/snaps/data-1/planted"
+run_check btrfs property set -ts "$DST4/copy/snaps/data-1" ro true
+run_mustfail "a stale state" "$ENCIO" -q receive -f "$TEST_TMP/second" "$DST4/copy"
+grep -q "changed since" <<<"$ERR_OUT" || _fail "a stale state: $ERR_OUT"
 
 _log "btrfs receive refuses it, writing nothing"
 run_mustfail "btrfs receive of the stream" btrfs receive -f "$TEST_TMP/stream" "$DST3"
