@@ -1861,6 +1861,39 @@ class PipeMethod(SubvolumesMethod):
         return ""
 
     def finish(self):
+        """The live subvolume and those in it changed and a new snapshot
+        taken, a second run with the receiver's state (receive --state,
+        send --subvolumes --state) must bring them over, and take no more
+        room than SRC."""
+        h = self.ck.hist
+        ctl = next((m for m in self.ck.methods if m.name == "d"), None)
+        if ctl is None or not self.ck.ctrl_ok:
+            return None
+        last = self.ck.steps[-1]["path"]
+        self.after_ops()
+        mid = self.snapshot("pipe-rerun")
+        if not self.control(ctl, last, mid):
+            return None
+        ctl_t = tree(os.path.join(ctl.mnt, "pipe-rerun"))
+        subprocess.run(["sync", "-f", h.mnt])
+        state = os.path.join(self.ck.env.dir, "pipe-state")
+        self.after.append("$ENCIO receive --state $D > state; $ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive $D   # again, after the changes above")
+        q = shlex.quote
+        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", "%s receive --state %s > %s && %s -q send --subvolumes --state %s %s | %s -q receive %s" % (
+            q(self.ck.encio), q(self.mnt), q(state), q(self.ck.encio), q(state),
+            q(h.mnt), q(self.ck.encio), q(self.mnt))])
+        if p.returncode != 0:
+            return "the second run exited %d: %s" % (
+                p.returncode, p.stderr.decode(errors="replace").strip()[-2000:]), []
+        rel, d = self.compare_live(ctl_t)
+        if d:
+            return "the second run: vol/%s differs from its copy" % rel, d
+        d = self.ck.compare(self, tree(mid), ctl_t, tree(os.path.join(self.mnt, "snaps", "pipe-rerun")))
+        if d:
+            return "the second run: the new snapshot pipe-rerun differs from its copy", d
+        err = self.shape_check()
+        if err:
+            return "the second run: " + err, []
         return None
 
 
@@ -3033,8 +3066,9 @@ class Checker:
         srcs = [tree(st["path"]) for st in self.steps]
         ctrl = [None] * len(self.steps)
         self.ctrl_ok = True
-        # the control first; sub last: its finish() changes the source
-        for m in sorted(self.methods, key=lambda m: (m.name != "d", m.name == "sub")):
+        # the control first; pipe and sub last: their finish() changes the
+        # source
+        for m in sorted(self.methods, key=lambda m: (m.name != "d", m.name == "sub", m.name == "pipe")):
             m.setup()
             failed = False
             for k, st in enumerate(self.steps):
