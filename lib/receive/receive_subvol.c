@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "fs/received_mark.h"
 #include "receive/receive_internal.h"
@@ -114,6 +115,31 @@ static int subvol_place(struct receive_ctx *ctx, const char *name,
 	return ret;
 }
 
+/*
+ * A new subvolume's root takes the compression property and the nocow,
+ * compress and nocompress flags of the directory it is made in (btrfs
+ * passes them on): none of them the stream's, whose own come with its
+ * commands. Dropped.
+ */
+static int root_uninherit(struct receive_ctx *ctx)
+{
+	struct inode_flags_refused ignored = { 0 };
+	int ret;
+
+	if (fremovexattr(ctx->subvol_fd, "btrfs.compression") &&
+	    errno != ENODATA)
+		return fail(
+			ctx, errno,
+			"drop the compression property the new subvolume took from its directory");
+	ret = inode_flags_set(ctx->subvol_fd, 0,
+			      FS_COMPR_FL | FS_NOCOMP_FL | FS_NOCOW_FL,
+			      &ignored);
+	return ret < 0 ?
+		       fail(ctx, -ret,
+			    "drop the flags the new subvolume took from its directory") :
+		       0;
+}
+
 int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	       void *arg)
 {
@@ -131,7 +157,8 @@ int rcv_subvol(const char *name, const uint8_t *uuid, uint64_t ctransid,
 	if (err)
 		return fail(ctx, btrfsutil_errno(err), "create the subvolume");
 	rcv_resume_subvol_identity(ctx, uuid, ctransid, NULL, 0);
-	return rcv_subvol_start_at(ctx, dir, made, uuid, ctransid);
+	return rcv_subvol_start_at(ctx, dir, made, uuid, ctransid) ?:
+		       root_uninherit(ctx);
 }
 
 /*

@@ -84,10 +84,8 @@ static bool may_share(struct send_ctx *ctx, int fd, const struct stat *st,
 	    map->source != EXTENT_SOURCE_TREE_SEARCH ||
 	    share_fs_of(&ctx->share, fd, st, fs))
 		return false;
-	/* prealloc ranges go as FALLOCATE, never cloned */
 	for (i = 0; i < map->nr; i++)
-		if (map->ext[i].kind == EXTENT_REGULAR &&
-		    share_extent_may_share(&ctx->share, *fs, &map->ext[i]))
+		if (share_extent_may_share(&ctx->share, *fs, &map->ext[i]))
 			return true;
 	return false;
 }
@@ -124,7 +122,11 @@ static int push_clone(struct send_ctx *ctx, size_t first,
 	return 0;
 }
 
-/* The pieces of @plan for @fe: clones, and ranges to send. */
+/*
+ * The pieces of @plan for @fe: clones, and ranges to send. A prealloc
+ * extent's ranges not cloned go as FALLOCATE (send_prealloc()), which
+ * leaves those cloned as they are: allocated.
+ */
 static int push_plan(struct send_ctx *ctx, size_t first,
 		     const struct share_plan *plan,
 		     const struct file_extent *fe)
@@ -135,9 +137,10 @@ static int push_plan(struct send_ctx *ctx, size_t first,
 	for (i = 0; !ret && i < plan->nr; i++) {
 		const struct share_piece *c = &plan->p[i];
 
-		ret = c->clone ?
-			      push_clone(ctx, first, c) :
-			      send_push_range(ctx, fe, c->off, c->off + c->len);
+		if (c->clone)
+			ret = push_clone(ctx, first, c);
+		else if (fe->kind != EXTENT_PREALLOC)
+			ret = send_push_range(ctx, fe, c->off, c->off + c->len);
 	}
 	return ret;
 }
@@ -258,8 +261,7 @@ static int share_map(struct send_ctx *ctx, int fd, const char *path,
 		const struct file_extent *fe = &map->ext[i];
 		uint64_t end = fe->offset + fe->len;
 
-		if (fe->kind == EXTENT_HOLE || fe->kind == EXTENT_PREALLOC ||
-		    fe->offset >= map->size)
+		if (fe->kind == EXTENT_HOLE || fe->offset >= map->size)
 			continue;
 		if (end > map->size)
 			end = map->size;
@@ -383,9 +385,12 @@ static int send_clone(struct send_ctx *ctx, const char *path,
 	return send_end_cmd(ctx);
 }
 
-/* The regular extent holding file offset @pos in @map, or NULL. */
-static const struct file_extent *regular_at(const struct extent_map *map,
-					    uint64_t pos)
+/*
+ * The extent on disk (regular or preallocated) holding file offset @pos
+ * in @map, or NULL.
+ */
+static const struct file_extent *allocated_at(const struct extent_map *map,
+					      uint64_t pos)
 {
 	size_t lo = 0, hi = map->nr;
 
@@ -398,7 +403,9 @@ static const struct file_extent *regular_at(const struct extent_map *map,
 		else if (pos >= fe->offset + fe->len)
 			lo = mid + 1;
 		else
-			return fe->kind == EXTENT_REGULAR && fe->disk_bytenr ?
+			return (fe->kind == EXTENT_REGULAR ||
+				fe->kind == EXTENT_PREALLOC) &&
+					       fe->disk_bytenr ?
 				       fe :
 				       NULL;
 	}
@@ -415,12 +422,12 @@ static bool same_extents(const struct extent_map *a, uint64_t pos,
 			 uint64_t len)
 {
 	while (len) {
-		const struct file_extent *x = regular_at(a, pos);
-		const struct file_extent *y = regular_at(b, src_pos);
+		const struct file_extent *x = allocated_at(a, pos);
+		const struct file_extent *y = allocated_at(b, src_pos);
 		uint64_t n;
 
 		if (!x || !y || x->disk_bytenr != y->disk_bytenr ||
-		    x->compression != y->compression ||
+		    x->kind != y->kind || x->compression != y->compression ||
 		    x->extent_offset + (pos - x->offset) !=
 			    y->extent_offset + (src_pos - y->offset))
 			return false;

@@ -211,13 +211,7 @@ static bool planned(const struct subvols *s, const char *dir, const char *rel)
 	return false;
 }
 
-/*
- * The subvolumes still nested in the copy open at @fd (those not carried
- * into its replacement) deleted, the deepest first, each with the
- * directory it is in lifted of append-only or immutable for it: a
- * recursive delete of the copy fails on such a directory (EPERM).
- */
-static int drop_nested(int fd)
+int subvols_drop_nested(int fd)
 {
 	const char *name;
 	char **nested;
@@ -230,7 +224,7 @@ static int drop_nested(int fd)
 			    open_beneath(fd, nested[i],
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 		if (sub >= 0) {
-			ret = drop_nested(sub);
+			ret = subvols_drop_nested(sub);
 			close(sub);
 		}
 		dir = ret ? -1 :
@@ -276,8 +270,7 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 	ret = subvol_children(old_fd, &nested, &nr);
 	for (i = 0; i < nr; i++) {
 		if (!ret && planned(s, en->rel, nested[i]))
-			ret = subvols_carry_nested(old_fd, new_fd,
-						   nested[i]);
+			ret = subvols_carry_nested(old_fd, new_fd, nested[i]);
 		free(nested[i]);
 	}
 	free(nested);
@@ -289,7 +282,7 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
 			"move the subvolumes nested in it into the new copy of",
 			p->dst, false, 0);
 	}
-	ret = drop_nested(old_fd);
+	ret = subvols_drop_nested(old_fd);
 	close(old_fd);
 	ret = ret ?: inode_flags_lifted_for(p->dir_fd, delete_op, p->name);
 	if (ret)

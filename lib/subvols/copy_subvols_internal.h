@@ -172,6 +172,13 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
  * and not the name (0 where it has not); the directory's times kept.
  */
 int subvols_carry_nested(int old_fd, int new_fd, const char *rel);
+/*
+ * The subvolumes still nested in the copy open at @fd (those not carried
+ * into its replacement) deleted, the deepest first, each with the
+ * directory it is in lifted of append-only or immutable for it: a
+ * recursive delete of the copy fails on such a directory (EPERM).
+ */
+int subvols_drop_nested(int fd);
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
 int subvols_finish_containers(struct subvols *s, int top_fd);

@@ -335,9 +335,44 @@ static int old_copy_open(struct subvols_receiver *x, int dir_fd,
 }
 
 /*
- * The nested subvolumes of the old copy @old_fd, carried into the new one
- * (@new_fd) at their paths: refused before any moves where the new copy
- * lacks the directory of one (SRC no longer has it there).
+ * Whether the subvolume @rel in @fd, and every one nested in it, is one
+ * encio received (its mark names it): 1, 0 or -errno.
+ */
+static int all_received(int fd, const char *rel)
+{
+	struct btrfs_util_subvolume_info info;
+	char **nested;
+	size_t i, nr;
+	int sub, ret;
+
+	sub = open_beneath(fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (sub < 0)
+		return sub;
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(sub, 0, &info));
+	if (!ret)
+		ret = received_mark_names(sub, &info) ?
+			      subvol_children(sub, &nested, &nr) :
+			      1;
+	if (ret) {
+		close(sub);
+		return ret > 0 ? 0 : ret;
+	}
+	ret = 1;
+	for (i = 0; i < nr; i++) {
+		if (ret > 0)
+			ret = all_received(sub, nested[i]);
+		free(nested[i]);
+	}
+	free(nested);
+	close(sub);
+	return ret;
+}
+
+/*
+ * The nested subvolumes of the old copy @old_fd carried into the new one
+ * (@new_fd) at their paths; those whose directory the new one lacks (SRC
+ * has no subvolume there now) go with the old copy, if encio received
+ * them and all in them, else the replacement is refused before any move.
  */
 static int carry_all(struct subvols_receiver *x, int old_fd, int new_fd,
 		     const char *rel)
@@ -352,13 +387,17 @@ static int carry_all(struct subvols_receiver *x, int old_fd, int new_fd,
 		fd = open_parent_resolve(new_fd, nested[i],
 					 O_RDONLY | O_DIRECTORY,
 					 RESOLVE_CONFINED, &name);
-		if (fd < 0)
-			ret = encio_error_set(
-				x->e, -fd,
-				"replace the copy (a subvolume nested in it has no directory in the new one: move it away) of",
-				rel, false, 0);
-		else
+		if (fd >= 0) {
 			close(fd);
+			continue;
+		}
+		ret = all_received(old_fd, nested[i]);
+		ret = ret > 0 ?
+			      0 :
+			      encio_error_set(
+				      x->e, ret ? -ret : EEXIST,
+				      "replace the copy (a subvolume in it that SRC no longer has there is not one encio received: move it away) of",
+				      rel, false, 0);
 	}
 	for (i = 0; !ret && i < nr; i++) {
 		ret = subvols_carry_nested(old_fd, new_fd, nested[i]);
@@ -368,6 +407,11 @@ static int carry_all(struct subvols_receiver *x, int old_fd, int new_fd,
 				"move the subvolumes nested in it into the new copy of",
 				rel, false, 0);
 	}
+	if (!ret && (ret = subvols_drop_nested(old_fd)))
+		ret = encio_error_set(
+			x->e, -ret,
+			"delete the subvolumes SRC no longer has in the old copy of",
+			rel, false, 0);
 	for (i = 0; i < nr; i++)
 		free(nested[i]);
 	free(nested);
