@@ -35,7 +35,10 @@ filesystem onto a fresh one's root (in some seeds a first run stopped by
 SIGINT, SIGKILL or a full DEST, then run again; then changes to the live
 subvolume and those in it, the same command again, and one more snapshot
 sent by btrfs send -p into the moved copy, received by encio receive and
-by btrfs receive), h encio send | encio receive -s into a directory of
+by btrfs receive), pipe encio send --subvolumes | encio receive of the
+whole source filesystem onto a fresh one's root, then changes to the live
+subvolumes and a second run with encio receive --state's output, h encio
+send | encio receive -s into a directory of
 DEST the user owns, one step cut at a random byte and resumed with encio
 send -t, whose stream goes to btrfs receive as a's does first (it must
 refuse it before any write), and encio copy -rT of each snapshot over a
@@ -3003,7 +3006,7 @@ def cut_compare_main(argv):
 METHODS = {"d": ControlMethod, "a": MethodA, "b": MethodB, "c": MethodC,
            "i": InterruptMethod, "copy": CopyMethod, "sub": SubvolumesMethod, "pipe": PipeMethod, "h": HostileMethod,
            "diff": DiffMethod, "cut": CutMethod}
-DEFAULT_METHODS = "d,a,b,c,i,copy,sub,h,diff,cut"
+DEFAULT_METHODS = "d,a,b,c,i,copy,sub,pipe,h,diff,cut"
 
 
 # ---------------------------------------------------------------------------

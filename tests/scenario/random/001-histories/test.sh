@@ -1,8 +1,10 @@
 #!/bin/bash
 # Random histories of snapshots (tests/random/difftest.py), each carried
 # by encio send | btrfs receive, encio send | encio receive, btrfs send |
-# encio receive, an interrupted and retried encio send | encio receive and
-# encio copy -r, checked against the source and against btrfs send |
+# encio receive, an interrupted and retried encio send | encio receive,
+# encio copy -r, encio copy -rT --subvolumes and encio send --subvolumes |
+# encio receive (and their second runs), checked against the source and
+# against btrfs send |
 # btrfs receive; encio diff against the kernel's difference; and encio
 # send's streams cut in their file and resumed by position (method cut),
 # byte for byte the uncut stream. User 4242 owns files in SRC (reflink copies of root's,
@@ -23,7 +25,7 @@ done
 # on a slow machine rather than running past make check's limits, after
 # the first DIFFTEST_MIN.
 "$TOP_SRCDIR/tests/random/difftest.py" --encio "$ENCIO" --seeds "${DIFFTEST_SEEDS:-1-80}" \
-	--methods d,a,b,c,i,copy,sub,diff,cut --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
+	--methods d,a,b,c,i,copy,sub,pipe,diff,cut --all-methods --min-seeds "${DIFFTEST_MIN:-12}" \
 	--budget "${DIFFTEST_BUDGET:-110}" ${DIFFTEST_ARGS:-}
 rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || _fail "random histories differ (rerun one: tests/random/difftest.py --seed N -v --keep --minimize 300)"
