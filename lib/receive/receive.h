@@ -59,6 +59,12 @@ struct receive_options {
 	 * from a file without it.
 	 */
 	bool no_root_nocow;
+	/*
+	 * Without @resumable: a subvolume not finished is deleted, not left
+	 * writable at its name as btrfs receive leaves it (in process, for a
+	 * caller that sends it again)
+	 */
+	bool drop_unfinished;
 	/* set by a signal handler: the stream stops at its next read */
 	const volatile sig_atomic_t *stop;
 };

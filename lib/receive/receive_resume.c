@@ -535,9 +535,11 @@ void rcv_resume_subvol_leave(struct receive_ctx *ctx)
 	if (!ctx->placing)
 		return;
 	ctx->placing = false;
-	fd = openat(ctx->part.name_fd, PLACE_NAME,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (place_subvol(ctx, fd, PLACE_NAME))
+	fd = ctx->opts.drop_unfinished ?
+		     -1 :
+		     openat(ctx->part.name_fd, PLACE_NAME,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ctx->opts.drop_unfinished || place_subvol(ctx, fd, PLACE_NAME))
 		rcv_drop_subvol(ctx->part.name_fd, PLACE_NAME, NULL, 0);
 	if (fd >= 0)
 		close(fd);

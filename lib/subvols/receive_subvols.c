@@ -17,6 +17,7 @@
  * DEST where DEST is a mount's root), copied into DEST as copy -r copies,
  * then deleted; the times of DEST's root are put back after.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -548,6 +550,72 @@ static int receive_nested(struct subvols_receiver *x,
 }
 
 /*
+ * The directory the tree part is received in, in @where (@where_fd):
+ * one a receive killed before left (root's, 0700, so only root put
+ * anything in it, and no one's lock on it), what it holds dropped (the
+ * tree by its id; the receive clears its own private directory for the
+ * name), else a new one. Its path into @tmp, its descriptor locked.
+ */
+static int tree_part_dir(struct subvols_receiver *x, const char *where,
+			 char *tmp, size_t len)
+{
+	struct btrfs_util_subvolume_info info;
+	struct stat top, st;
+	struct dirent *de;
+	int fd = -1, dfd, sub;
+	DIR *dir;
+
+	dfd = open(where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!dir && dfd >= 0)
+		close(dfd);
+	while (dir && fd < 0 && (de = readdir(dir))) {
+		if (strncmp(de->d_name, TREE_PART_DIR,
+			    strlen(TREE_PART_DIR) - 6) ||
+		    strlen(de->d_name) != strlen(TREE_PART_DIR))
+			continue;
+		fd = openat(dirfd(dir), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 &&
+		    (fstat(fd, &st) || fstat(dirfd(dir), &top) ||
+		     st.st_uid != 0 || (st.st_mode & 07777) != 0700 ||
+		     st.st_dev != top.st_dev || flock(fd, LOCK_EX | LOCK_NB))) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		if (fd >= 0 && snprintf(tmp, len, "%s/%s", where, de->d_name) >=
+				       (int)len) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	if (fd >= 0) {
+		sub = subvol_at(fd, TREE_PART_NAME, &info);
+		if (sub >= 0) {
+			close(sub);
+			subvols_delete_id(fd, info.id);
+		}
+		return fd;
+	}
+	if (snprintf(tmp, len, "%s/" TREE_PART_DIR, where) >= (int)len)
+		return encio_error_set(x->e, ENAMETOOLONG, "receive into",
+				       x->s.dst, false, 0);
+	if (!mkdtemp(tmp))
+		return encio_error_set(x->e, errno, "make the directory", tmp,
+				       false, 0);
+	fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		if (fd >= 0)
+			close(fd);
+		return encio_error_set(x->e, errno, "open", tmp, false, 0);
+	}
+	return fd;
+}
+
+/*
  * SRC's part in no subvolume, received in a directory of its own (root's,
  * 0700) as a subvolume, copied into DEST by copy -r's engine, deleted.
  */
@@ -572,17 +640,11 @@ static int receive_tree_part(struct subvols_receiver *x)
 	n = strlen(x->s.dst);
 	in_place = n >= 2 && !strcmp(x->s.dst + n - 2, "/.");
 	snprintf(where, sizeof(where), "%s", x->s.dst);
-	if (snprintf(tmp, sizeof(tmp), "%s/" TREE_PART_DIR,
-		     in_place ? where : dirname(where)) >= (int)sizeof(tmp))
-		return encio_error_set(x->e, ENAMETOOLONG, "receive into",
-				       x->s.dst, false, 0);
-	if (!mkdtemp(tmp))
-		return encio_error_set(x->e, errno, "make the directory", tmp,
-				       false, 0);
-	tmp_fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	ret = tmp_fd < 0 ?
-		      encio_error_set(x->e, errno, "open", tmp, false, 0) :
-		      receive_one(x, tmp_fd, tmp, TREE_PART_NAME, ".", true);
+	tmp_fd = tree_part_dir(x, in_place ? where : dirname(where), tmp,
+			       sizeof(tmp));
+	if (tmp_fd < 0)
+		return tmp_fd;
+	ret = receive_one(x, tmp_fd, tmp, TREE_PART_NAME, ".", true);
 	tree_fd = ret ? -1 :
 			openat(tmp_fd, TREE_PART_NAME,
 			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -769,6 +831,8 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 	/* one subvolume per stream relayed; its END ends it */
 	ro.honor_end = true;
 	ro.resumable = false;
+	/* a subvolume cut short is sent again, whole or as a difference */
+	ro.drop_unfinished = true;
 	ro.max_errors = 1;
 	ret = subvols_dest_name(&x.s, dest)    ?:
 		      subvols_dest_check(&x.s) ?:

@@ -1826,21 +1826,59 @@ class PipeMethod(SubvolumesMethod):
 
     def setup(self):
         super().setup()
-        self.how = None
+        self.r = random.Random("%d-pipe" % self.ck.seed)
+        # a first run killed (its sender or its receiver), which a run
+        # with the receiver's state then completes
+        self.how = self.r.choice(["send", "receive", None, None])
         self.checkpoint = None
 
-    def pipe_cmd(self):
-        return "%s -q send --subvolumes %s | %s -q receive %s" % (
-            shlex.quote(self.ck.encio), shlex.quote(self.ck.hist.mnt),
-            shlex.quote(self.ck.encio), shlex.quote(self.mnt))
+    def pipe_cmd(self, state=None):
+        q = shlex.quote
+        cmd = "%s -q send --subvolumes %s| %s -q receive %s" % (
+            q(self.ck.encio), "--state %s %s " % (q(state), q(self.ck.hist.mnt)) if state
+            else q(self.ck.hist.mnt) + " ", q(self.ck.encio), q(self.mnt))
+        if state:
+            cmd = "%s receive --state %s > %s && %s" % (q(self.ck.encio), q(self.mnt), q(state), cmd)
+        return cmd
+
+    def interrupted_run(self):
+        """A first run whose sender or receiver is killed (SIGKILL)."""
+        delay = self.r.uniform(0, 0.5)
+        self.ck.env.log("+ %s  (its %s killed after %.3f s)" % (self.pipe_cmd(), self.how, delay))
+        p = subprocess.Popen(["bash", "-c", self.pipe_cmd()], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        self.ck.env.procs.append(p)
+        time.sleep(delay)
+        subprocess.run(["pkill", "-KILL", "-f", "%s -q send --subvolumes %s" % (
+            self.ck.encio, self.ck.hist.mnt) if self.how == "send" else
+                        "%s -q receive %s" % (self.ck.encio, self.mnt)])
+        try:
+            _, err = p.communicate(timeout=120)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            err, rc = b"", "hung"
+        self.hung = rc == "hung"
+        self.note = "its %s killed after %.3f s: exit %s %s" % (
+            self.how, delay, rc, err.decode(errors="replace").strip()[-300:])
+        if not self.tag:
+            self.tag = "pipe: first run's %s killed" % self.how
 
     def shell(self, step, dest):
         if step is self.ck.steps[0]:
-            return "$ENCIO send --subvolumes \"$MNT\" | $ENCIO receive %s" % dest
+            lines = []
+            if self.note:
+                lines.append("# first run (%s)" % self.note)
+                lines.append("$ENCIO receive --state %s > state" % dest)
+                lines.append("$ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive %s" % dest)
+            else:
+                lines.append("$ENCIO send --subvolumes \"$MNT\" | $ENCIO receive %s" % dest)
+            return "\n# ".join(lines + self.after)
         return "# (%s came with the first command)" % step["name"]
 
     def run_copy(self, final=False):
-        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd()])
+        state = os.path.join(self.ck.env.dir, "pipe-state") if self.how else None
+        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state)])
         if p.returncode != 0:
             return "encio send --subvolumes | encio receive exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
@@ -1881,10 +1919,7 @@ class PipeMethod(SubvolumesMethod):
         subprocess.run(["sync", "-f", h.mnt])
         state = os.path.join(self.ck.env.dir, "pipe-state")
         self.after.append("$ENCIO receive --state $D > state; $ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive $D   # again, after the changes above")
-        q = shlex.quote
-        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", "%s receive --state %s > %s && %s -q send --subvolumes --state %s %s | %s -q receive %s" % (
-            q(self.ck.encio), q(self.mnt), q(state), q(self.ck.encio), q(state),
-            q(h.mnt), q(self.ck.encio), q(self.mnt))])
+        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state)])
         if p.returncode != 0:
             return "the second run exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:]), []

@@ -5,7 +5,8 @@
 # in DEST by a state for a writable one, a stream cut within a subvolume's,
 # or without its END.
 # Each is refused (exit 1) and nothing is written outside DEST; the
-# stream as sent is received whole.
+# stream as sent is received whole, its tree part in the directory a
+# killed receive left (root's, 0700), which goes, not in one a user made.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v python3 >/dev/null || _not_run "needs python3"
@@ -110,8 +111,17 @@ cut stream truncated
 no-end ends before its END
 CASES
 
-_log "the stream as sent"
+_log "the stream as sent, beside a killed receive's directory and a user's"
+mkdir -m 0700 "$DST/in/.encio-subvols.killed"
+run_check btrfs -q subvolume create "$DST/in/.encio-subvols.killed/tree"
+mkdir "$DST/in/.encio-subvols.planted"
+echo mine >"$DST/in/.encio-subvols.planted/file"
+chown -R 4242:4242 "$DST/in/.encio-subvols.planted"
+chmod 0700 "$DST/in/.encio-subvols.planted"
 run_check "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST/in/whole"
+[ ! -e "$DST/in/.encio-subvols.killed" ] || _fail "the killed receive's directory stays"
+[ "$(cat "$DST/in/.encio-subvols.planted/file")" = mine ] || _fail "the user's directory was touched"
+[ "$(ls -A "$DST/in" | grep -c encio)" -eq 1 ] || _fail "left behind: $(ls -A "$DST/in")"
 diff -r --no-dereference "$SRC/sv" "$DST/in/whole/sv" || _fail "content differs"
 [ "$(readlink "$DST/in/whole/link")" = "$TEST_TMP/outside" ] || _fail "the symlink differs"
 echo "PASS: $TEST_NAME"
