@@ -52,6 +52,8 @@ static void entry_names_free(struct subvol_entry *en)
 	free(en->snap.name);
 	free(en->base.path);
 	free(en->base.name);
+	free(en->send_base.path);
+	free(en->send_base.name);
 }
 
 /*
@@ -106,7 +108,8 @@ static const struct subvol_entry *temporary_of(const struct subvol_plan *s,
 		    strncmp(of->rel, en->rel, len))
 			continue;
 		if (!strcmp(base, of->snap.name) ||
-		    !strcmp(base, of->base.name))
+		    !strcmp(base, of->base.name) ||
+		    !strcmp(base, of->send_base.name))
 			return of;
 	}
 	return NULL;
@@ -213,7 +216,10 @@ static int beside(const struct subvol_entry *en, const char *suffix,
 static int snapshot_name(struct subvol_entry *en)
 {
 	return beside(en, SNAPSHOT_SUFFIX, &en->snap.name, &en->snap.path) ?:
-		       beside(en, BASE_SUFFIX, &en->base.name, &en->base.path);
+		       beside(en, BASE_SUFFIX, &en->base.name,
+			      &en->base.path) ?:
+		       beside(en, SEND_BASE_SUFFIX, &en->send_base.name,
+			      &en->send_base.path);
 }
 
 static int plan_add(struct subvol_plan *s, const char *rel,

@@ -28,6 +28,8 @@
  * move as the parent of the next run's difference
  */
 #define BASE_SUFFIX ".encio-base"
+/* the same for encio send --subvolumes: its own, as its DEST is another */
+#define SEND_BASE_SUFFIX ".encio-send-base"
 /* what encio send --snapshot names its temporary snapshots */
 #define SEND_SNAPSHOT_MARK ".encio-send-"
 
@@ -60,6 +62,8 @@ struct subvol_entry {
 	struct timespec snap_before;
 	/* the base (BASE_SUFFIX) an earlier run kept, if found and checked */
 	struct subvol_snapshot base;
+	/* send --subvolumes' base (SEND_BASE_SUFFIX): its names only */
+	struct subvol_snapshot send_base;
 	bool contains; /* a subvolume below it is copied after it */
 	bool in_dest;  /* complete in DEST */
 	bool failed;   /* its copy failed in this run */

@@ -164,6 +164,42 @@ static int delete_op(int dir_fd, void *arg)
 		       0;
 }
 
+/*
+ * @name in @from renamed to @to: a read-only subvolume made writable for
+ * the move (btrfs moves none to another directory, EROFS), then marked
+ * received again as it was and sealed (received_mark_seal()).
+ */
+static int carry_rename(int from, int to, const char *name)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	struct btrfs_util_subvolume_info info;
+	int fd, ret, ro = 0;
+
+	fd = openat(from, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd >= 0 && !btrfs_util_subvolume_info_fd(fd, 0, &info) &&
+	    (info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
+		ro = btrfs_util_set_subvolume_read_only_fd(fd, false) ?
+			     -(errno ?: EIO) :
+			     1;
+	ret = ro < 0 ? ro : inode_flags_lifted_rename(from, name, to, name);
+	if (ro > 0) {
+		memcpy(rs.uuid, info.received_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = info.stransid;
+		ro = subvol_uuid_set(info.received_uuid) ?
+			     received_mark_set(fd, &rs) ?:
+			     received_mark_seal(fd, &rs) :
+		     btrfs_util_set_subvolume_read_only_fd(fd, true) ?
+			     -(errno ?: EIO) :
+			     0;
+		ret = ret ?: ro;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 int subvols_carry_nested(int old_fd, int new_fd, const char *rel)
 {
 	const char *name;
@@ -185,7 +221,7 @@ int subvols_carry_nested(int old_fd, int new_fd, const char *rel)
 	} else {
 		struct timespec times[2] = { st.st_atim, st.st_mtim };
 
-		ret = inode_flags_lifted_rename(from, name, to, name);
+		ret = carry_rename(from, to, name);
 		ret = ret == -EEXIST ? 0 :
 		      ret	     ? ret :
 			    inode_flags_lifted_for(to, times_op, times);

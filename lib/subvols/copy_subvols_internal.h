@@ -156,6 +156,13 @@ int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 int subvols_bases_drop(struct subvols *s);
 int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_snapshots_make(struct subvols *s);
+/*
+ * The snapshot @en's finished copy was made from, kept as the base of the
+ * next run's difference in place of the one before (deleted by its id);
+ * or deleted where no base can serve: @en has a received UUID, so its
+ * copy records no moment of its own. 0 or -errno with s->e filled.
+ */
+int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en);
 void subvols_snapshots_drop(struct subvols *s, int top_fd);
 
 /* DEST: copy_subvols_dest.c */

@@ -313,7 +313,7 @@ static int subvols_snapshot_delete(struct subvols *s, struct subvol_entry *en)
  * checked again before any use, so the rename by name does no harm if
  * another took the name meanwhile; found another, it is an error.
  */
-static int snapshot_keep(struct subvols *s, struct subvol_entry *en)
+int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en)
 {
 	struct btrfs_util_subvolume_info info;
 	struct timespec times[2];
@@ -419,7 +419,7 @@ static int finish_writable(struct subvols *s, struct subvol_entry *en,
 		ret = encio_error_set(s->e, ret, "set the received UUID of",
 				      en->src, false, 0);
 	close(fd);
-	return ret ?: snapshot_keep(s, en);
+	return ret ?: subvols_snapshot_keep(s, en);
 }
 
 /*
@@ -501,7 +501,7 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	}
 	/*
 	 * The base first: a copy finished from a snapshot left replaces it
-	 * (snapshot_keep()), by its id.
+	 * (subvols_snapshot_keep()), by its id.
 	 */
 	ret = snapshot_hold(s, en, dir_fd, src_fd, false, &en->base);
 	ret = ret == -ENOENT ? 0 : ret;

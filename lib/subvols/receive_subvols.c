@@ -58,6 +58,13 @@ struct subvols_receiver {
 	int cmd_ret;	       /* stream_read_cmd()'s for it */
 	struct received_subvol *v;
 	size_t nr;
+	/*
+	 * Subvolumes carried from a replaced copy into its new one (paths
+	 * below DEST): those no command of the stream names are no longer
+	 * SRC's there, deleted at its END
+	 */
+	char **carried;
+	size_t nr_carried;
 };
 
 struct pump {
@@ -336,6 +343,23 @@ static int old_copy_open(struct subvols_receiver *x, int dir_fd,
 	return fd;
 }
 
+/* @nested, carried into the new copy of @rel: its path below DEST. */
+static int carried_add(struct subvols_receiver *x, const char *rel,
+		       const char *nested)
+{
+	char **v = realloc(x->carried, (x->nr_carried + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	x->carried = v;
+	if (strcmp(rel, ".") ?
+		    asprintf(&v[x->nr_carried], "%s/%s", rel, nested) < 0 :
+		    !(v[x->nr_carried] = strdup(nested)))
+		return -ENOMEM;
+	x->nr_carried++;
+	return 0;
+}
+
 /*
  * Whether the subvolume @rel in @fd, and every one nested in it, is one
  * encio received (its mark names it): 1, 0 or -errno.
@@ -402,7 +426,8 @@ static int carry_all(struct subvols_receiver *x, int old_fd, int new_fd,
 				      rel, false, 0);
 	}
 	for (i = 0; !ret && i < nr; i++) {
-		ret = subvols_carry_nested(old_fd, new_fd, nested[i]);
+		ret = subvols_carry_nested(old_fd, new_fd, nested[i]) ?:
+			      carried_add(x, rel, nested[i]);
 		if (ret)
 			ret = encio_error_set(
 				x->e, -ret,
@@ -774,6 +799,75 @@ static int seal_container(struct subvols_receiver *x, const char *rel)
 		     0;
 }
 
+static bool named(const struct subvols_receiver *x, const char *rel)
+{
+	size_t i;
+
+	for (i = 0; i < x->nr; i++)
+		if (!strcmp(x->v[i].rel, rel))
+			return true;
+	return false;
+}
+
+static int by_length_down(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+/*
+ * The subvolumes carried from replaced copies that the stream did not
+ * name: SRC no longer has them there. Deleted, the deepest first, those
+ * in them too, where encio received them all; else left, and said.
+ */
+static int carried_drop(struct subvols_receiver *x)
+{
+	const char *name;
+	size_t i;
+	int ret = 0, dir_fd, sub;
+	struct btrfs_util_subvolume_info info;
+	struct stat st;
+
+	qsort(x->carried, x->nr_carried, sizeof(*x->carried), by_length_down);
+	for (i = 0; !ret && i < x->nr_carried; i++) {
+		if (named(x, x->carried[i]))
+			continue;
+		ret = all_received(x->top_fd, x->carried[i]);
+		if (ret <= 0) {
+			ret = ret == -ENOENT ?
+				      0 :
+				      encio_error_set(
+					      x->e, ret ? -ret : EEXIST,
+					      "delete (SRC no longer has it there; not one encio received: move it away)",
+					      x->carried[i], false, 0);
+			continue;
+		}
+		dir_fd = open_parent_resolve(x->top_fd, x->carried[i],
+					     O_RDONLY | O_DIRECTORY,
+					     RESOLVE_CONFINED, &name);
+		sub = dir_fd < 0 ? dir_fd : subvol_at(dir_fd, name, &info);
+		/* the directory's times as its subvolume's stream left them */
+		ret = sub < 0		 ? sub :
+		      fstat(dir_fd, &st) ? -errno :
+					   subvols_drop_nested(sub);
+		if (sub >= 0) {
+			close(sub);
+			ret = ret ?: subvols_delete_id(dir_fd, info.id);
+		}
+		if (ret)
+			ret = encio_error_set(
+				x->e, -ret,
+				"delete (SRC no longer has it there)",
+				x->carried[i], false, 0);
+		else
+			ret = times_restore(x, dir_fd, &st, x->carried[i]);
+		if (dir_fd >= 0)
+			close(dir_fd);
+	}
+	return ret;
+}
+
 /* The read-only subvolumes holding others sealed, innermost first. */
 static int finish_containers(struct subvols_receiver *x)
 {
@@ -806,7 +900,7 @@ static int receive_all(struct subvols_receiver *x)
 		return encio_error_set(x->e, EBADMSG,
 				       "parse (a command out of place) of",
 				       x->r->name, true, x->cmd.offset);
-	return finish_containers(x);
+	return carried_drop(x) ?: finish_containers(x);
 }
 
 int subvols_receive(struct stream_reader *r, const char *dest,
@@ -854,5 +948,8 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 	while (x.nr)
 		free(x.v[--x.nr].rel);
 	free(x.v);
+	while (x.nr_carried)
+		free(x.carried[--x.nr_carried]);
+	free(x.carried);
 	return ret;
 }

@@ -55,18 +55,45 @@ static int subvol_cmd(struct subvols_sender *x, const char *rel,
  * Whether DEST holds read-only @en's copy, as the state says: marked
  * received as a stream from @en would name it.
  */
-static bool in_dest(const struct subvols_sender *x,
-		    const struct subvol_entry *en)
+/*
+ * Whether the state lists a copy marked @uuid, @stransid at @rel: its
+ * path, where a copy of a subvolume SRC moved since is not.
+ */
+static bool state_has(const struct subvols_sender *x, const uint8_t *uuid,
+		      uint64_t stransid, const char *rel)
 {
 	const struct subvols_state *st = x->opts->state;
 	size_t i;
 
-	for (i = 0; st && en->read_only && i < st->nr; i++)
-		if (st->v[i].stransid == en->info.ctransid &&
-		    !memcmp(st->v[i].received_uuid,
-			    subvol_expected_received(en), BTRFS_UUID_SIZE))
+	for (i = 0; st && i < st->nr; i++)
+		if (st->v[i].stransid == stransid &&
+		    !memcmp(st->v[i].received_uuid, uuid, BTRFS_UUID_SIZE) &&
+		    !strcmp(st->v[i].rel, rel))
 			return true;
 	return false;
+}
+
+static bool in_dest(const struct subvols_sender *x,
+		    const struct subvol_entry *en)
+{
+	return en->read_only &&
+	       state_has(x, subvol_expected_received(en), en->info.ctransid,
+			 en->rel[0] ? en->rel : ".");
+}
+
+/*
+ * Whether writable @en's copy at its path in DEST holds the base an
+ * earlier run kept (received from that snapshot, unchanged since): the
+ * closest relative, what changed since, which the receiver takes as the
+ * parent. A copy elsewhere (the subvolume moved since) goes with its old
+ * container's copy where that is replaced first.
+ */
+static bool from_base(const struct subvols_sender *x,
+		      const struct subvol_entry *en)
+{
+	return !en->read_only && en->base.held &&
+	       state_has(x, en->base.uuid, en->base.ctransid,
+			 en->rel[0] ? en->rel : ".");
 }
 
 /* What the thread sends, read from @fd and put in ENCIO_DATA commands. */
@@ -95,7 +122,7 @@ static int relay(struct subvols_sender *x, int fd)
  * clone sources sent before, relayed after its ENCIO_SUBVOL command.
  */
 static int send_one(struct subvols_sender *x, const char *path,
-		    const char *name, const struct subvol_entry *parent,
+		    const char *name, const char *parent, uint64_t parent_id,
 		    bool tree_part)
 {
 	struct subvols_sender_thread t = { .path = path, .stream = name };
@@ -108,8 +135,8 @@ static int send_one(struct subvols_sender *x, const char *path,
 	t.opts = (struct send_options){
 		.io_mode = x->opts->io_mode,
 		.depth = x->opts->depth,
-		.parent = parent ? subvol_source(parent) : NULL,
-		.parent_id = parent ? subvol_source_id(parent) : 0,
+		.parent = parent,
+		.parent_id = parent_id,
 		.clones = tree_part ? NULL : s->clones,
 		.clone_ids = tree_part ? NULL : s->clone_ids,
 		.nr_clones = tree_part ? 0 : nr,
@@ -153,7 +180,7 @@ static int send_tree_part(struct subvols_sender *x)
 	if (ret)
 		return encio_error_set(x->s.e, -ret, "write the stream to",
 				       x->out_name, false, 0);
-	return send_one(x, x->s.plan.src, x->s.plan.src, NULL, true);
+	return send_one(x, x->s.plan.src, x->s.plan.src, NULL, 0, true);
 }
 
 static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
@@ -162,6 +189,7 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 	const struct subvol_entry *parent;
 	uint64_t flags = 0;
 	char proc[32];
+	bool base;
 	int fd, ret;
 
 	if (en->read_only)
@@ -170,11 +198,13 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 		flags |= STREAM_SUBVOL_CONTAINS;
 	if (x->sent[en - s->plan.v])
 		flags |= STREAM_SUBVOL_IN_DEST;
-	parent = flags & STREAM_SUBVOL_IN_DEST ?
+	base = from_base(x, en);
+	parent = flags & STREAM_SUBVOL_IN_DEST || base ?
 			 NULL :
 			 subvol_plan_nearest(&s->plan, en, x->sent);
 	if (x->opts->begin && !(flags & STREAM_SUBVOL_IN_DEST))
 		x->opts->begin(x->opts->arg, en->rel[0] ? en->rel : ".",
+			       base   ? en->base.name :
 			       parent ? (parent->rel[0] ? parent->rel : ".") :
 					NULL);
 	ret = subvol_cmd(x, en->rel[0] ? en->rel : ".", en->info.uuid,
@@ -192,13 +222,20 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 	if (fd < 0)
 		return fd;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	ret = send_one(x, proc, subvol_source(en), parent, false);
+	ret = send_one(x, proc, subvol_source(en),
+		       base   ? en->base.path :
+		       parent ? subvol_source(parent) :
+				NULL,
+		       base   ? en->base.id :
+		       parent ? subvol_source_id(parent) :
+				0,
+		       false);
 	close(fd);
 	if (ret)
 		return ret;
 	x->sent[en - s->plan.v] = true;
 	x->stats->total++;
-	x->stats->incremental += parent != NULL;
+	x->stats->incremental += parent || base;
 	return 0;
 }
 
@@ -208,8 +245,14 @@ static int send_all(struct subvols_sender *x)
 	size_t i;
 	int ret;
 
-	for (i = 0; i < s->plan.nr; i++)
+	/* the bases of send --subvolumes, not copy's: another DEST's */
+	for (i = 0; i < s->plan.nr; i++) {
+		struct subvol_snapshot copy_base = s->plan.v[i].base;
+
+		s->plan.v[i].base = s->plan.v[i].send_base;
+		s->plan.v[i].send_base = copy_base;
 		x->sent[i] = in_dest(x, &s->plan.v[i]);
+	}
 	ret = subvols_snapshots_make(s);
 	if (!ret && !s->plan.src_is_subvol)
 		ret = send_tree_part(x);
@@ -220,7 +263,14 @@ static int send_all(struct subvols_sender *x)
 		else
 			ret = send_entry(x, &s->plan.v[s->plan.order[i]]);
 	}
-	/* no copy of them in DEST here: every snapshot made goes */
+	/*
+	 * The snapshots of the writable subvolumes sent kept as the bases of
+	 * the next run's differences, where the stream went whole; the
+	 * others go
+	 */
+	for (i = 0; !ret && i < s->plan.nr; i++)
+		if (s->plan.v[i].snap.held && x->sent[i])
+			ret = subvols_snapshot_keep(s, &s->plan.v[i]);
 	subvols_snapshots_drop(s, -1);
 	if (ret)
 		return ret;

@@ -48,18 +48,24 @@ static int state_add(struct subvols_state *st, const uint8_t *uuid,
 	return 0;
 }
 
-/* @en as received and unchanged since, or not (0), or -errno. */
+/*
+ * @en as encio received it and unchanged since (a writable one holds the
+ * moment of the snapshot it was received from, the next run's parent),
+ * or not (0), or -errno.
+ */
 static int received_unchanged(const struct subvol_plan *plan,
 			      const struct subvol_entry *en)
 {
 	int fd, ret;
 
-	if (!en->read_only || !subvol_uuid_set(en->info.received_uuid))
+	if (!subvol_uuid_set(en->info.received_uuid))
 		return 0;
 	fd = subvol_entry_open(plan, en, false);
 	if (fd < 0)
 		return fd;
-	ret = received_mark_check(fd, &en->info, false);
+	ret = en->read_only || received_mark_names(fd, &en->info) ?
+		      received_mark_check(fd, &en->info, !en->read_only) :
+		      RECEIVED_CHANGED;
 	close(fd);
 	return ret < 0 ? ret : ret == RECEIVED_TRUSTED;
 }

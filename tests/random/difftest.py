@@ -340,19 +340,26 @@ def tree(root, nested=True):
     return entries
 
 
-BASE_SUFFIX = ".encio-base"
+# copy --subvolumes' bases, and send --subvolumes' (another DEST's)
+BASE_SUFFIXES = (".encio-base", ".encio-send-base")
+
+
+def base_suffix(name):
+    """The base suffix @name ends with, or None."""
+    return next((x for x in BASE_SUFFIXES if name.endswith(x)), None)
 
 
 def is_base(rel, st):
-    """Whether @rel (lstat @st) is where encio copy --subvolumes keeps the
-    snapshot a writable subvolume's copy holds, for the next run."""
-    return os.path.basename(rel).endswith(BASE_SUFFIX) and st.st_ino == 256
+    """Whether @rel (lstat @st) is where encio copy --subvolumes (or send
+    --subvolumes) keeps the snapshot a writable subvolume's copy holds,
+    for the next run."""
+    return base_suffix(os.path.basename(rel)) is not None and st.st_ino == 256
 
 
 def without_bases(entries):
     """A tree() without the bases kept in it (is_base())."""
     bases = [r for r, a in entries.items() if r != "." and
-             os.path.basename(r).endswith(BASE_SUFFIX) and a["_ino"] == 256]
+             base_suffix(os.path.basename(r)) and a["_ino"] == 256]
     return {r: a for r, a in entries.items()
             if not any(r == b or r.startswith(b + "/") for b in bases)}
 
@@ -1598,10 +1605,11 @@ class SubvolumesMethod(Method):
                 else:
                     # SRC keeps a base beside each writable subvolume copied
                     # (but with --final), which the snapshots made since show
-                    # as an empty directory (inode 2)
+                    # as an empty directory (inode 2); send --subvolumes (method
+                    # pipe) keeps its own
                     kind = self.base_kind(f)
                     ok = (os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or kind == "orphan"
-                          or (kind == "beside" and not final))
+                          or (kind == "beside" and (not final or f.endswith(BASE_SUFFIXES[1]))))
                 if not ok:
                     left.append(f)
         if left:
@@ -1629,7 +1637,8 @@ class SubvolumesMethod(Method):
         such subvolume beside it now: it was removed or renamed), or None
         (not a base)."""
         name = os.path.basename(path)
-        if not (name.startswith(".") and name.endswith(BASE_SUFFIX)):
+        suffix = base_suffix(name)
+        if not (name.startswith(".") and suffix):
             return None
 
         def show(p):
@@ -1641,7 +1650,7 @@ class SubvolumesMethod(Method):
         b = show(path)
         if "readonly" not in b.get("Flags", ""):
             return None
-        s = show(os.path.join(os.path.dirname(path), name[1:-len(BASE_SUFFIX)]))
+        s = show(os.path.join(os.path.dirname(path), name[1:-len(suffix)]))
         if s.get("UUID") and b.get("Parent UUID") == s["UUID"] and "readonly" not in s.get("Flags", "x"):
             return "beside"
         return "orphan"

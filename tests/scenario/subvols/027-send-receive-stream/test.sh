@@ -6,11 +6,13 @@
 # DEST, each at its path: content and metadata equal to copy's, read-only
 # flags as copy's, the received UUIDs of the read-only ones as copy's,
 # snapshots made as snapshots (a parent UUID), the room within 2% of
-# copy's; nothing named *encio* left in SRC or DEST. The same through -f FILE and receive -f. btrfs receive refuses
-# the stream before writing anything; a second receive into the same DEST
-# fails loudly. A second run with receive --state's output sends only
-# what DEST lacks, as differences, and gives what copy's rerun gives; a
-# copy the state named that changed since is refused.
+# copy's; nothing named *encio* left in SRC but a base beside each
+# writable subvolume (the next run's parent), none in DEST. The same
+# through -f FILE and receive -f. btrfs receive refuses the stream before
+# writing anything; a second receive into the same DEST fails loudly. A
+# second run with receive --state's output sends only what DEST lacks, as
+# differences (a writable one's from its base), and gives what copy's
+# rerun gives; a copy the state named that changed since is refused.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v compsize >/dev/null || _not_run "needs compsize"
@@ -66,8 +68,11 @@ grep -q "^sent 12 subvolumes (9 as differences; 0 in DEST already)" "$TEST_TMP/s
 	{ cat "$TEST_TMP/send.err"; _fail "the send's summary"; }
 grep -q "^received 12 subvolumes into $DST" "$TEST_TMP/receive.err" ||
 	{ cat "$TEST_TMP/receive.err"; _fail "the receive's summary"; }
-[ -z "$(find "$SRC" "$DST" -name '*encio*')" ] ||
-	_fail "left behind: $(find "$SRC" "$DST" -name '*encio*')"
+# the bases of the next run's differences, beside the writable ones
+[ "$(cd "$SRC" && find . -name '*encio*' | sort | tr '\n' ' ')" = "./.@data.encio-send-base ./@data/.inner.encio-send-base " ] ||
+	_fail "left behind: $(find "$SRC" -name '*encio*')"
+[ -z "$(find "$DST" -name '*encio*')" ] || _fail "left behind: $(find "$DST" -name '*encio*')"
+[ "$(btrfs property get -ts "$SRC/.@data.encio-send-base" ro)" = ro=true ] || _fail "the base is not read-only"
 run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST2"
 
 # subvols MNT: each subvolume's path, read-only flag, whether it has a
@@ -116,11 +121,14 @@ echo "changed" >"$SRC/plain/file"
 sync
 "$ENCIO" receive --state "$DST" >"$TEST_TMP/state" || _fail "receive --state failed"
 head -1 "$TEST_TMP/state" | grep -qx "encio-subvolumes-state 1" || _fail "not a state: $(head -1 "$TEST_TMP/state")"
-[ "$(grep -c . "$TEST_TMP/state")" -eq 11 ] || { cat "$TEST_TMP/state"; _fail "not 10 subvolumes in the state"; }
+# the 10 read-only ones, and the writable ones as their bases left them
+[ "$(grep -c . "$TEST_TMP/state")" -eq 13 ] || { cat "$TEST_TMP/state"; _fail "not 12 subvolumes in the state"; }
 "$ENCIO" send --subvolumes --state "$TEST_TMP/state" -f "$TEST_TMP/second" "$SRC" 2>"$TEST_TMP/send.err" ||
 	{ cat "$TEST_TMP/send.err"; _fail "the second send failed"; }
 grep -q "^sent 4 subvolumes (4 as differences; 10 in DEST already)" "$TEST_TMP/send.err" ||
 	{ cat "$TEST_TMP/send.err"; _fail "the second send's summary"; }
+grep -q "^At subvol @data/inner (difference from .inner.encio-send-base)" "$TEST_TMP/send.err" ||
+	{ cat "$TEST_TMP/send.err"; _fail "@data/inner not sent from its base"; }
 "$ENCIO" -q receive -f "$TEST_TMP/second" "$DST" || _fail "the second receive failed"
 run_check "$ENCIO" -q copy -rT --subvolumes "$SRC" "$DST2"
 subvols "$DST" >"$TEST_TMP/pipe.list"
