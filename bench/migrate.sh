@@ -9,6 +9,8 @@
 # Methods, on a fresh destination filesystem each run:
 #   encio        encio copy -rT --subvolumes --final SRC/hist DEST/hist (a
 #                move done in one run: it keeps no base in SRC)
+#   encio-pipe   encio send --subvolumes SRC/hist | encio receive DEST/hist
+#                (what goes to another host; it keeps a base of @data)
 #   btrfs-chain  what btrfs-clone's chronological strategy runs: btrfs send
 #                --compressed-data of the first snapshot, then -p each
 #                previous one for each next, each piped to btrfs receive;
@@ -30,6 +32,14 @@
 #                --final (older builds have none: each keeps no base)
 # The methods take turns for ROUNDS rounds, the order rotating each round;
 # the table gives medians and the time's ratio to encio's.
+# Then second runs (SECOND=0 leaves them out), the nightly backup: for
+# each method and round, a fresh destination filled by a first run (not
+# timed; encio's without --final, so that it keeps its base), then churn
+# of @data and a new snapshot of it in SRC (which the rounds after carry
+# too), then the same method again, timed: encio copy -rT --subvolumes;
+# encio receive --state | encio send --subvolumes --state | encio receive;
+# btrfs send -p of the new snapshot from the one before and of @data from
+# it, the old @data's copy deleted; btrbk archive (the new snapshot).
 # Target: encio at least 2x faster than btrfs-chain, with DEST's disk usage
 # within 2% of SRC's.
 #
@@ -55,7 +65,9 @@ set -o pipefail
 
 declare -A DISK FAILED
 ENCIO_BASE=${ENCIO_BASE:-}
-METHODS=${METHODS:-encio btrfs-chain btrbk${ENCIO_BASE:+ encio-base}}
+METHODS=${METHODS:-encio encio-pipe btrfs-chain btrbk${ENCIO_BASE:+ encio-base}}
+SECOND=${SECOND:-1}
+NEXT=0 # snapshots added in SRC for the second runs
 case " $METHODS " in *" encio-base "*) [ -x "$ENCIO_BASE" ] || { echo "encio-base needs ENCIO_BASE" >&2; exit 2; } ;; esac
 HIST=$SRC/hist
 
@@ -112,7 +124,16 @@ subvols_of()
 {
 	local i
 	for ((i = 1; i <= SNAPSHOTS; i++)); do echo "snaps/$(snap_name "$i")"; done
+	for ((i = 1; i <= NEXT; i++)); do echo "snaps/$(next_name "$i")"; done
 	[ "$1" = btrbk ] || echo @data
+}
+
+next_name() { printf 'data.202602%02d' "$1"; }
+
+# the last snapshot in SRC's history
+last_snap()
+{
+	if ((NEXT)); then next_name "$NEXT"; else snap_name "$SNAPSHOTS"; fi
 }
 
 label()
@@ -120,6 +141,7 @@ label()
 	case $1 in
 	encio) echo "encio copy -r --subvolumes" ;;
 	encio-base) echo "encio copy -r --subvolumes (ENCIO_BASE)" ;;
+	encio-pipe) echo "encio send --subvolumes \\| encio receive" ;;
 	btrfs-chain) echo "btrfs send --compressed-data -p chain \\| btrfs receive" ;;
 	btrbk) echo "btrbk archive (snapshots only)" ;;
 	esac
@@ -130,8 +152,12 @@ btrfs_chain()
 	local i prev= s tmp=$HIST/.data.migrate
 
 	mkdir -p "$DST/hist/snaps" || return 1
-	for ((i = 1; i <= SNAPSHOTS; i++)); do
-		s=$HIST/snaps/$(snap_name "$i")
+	for ((i = 1; i <= SNAPSHOTS + NEXT; i++)); do
+		if ((i <= SNAPSHOTS)); then
+			s=$HIST/snaps/$(snap_name "$i")
+		else
+			s=$HIST/snaps/$(next_name $((i - SNAPSHOTS)))
+		fi
 		btrfs -q send --compressed-data ${prev:+-p "$prev"} "$s" | btrfs -q receive "$DST/hist/snaps" || return 1
 		prev=$s
 	done
@@ -158,7 +184,7 @@ check_result()
 {
 	local method=$1 p show ok=1 first=1
 
-	for p in "snaps/$(snap_name "$SNAPSHOTS")" @data; do
+	for p in "snaps/$(last_snap)" @data; do
 		[ "$method" = btrbk ] && [ "$p" = @data ] && continue
 		if ! manifest "$DST/hist/$p" >"$work/dst.manifest" 2>/dev/null ||
 			! cmp -s "$work/dst.manifest" "$work/$(basename "$p").manifest"; then
@@ -194,6 +220,8 @@ run_one()
 	run_start
 	case $method in
 	encio) "$ENCIO" -q copy -rT --subvolumes --final "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
+	encio-pipe) "$ENCIO" -q send --subvolumes "$HIST" 2>>"$work/err" |
+		"$ENCIO" -q receive "$DST/hist" 2>>"$work/err" || ok=0 ;;
 	encio-base) "$ENCIO_BASE" -q copy -rT --subvolumes "$HIST" "$DST/hist" 2>>"$work/err" || ok=0 ;;
 	btrfs-chain) btrfs_chain 2>>"$work/err" || ok=0 ;;
 	btrbk) btrbk_archive 2>>"$work/err" || ok=0 ;;
@@ -212,6 +240,74 @@ run_one()
 		'BEGIN { printf "  %-12s %8.3f s   cpu %7.2f s   disk %9.1f MiB  %.3fx SRC\n", m, t, cpu, d / 1048576, d / s }'
 }
 
+# A method's second run, DEST filled by its first run: the time only.
+second_run()
+{
+	local m=$1 prev new tmp=$HIST/.data.migrate
+
+	case $m in
+	encio | encio-base) "$ENCIO" -q copy -rT --subvolumes "$HIST" "$DST/hist" ;;
+	encio-pipe)
+		"$ENCIO" receive --state "$DST/hist" >"$work/state" &&
+			"$ENCIO" -q send --subvolumes --state "$work/state" "$HIST" |
+			"$ENCIO" -q receive "$DST/hist"
+		;;
+	btrfs-chain)
+		prev=$HIST/snaps/$( ((NEXT > 1)) && next_name $((NEXT - 1)) || snap_name "$SNAPSHOTS")
+		new=$HIST/snaps/$(next_name "$NEXT")
+		btrfs -q send --compressed-data -p "$prev" "$new" | btrfs -q receive "$DST/hist/snaps" &&
+			btrfs -q subvolume snapshot -r "$HIST/@data" "$tmp" >/dev/null &&
+			btrfs -q send --compressed-data -p "$new" "$tmp" | btrfs -q receive "$DST/hist" &&
+			btrfs -q subvolume delete "$tmp" >/dev/null &&
+			btrfs -q subvolume delete "$DST/hist/@data" >/dev/null &&
+			mv "$DST/hist/.data.migrate" "$DST/hist/@data" &&
+			btrfs property set -f "$DST/hist/@data" ro false
+		;;
+	btrbk) btrbk -q -c "$work/btrbk.conf" archive "$HIST/snaps" "$DST/hist/snaps" >"$work/btrbk.log" 2>&1 ;;
+	esac
+}
+
+# A second run of @method: a first run (not timed), churn and a new
+# snapshot in SRC, the second run timed and checked.
+run_second()
+{
+	local method=$1 ok=1
+
+	loopback_reformat dst
+	btrfs subvolume sync "$SRC" >/dev/null
+	: >"$work/err"
+	run_first_untimed "$method" 2>>"$work/err" || ok=0
+	NEXT=$((NEXT + 1))
+	churn "$HIST/@data" $((100 + NEXT))
+	btrfs -q subvolume snapshot -r "$HIST/@data" "$HIST/snaps/$(next_name "$NEXT")" >/dev/null || exit 1
+	churn "$HIST/@data" $((200 + NEXT))
+	manifest "$HIST/snaps/$(next_name "$NEXT")" >"$work/$(next_name "$NEXT").manifest" || exit 1
+	manifest "$HIST/@data" >"$work/@data.manifest" || exit 1
+	run_start
+	second_run "$method" 2>>"$work/err" || ok=0
+	run_end "2-$method"
+	check_result "$method" || ok=0
+	if ((ok == 0)); then
+		FAILED[2-$method]=$((${FAILED[2-$method]:-0} + 1))
+		[ -s "$work/err" ] && sed 's/^/    /' "$work/err" | head -10 >&2
+		echo "  WARNING: $method's second run failed" >&2
+	fi
+	awk -v m="$method" -v t="$RUN_T" -v cpu="$RUN_C" \
+		'BEGIN { printf "  %-12s %8.3f s   cpu %7.2f s   (second run)\n", m, t, cpu }'
+}
+
+# A first run of @method, not timed (encio's without --final).
+run_first_untimed()
+{
+	case $1 in
+	encio) "$ENCIO" -q copy -rT --subvolumes "$HIST" "$DST/hist" ;;
+	encio-base) "$ENCIO_BASE" -q copy -rT --subvolumes "$HIST" "$DST/hist" ;;
+	encio-pipe) "$ENCIO" -q send --subvolumes "$HIST" | "$ENCIO" -q receive "$DST/hist" ;;
+	btrfs-chain) btrfs_chain ;;
+	btrbk) btrbk_archive ;;
+	esac
+}
+
 echo "== the history"
 build_history
 declare -A SRC_DISK
@@ -220,7 +316,7 @@ for m in $METHODS; do
 	[ -n "${SRC_DISK[$m]}" ] || { echo "compsize failed on SRC" >&2; exit 1; }
 done
 awk -v d="${SRC_DISK[encio]}" 'BEGIN { printf "  on disk in SRC: %.1f MiB (compsize)\n", d / 1048576 }'
-manifest "$HIST/snaps/$(snap_name "$SNAPSHOTS")" >"$work/$(snap_name "$SNAPSHOTS").manifest" || exit 1
+manifest "$HIST/snaps/$(last_snap)" >"$work/$(last_snap).manifest" || exit 1
 manifest "$HIST/@data" >"$work/@data.manifest" || exit 1
 
 echo "== timing: $ROUNDS rounds, $(nproc) CPUs (fresh destination, caches dropped, sync included, order rotating)"
@@ -252,6 +348,26 @@ for m in $METHODS; do
 	printf '  %-12s %s\n' "$m" "$(round_ratios "${TIMES[encio]}" "${TIMES[$m]}")"
 done
 echo
+if ((SECOND)); then
+	echo "== second runs: $ROUNDS rounds (each after a first run, churn and a new snapshot)"
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((i = 0; i < ${#method_list[@]}; i++)); do
+			run_second "${method_list[(r + i) % ${#method_list[@]}]}"
+		done
+	done
+	echo
+	echo "Second runs, median of $ROUNDS rounds; ratio: time over encio's."
+	echo
+	echo "| method | time | ratio | cpu |"
+	echo "|---|---:|---:|---:|"
+	for m in $METHODS; do
+		awk -v l="$(label "$m")" -v a="$(med "${TIMES[2-$m]}")" -v e="$(med "${TIMES[2-encio]}")" \
+			-v cpu="$(med "${CPUS[2-$m]}")" -v f="${FAILED[2-$m]:-0}" -v r="$ROUNDS" \
+			'BEGIN { printf "| %s%s | %.2f s | %.2fx | %.2f s |\n",
+				l, f ? (" (FAILED in " f " of " r " runs)") : "", a, a / e, cpu }'
+	done
+	echo
+fi
 case " $METHODS " in *" btrfs-chain "*) ;; *) exit 0 ;; esac
 awk -v a="$(med "${TIMES[encio]}")" -v b="$(med "${TIMES[btrfs-chain]}")" \
 	-v d="$(med "${DISK[encio]}")" -v s="${SRC_DISK[encio]}" -v f="${FAILED[encio]:-0}" \
