@@ -835,7 +835,8 @@ static int carried_drop(struct subvols_receiver *x)
 			continue;
 		ret = all_received(x->top_fd, x->carried[i]);
 		if (ret <= 0) {
-			ret = ret == -ENOENT ?
+			/* not carried: its directory went, and it with the old */
+			ret = ret == -ENOENT || ret == -ENOTDIR ?
 				      0 :
 				      encio_error_set(
 					      x->e, ret ? -ret : EEXIST,
