@@ -8,9 +8,15 @@
  * descriptors (open_beneath(): no symlink followed, nothing outside), under
  * the name of that path whatever the stream calls it. A difference finds
  * its parent and clone sources by received UUID, as any receive does:
- * the subvolumes received before it. The read-only subvolumes holding
- * others stay writable until the stream's END, when they are made
- * read-only, the innermost first, as copy_subvols_dest.c finishes them.
+ * the subvolumes received before it, or DEST's that a state named. The
+ * read-only subvolumes holding others stay writable until the stream's
+ * END, when they are made read-only, the innermost first, as
+ * copy_subvols_dest.c finishes them, and marked again.
+ *
+ * A later run names what the state said DEST holds (checked where it is)
+ * and sends the rest: a writable copy at a name is replaced by the new
+ * one received beside it, its nested subvolumes carried over; those the
+ * stream does not name by its END are SRC's no longer, and deleted.
  *
  * SRC's part in no subvolume, where SRC is no subvolume, comes as a tree:
  * received as a subvolume in a directory of root's own beside DEST (in

@@ -5,10 +5,12 @@
  * The plan is copy's (lib/plan/subvol_plan.c): the same order, the same
  * closest relative for each difference, the same clone sources, and the
  * same read-only snapshots of the writable subvolumes, made before the
- * first is sent and deleted at the end (copy_subvols_src.c). Each
- * subvolume's stream is encio send's, made on a thread of its own and
- * relayed in ENCIO_DATA commands after the ENCIO_SUBVOL command that says
- * what it is (stream.h).
+ * first is sent (copy_subvols_src.c) and kept at the end as the bases of
+ * the next run's differences, under names of send's own. What DEST holds
+ * comes from its receiver's state (--state): those subvolumes are named,
+ * not sent. Each subvolume's stream is encio send's, made on a thread of
+ * its own and relayed in ENCIO_DATA commands after the ENCIO_SUBVOL
+ * command that says what it is (stream.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,10 +54,6 @@ static int subvol_cmd(struct subvols_sender *x, const char *rel,
 }
 
 /*
- * Whether DEST holds read-only @en's copy, as the state says: marked
- * received as a stream from @en would name it.
- */
-/*
  * Whether the state lists a copy marked @uuid, @stransid at @rel: its
  * path, where a copy of a subvolume SRC moved since is not.
  */
@@ -73,6 +71,10 @@ static bool state_has(const struct subvols_sender *x, const uint8_t *uuid,
 	return false;
 }
 
+/*
+ * Whether DEST holds read-only @en's copy at its path, as the state says:
+ * marked received as a stream from @en would name it.
+ */
 static bool in_dest(const struct subvols_sender *x,
 		    const struct subvol_entry *en)
 {
