@@ -79,6 +79,29 @@ int subvol_children(int fd, char ***paths, size_t *nr)
 							btrfsutil_errno(err);
 }
 
+int subvol_root_openat(int dir_fd, const char *name,
+		       struct btrfs_util_subvolume_info *info)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
+			    O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+		ret = -ENOTDIR;
+	else
+		ret = btrfsutil_errno(
+			btrfs_util_subvolume_info_fd(fd, 0, info));
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 int pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
 {
 	const char *p = buf;

@@ -53,6 +53,14 @@ int open_parent_resolve(int dirfd, const char *rel, int flags, uint64_t resolve,
  */
 int subvol_children(int fd, char ***paths, size_t *nr);
 
+/*
+ * The root of the subvolume at @name in @dir_fd, opened following no
+ * symlink, and its @info: the descriptor, -ENOTDIR where @name is no
+ * subvolume's root, or -errno.
+ */
+int subvol_root_openat(int dir_fd, const char *name,
+		       struct btrfs_util_subvolume_info *info);
+
 /* @path relative to @top ("." for @top itself) when beneath it, else NULL. */
 const char *path_beneath(const char *path, const char *top);
 

@@ -386,13 +386,6 @@ int rcv_subvol_start_at(struct receive_ctx *ctx, int dir, const char *name,
 void rcv_pd_init(struct partial_dir *pd);
 /* NAME's directory opened (made if @create) in DEST @dest_fd, not locked. */
 int rcv_pd_open(int dest_fd, struct partial_dir *pd, bool create);
-/*
- * The root of the subvolume at @name in @dir_fd, opened following no
- * symlink, and its @info: the descriptor, -ENOTDIR where @name is no
- * subvolume's root, or -errno.
- */
-int rcv_subvol_open(int dir_fd, const char *name,
-		    struct btrfs_util_subvolume_info *info);
 /* NAME's directory opened and locked; *@holder the pid of a receive on it. */
 int rcv_pd_open_locked(int dest_fd, struct partial_dir *pd, bool create,
 		       pid_t *holder);

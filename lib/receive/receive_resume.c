@@ -212,7 +212,7 @@ static int base_open(int dir, const struct record *rec,
 
 	if (!rec->parked)
 		ckpt_name(name, rec->seq);
-	fd = rcv_subvol_open(dir, name, info);
+	fd = subvol_root_openat(dir, name, info);
 	if (fd < 0)
 		return fd == -ENOTDIR ? -ESTALE : fd;
 	if (memcmp(info->uuid, rec->base_uuid, BTRFS_UUID_SIZE) ||
@@ -888,7 +888,7 @@ static int partial_placed(int dir_fd, const char *name,
 	struct btrfs_util_subvolume_info info;
 	int fd, ret = 0;
 
-	fd = rcv_subvol_open(dir_fd, name, &info);
+	fd = subvol_root_openat(dir_fd, name, &info);
 	if (fd < 0)
 		return 0;
 	if (!memcmp(info.received_uuid, point->uuid, BTRFS_UUID_SIZE) &&

@@ -300,29 +300,6 @@ static int pd_lock(struct partial_dir *pd, pid_t *holder)
 	return 0;
 }
 
-int rcv_subvol_open(int dir_fd, const char *name,
-		    struct btrfs_util_subvolume_info *info)
-{
-	struct stat st;
-	int fd, ret;
-
-	fd = openat(dir_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		ret = -ENOTDIR;
-	else
-		ret = btrfsutil_errno(
-			btrfs_util_subvolume_info_fd(fd, 0, info));
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 /* A subvolume at @name in @dir_fd, checked, then deleted by its id. */
 int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
 		    uint64_t id)
@@ -331,7 +308,7 @@ int rcv_drop_subvol(int dir_fd, const char *name, const uint8_t *uuid,
 	enum btrfs_util_error err;
 	int fd, ret = 0;
 
-	fd = rcv_subvol_open(dir_fd, name, &info);
+	fd = subvol_root_openat(dir_fd, name, &info);
 	if (fd < 0)
 		return fd == -ENOENT ? 0 : fd;
 	if ((uuid && memcmp(info.uuid, uuid, BTRFS_UUID_SIZE)) ||

@@ -593,31 +593,11 @@ static int copy_turn(struct subvols *s, struct subvol_entry *en, int top_fd)
 
 static int subvols_begin(struct subvols *s, const char *src, const char *dest)
 {
-	uint64_t id = 0;
 	int fd, ret;
 
-	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
-		 (int)(path_trimmed_len(src) ?: 1), src);
-	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = subvols_src_open(s, src, "copy the subvolumes of (not btrfs)");
 	if (fd < 0)
-		return encio_error_set(s->e, errno, "open", s->plan.src, false,
-				       0);
-	if (!subvols_on_btrfs(fd)) {
-		close(fd);
-		return encio_error_set(s->e, EOPNOTSUPP,
-				       "copy the subvolumes of (not btrfs)",
-				       s->plan.src, false, 0);
-	}
-	s->plan.src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
-				!btrfs_util_subvolume_id_fd(fd, &id) &&
-				id != BTRFS_FS_TREE_OBJECTID;
-	s->plan.e = s->e;
-	/* the generations the copy order goes by, of data written already */
-	if (syncfs(fd)) {
-		close(fd);
-		return encio_error_set(s->e, errno, "sync", s->plan.src, false,
-				       0);
-	}
+		return fd;
 	ret = subvols_dest_name(s, dest)    ?:
 		      subvols_dest_check(s) ?:
 					      subvol_plan_build(&s->plan, fd);

@@ -146,6 +146,12 @@ static inline bool subvol_rel_below(const char *rel, const char *dir)
 }
 
 /* SRC: copy_subvols_src.c */
+/*
+ * SRC (@src) opened, s->plan.src set, checked to be on btrfs (else
+ * EOPNOTSUPP, "cannot @not_btrfs"), whether it is a subvolume of its own
+ * told, and synced: its descriptor, or -errno with s->e filled.
+ */
+int subvols_src_open(struct subvols *s, const char *src, const char *not_btrfs);
 int subvols_changed_since(int fd, uint64_t transid,
 			  const struct timespec *since,
 			  const struct held_dirs *h);

@@ -164,6 +164,35 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 	return ret;
 }
 
+int subvols_src_open(struct subvols *s, const char *src, const char *not_btrfs)
+{
+	uint64_t id = 0;
+	int fd;
+
+	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
+		 (int)(path_trimmed_len(src) ?: 1), src);
+	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(s->e, errno, "open", s->plan.src, false,
+				       0);
+	if (!subvols_on_btrfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, EOPNOTSUPP, not_btrfs, s->plan.src,
+				       false, 0);
+	}
+	s->plan.src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
+				!btrfs_util_subvolume_id_fd(fd, &id) &&
+				id != BTRFS_FS_TREE_OBJECTID;
+	s->plan.e = s->e;
+	/* the generations the order goes by, of data written already */
+	if (syncfs(fd)) {
+		close(fd);
+		return encio_error_set(s->e, errno, "sync", s->plan.src, false,
+				       0);
+	}
+	return fd;
+}
+
 /*
  * The directory a snapshot is made in or deleted from, opened beneath
  * SRC, its times saved: that directory is SRC's, and may be in a

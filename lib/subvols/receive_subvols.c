@@ -269,31 +269,6 @@ static bool made_writable(const struct subvol_cmd *c)
 	       (c->flags & STREAM_SUBVOL_CONTAINS);
 }
 
-/* The subvolume at @name in @dir_fd, its root open, its @info. */
-static int subvol_at(int dir_fd, const char *name,
-		     struct btrfs_util_subvolume_info *info)
-{
-	struct stat st;
-	int fd, ret;
-
-	fd = openat(dir_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = fstat(fd, &st) ?
-		      -errno :
-	      st.st_ino != BTRFS_FIRST_FREE_OBJECTID ?
-		      -EEXIST :
-		      btrfsutil_errno(
-			      btrfs_util_subvolume_info_fd(fd, 0, info));
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 /*
  * A subvolume the receiver's state listed: its copy at @name, read-only,
  * marked received as the command says, unchanged since encio marked it.
@@ -304,7 +279,7 @@ static int check_in_dest(struct subvols_receiver *x, int dir_fd,
 	struct btrfs_util_subvolume_info info;
 	int fd, ret;
 
-	fd = subvol_at(dir_fd, name, &info);
+	fd = subvol_root_openat(dir_fd, name, &info);
 	if (fd < 0)
 		return encio_error_set(
 			x->e, -fd,
@@ -330,7 +305,7 @@ static int old_copy_open(struct subvols_receiver *x, int dir_fd,
 			 const char *name, const char *rel, uint64_t *id)
 {
 	struct btrfs_util_subvolume_info info;
-	int fd = subvol_at(dir_fd, name, &info);
+	int fd = subvol_root_openat(dir_fd, name, &info);
 
 	if (fd < 0)
 		return encio_error_set(
@@ -624,7 +599,7 @@ static int tree_part_dir(struct subvols_receiver *x, const char *where,
 	if (dir)
 		closedir(dir);
 	if (fd >= 0) {
-		sub = subvol_at(fd, TREE_PART_NAME, &info);
+		sub = subvol_root_openat(fd, TREE_PART_NAME, &info);
 		if (sub >= 0) {
 			close(sub);
 			subvols_delete_id(fd, info.id);
@@ -853,7 +828,8 @@ static int carried_drop(struct subvols_receiver *x)
 		dir_fd = open_parent_resolve(x->top_fd, x->carried[i],
 					     O_RDONLY | O_DIRECTORY,
 					     RESOLVE_CONFINED, &name);
-		sub = dir_fd < 0 ? dir_fd : subvol_at(dir_fd, name, &info);
+		sub = dir_fd < 0 ? dir_fd :
+				   subvol_root_openat(dir_fd, name, &info);
 		/* the directory's times as its subvolume's stream left them */
 		ret = sub < 0		 ? sub :
 		      fstat(dir_fd, &st) ? -errno :

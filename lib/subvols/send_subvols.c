@@ -287,28 +287,12 @@ static int send_all(struct subvols_sender *x)
 static int plan(struct subvols_sender *x, const char *src)
 {
 	struct subvols *s = &x->s;
-	uint64_t id = 0;
 	int fd, ret;
 
-	snprintf(s->plan.src, sizeof(s->plan.src), "%.*s",
-		 (int)(path_trimmed_len(src) ?: 1), src);
-	fd = open(s->plan.src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = subvols_src_open(s, src, "send the subvolumes of (not btrfs)");
 	if (fd < 0)
-		return encio_error_set(s->e, errno, "open", s->plan.src, false,
-				       0);
-	if (!subvols_on_btrfs(fd)) {
-		close(fd);
-		return encio_error_set(s->e, EOPNOTSUPP,
-				       "send the subvolumes of (not btrfs)",
-				       s->plan.src, false, 0);
-	}
-	s->plan.src_is_subvol = !btrfs_util_is_subvolume_fd(fd) &&
-				!btrfs_util_subvolume_id_fd(fd, &id) &&
-				id != BTRFS_FS_TREE_OBJECTID;
-	s->plan.e = s->e;
-	ret = syncfs(fd) ? encio_error_set(s->e, errno, "sync", s->plan.src,
-					   false, 0) :
-			   subvol_plan_build(&s->plan, fd);
+		return fd;
+	ret = subvol_plan_build(&s->plan, fd);
 	close(fd);
 	if (ret)
 		return ret;
