@@ -366,15 +366,11 @@ static int marked_partial_delete(int dir_fd, const char *name)
 	struct stat st;
 	int fd, ret;
 
-	fd = openat(dir_fd, name,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
-			    O_CLOEXEC);
+	fd = subvol_root_openat(dir_fd, name, &info);
 	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : -EEXIST;
-	if (fstat(fd, &st) || st.st_ino != BTRFS_FIRST_FREE_OBJECTID ||
-	    st.st_uid != geteuid() ||
-	    fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 ||
-	    btrfs_util_subvolume_info_fd(fd, 0, &info))
+		return fd == -ENOENT ? -ENOENT : -EEXIST;
+	if (fstat(fd, &st) || st.st_uid != geteuid() ||
+	    fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0)
 		ret = -EEXIST;
 	else
 		ret = subvols_delete_id(dir_fd, info.id);

@@ -1733,21 +1733,28 @@ class SubvolumesMethod(Method):
         p = self.ck.env.run(["btrfs", "receive", "-q", "-f", stream, ctl.mnt])
         return stream if p.returncode == 0 else None
 
-    def finish(self):
-        """(what, diffs) of the first check that fails, or None."""
-        h = self.ck.hist
+    def rerun_prepare(self, name):
+        """Changes to the live subvolumes and a new snapshot @name, which
+        the rerun copies; the control receives the kernel's difference to
+        it, the measure where that is wrong. (control, the snapshot, the
+        control's tree of it), or None where there is no control."""
         ctl = next((m for m in self.ck.methods if m.name == "d"), None)
         if ctl is None or not self.ck.ctrl_ok:
             return None
         last = self.ck.steps[-1]["path"]
         self.after_ops()
-        # a new snapshot too, which the rerun copies; the control receives
-        # the kernel's difference to it, the measure where that is wrong
-        mid = self.snapshot("at-rerun")
+        mid = self.snapshot(name)
         if not self.control(ctl, last, mid):
             return None
-        ctl_t = tree(os.path.join(ctl.mnt, "at-rerun"))
-        subprocess.run(["sync", "-f", h.mnt])
+        subprocess.run(["sync", "-f", self.ck.hist.mnt])
+        return ctl, mid, tree(os.path.join(ctl.mnt, name))
+
+    def finish(self):
+        """(what, diffs) of the first check that fails, or None."""
+        prep = self.rerun_prepare("at-rerun")
+        if prep is None:
+            return None
+        ctl, mid, ctl_t = prep
         final = self.r.random() < 0.5
         self.after.append("$ENCIO copy -rT --subvolumes%s \"$MNT\" $D   # again, after the changes above" % (
             " --final" if final else ""))
@@ -1915,17 +1922,10 @@ class PipeMethod(SubvolumesMethod):
         taken, a second run with the receiver's state (receive --state,
         send --subvolumes --state) must bring them over, and take no more
         room than SRC."""
-        h = self.ck.hist
-        ctl = next((m for m in self.ck.methods if m.name == "d"), None)
-        if ctl is None or not self.ck.ctrl_ok:
+        prep = self.rerun_prepare("pipe-rerun")
+        if prep is None:
             return None
-        last = self.ck.steps[-1]["path"]
-        self.after_ops()
-        mid = self.snapshot("pipe-rerun")
-        if not self.control(ctl, last, mid):
-            return None
-        ctl_t = tree(os.path.join(ctl.mnt, "pipe-rerun"))
-        subprocess.run(["sync", "-f", h.mnt])
+        _, mid, ctl_t = prep
         state = os.path.join(self.ck.env.dir, "pipe-state")
         self.after.append("$ENCIO receive --state $D > state; $ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive $D   # again, after the changes above")
         p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state)])
