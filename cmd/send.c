@@ -98,7 +98,10 @@ static const char *const send_usage[] = {
 	"--state FILE   with --subvolumes: what DEST holds, as 'encio receive",
 	"               --state DEST' printed it (- for standard input): those",
 	"               subvolumes are not sent again, the others as differences",
-	"               from them where they are relatives",
+	"               from them where they are relatives; DEST's copies of",
+	"               subvolumes SRC no longer has are listed",
+	"--delete-extra with --state: those copies named in the stream, for the",
+	"               receiver to delete the ones encio received, unchanged",
 	"--snapshot     send from a temporary read-only snapshot of each",
 	"               subvolume PATH (one point in time), deleted afterwards,",
 	"               also after an error, SIGINT or SIGTERM",
@@ -119,6 +122,7 @@ enum {
 	OPT_PROGRESS,
 	OPT_SUBVOLUMES,
 	OPT_STATE,
+	OPT_DELETE_EXTRA,
 };
 
 /* What the command line asks of the command itself, beyond the send. */
@@ -135,6 +139,7 @@ struct send_args {
 	const char *parent; /* -p, or the parent the token names */
 	bool subvolumes;    /* --subvolumes */
 	const char *state;  /* --state, with --subvolumes */
+	bool delete_extra;  /* --delete-extra, with --state */
 };
 
 /* What the kernel's send supports, as btrfs send reads it; 1 if unsaid. */
@@ -509,6 +514,7 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "subvolumes", no_argument, NULL, OPT_SUBVOLUMES },
 		{ "state", required_argument, NULL, OPT_STATE },
+		{ "delete-extra", no_argument, NULL, OPT_DELETE_EXTRA },
 		COMMON_LONG_OPTIONS
 	};
 	bool compressed = false, proto_given = false;
@@ -574,6 +580,9 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 		case OPT_STATE:
 			args->state = optarg;
 			break;
+		case OPT_DELETE_EXTRA:
+			args->delete_extra = true;
+			break;
 		default:
 			if (common_option(cmd, opt, &args->json))
 				return EXIT_USAGE;
@@ -588,6 +597,9 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 			cmd, "--subvolumes takes one PATH, -f, -q and -v only");
 	if (args->state && !args->subvolumes)
 		return usage_error(cmd, "--state goes with --subvolumes");
+	if (args->delete_extra && !args->state)
+		return usage_error(
+			cmd, "--delete-extra goes with --subvolumes --state");
 	if (args->subvolumes && argc - optind != 1)
 		return usage_error(cmd, "--subvolumes takes one PATH");
 	if (compressed && proto_given && opts->proto == 1) {
@@ -696,7 +708,8 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 		goto out;
 	if (args.subvolumes) {
 		install_signals();
-		ret = send_subvolumes(argv[optind], args.file, args.state);
+		ret = send_subvolumes(argv[optind], args.file, args.state,
+				      args.delete_extra);
 		goto out;
 	}
 	file = args.file;

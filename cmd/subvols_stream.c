@@ -96,7 +96,26 @@ int print_subvolumes_state(const char *dest)
 	return ret;
 }
 
-int send_subvolumes(const char *src, const char *file, const char *state)
+/* What DEST holds that SRC no longer has, said. */
+static void say_extras(const struct subvols_send_stats *stats,
+		       bool delete_extra)
+{
+	size_t i;
+
+	if (!stats->nr_extras || global_opts.verbose < 0)
+		return;
+	fprintf(stderr,
+		"DEST holds %zu subvolume%s SRC no longer has there%s:\n",
+		stats->nr_extras, stats->nr_extras == 1 ? "" : "s",
+		delete_extra ?
+			" (named for deleting: the receiver deletes those encio received, unchanged)" :
+			" (--delete-extra has the receiver delete those encio received)");
+	for (i = 0; i < stats->nr_extras; i++)
+		fprintf(stderr, "  %s\n", stats->extras[i]);
+}
+
+int send_subvolumes(const char *src, const char *file, const char *state,
+		    bool delete_extra)
 {
 	struct subvols_send_options opts = { .io_mode = global_opts.io_mode,
 					     .depth = global_opts.queue_depth,
@@ -118,6 +137,7 @@ int send_subvolumes(const char *src, const char *file, const char *state)
 	if (state && state_load(state, &st))
 		return 1;
 	opts.state = state ? &st : NULL;
+	opts.delete_extra = delete_extra;
 	if (file && send_output_open(&out, file, &e)) {
 		print_encio_error(&e);
 		subvols_state_release(&st);
@@ -133,6 +153,9 @@ int send_subvolumes(const char *src, const char *file, const char *state)
 		ret = send_output_commit(&out, file, &e);
 	else if (file)
 		send_output_abort(&out);
+	if (!ret)
+		say_extras(&stats, delete_extra);
+	subvols_send_stats_release(&stats);
 	if (ret) {
 		print_encio_error(&e);
 		stop_signals_reraise();
@@ -184,9 +207,11 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 	}
 	if (global_opts.verbose >= 0)
 		fprintf(stderr,
-			"received %llu subvolumes into %s (%llu there already): %s written (%s encoded) in %.1fs\n",
+			"received %llu subvolumes into %s (%llu there already; %llu no longer SRC's deleted, %llu kept): %s written (%s encoded) in %.1fs\n",
 			(unsigned long long)stats.total, dest,
 			(unsigned long long)stats.in_dest,
+			(unsigned long long)stats.extras_deleted,
+			(unsigned long long)stats.extras_kept,
 			pretty_size(size, stats.bytes_written),
 			pretty_size(enc, stats.encoded_bytes),
 			clock_now() - start);

@@ -3,14 +3,19 @@
 #ifndef ENCIO_SUBVOLS_STREAM_CMD_H
 #define ENCIO_SUBVOLS_STREAM_CMD_H
 
+#include <stdbool.h>
+
 #include "receive/receive.h"
 #include "stream/stream.h"
 
 /*
  * The stream of SRC's subvolumes to -f @file (NULL: stdout), but those
- * the state in the file @state (NULL: none) says DEST holds. Exit status.
+ * the state in the file @state (NULL: none) says DEST holds; with
+ * @delete_extra, DEST's copies SRC no longer has named for deleting.
+ * Exit status.
  */
-int send_subvolumes(const char *src, const char *file, const char *state);
+int send_subvolumes(const char *src, const char *file, const char *state,
+		    bool delete_extra);
 
 /* receive --state DEST: the state of the copy at @dest. Exit status. */
 int print_subvolumes_state(const char *dest);

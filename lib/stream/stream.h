@@ -70,9 +70,15 @@
  * the copy at its path is checked (received UUID, stransid the CTRANSID)
  */
 #define STREAM_SUBVOL_IN_DEST (1ULL << 3)
+/*
+ * A copy DEST holds of a subvolume SRC no longer has at that path (the
+ * receiver's state named it), to delete (send --delete-extra): no stream
+ * follows; after the others, the deepest first
+ */
+#define STREAM_SUBVOL_EXTRA (1ULL << 4)
 #define STREAM_SUBVOL_KNOWN                                            \
 	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |            \
-	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST)
+	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST | STREAM_SUBVOL_EXTRA)
 
 /*
  * encio send's estimate of its whole output, for the receiver's progress:

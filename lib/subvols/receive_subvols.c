@@ -508,40 +508,57 @@ static int receive_top(struct subvols_receiver *x, const struct subvol_cmd *c)
 	return ret ?: open_top(x);
 }
 
-/* A subvolume below SRC: made in the directory of its path in the copy. */
-static int receive_nested(struct subvols_receiver *x,
-			  const struct subvol_cmd *c)
+/*
+ * The directory of @rel in the copy, opened beneath it: its descriptor,
+ * the last name of @rel in *@name (in @dir, PATH_MAX bytes), the
+ * directory's path in @where (PATH_MAX bytes); or -errno with x->e filled.
+ */
+static int landing_open(struct subvols_receiver *x, const char *rel, char *dir,
+			const char **name, char *where)
 {
-	char dir[PATH_MAX], where[PATH_MAX], *slash;
-	const char *name;
-	struct stat st;
-	int dir_fd, ret;
+	char *slash;
+	int dir_fd;
 
-	if (!rel_ok(c->rel))
+	if (!rel_ok(rel))
 		return encio_error_set(x->e, EBADMSG,
-				       "receive (not a path below DEST)",
-				       c->rel, false, 0);
-	snprintf(dir, sizeof(dir), "%s", c->rel);
+				       "receive (not a path below DEST)", rel,
+				       false, 0);
+	snprintf(dir, PATH_MAX, "%s", rel);
 	slash = strrchr(dir, '/');
 	if (slash) {
 		*slash = '\0';
-		name = slash + 1;
+		*name = slash + 1;
 		dir_fd = open_beneath(x->top_fd, dir,
 				      O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 	} else {
-		name = dir;
+		*name = dir;
 		dir_fd = fcntl(x->top_fd, F_DUPFD_CLOEXEC, 0);
 		dir_fd = dir_fd < 0 ? -errno : dir_fd;
 	}
 	if (dir_fd < 0)
 		return encio_error_set(x->e, -dir_fd, "open the directory of",
-				       c->rel, false, 0);
-	if (snprintf(where, sizeof(where), "%s/%s", x->s.dst,
-		     slash ? dir : ".") >= (int)sizeof(where)) {
+				       rel, false, 0);
+	if (snprintf(where, PATH_MAX, "%s/%s", x->s.dst, slash ? dir : ".") >=
+	    PATH_MAX) {
 		close(dir_fd);
-		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
+		return encio_error_set(x->e, ENAMETOOLONG, "receive", rel,
 				       false, 0);
 	}
+	return dir_fd;
+}
+
+/* A subvolume below SRC: made in the directory of its path in the copy. */
+static int receive_nested(struct subvols_receiver *x,
+			  const struct subvol_cmd *c)
+{
+	char dir[PATH_MAX], where[PATH_MAX];
+	const char *name;
+	struct stat st;
+	int dir_fd, ret;
+
+	dir_fd = landing_open(x, c->rel, dir, &name, where);
+	if (dir_fd < 0)
+		return dir_fd;
 	/* the copy of the directory as its subvolume's stream left it */
 	ret = fstat(dir_fd, &st) ? -errno : 0;
 	if (ret)
@@ -551,6 +568,68 @@ static int receive_nested(struct subvols_receiver *x,
 		ret = place(x, dir_fd, where, name, c);
 	if (!ret && !(c->flags & STREAM_SUBVOL_IN_DEST))
 		ret = times_restore(x, dir_fd, &st, c->rel);
+	close(dir_fd);
+	return ret;
+}
+
+/*
+ * Whether the subvolume open at @fd (@info) is the one an EXTRA command
+ * named, as encio received it and unchanged since, with nothing nested.
+ */
+static bool extra_ours(int fd, const struct btrfs_util_subvolume_info *info,
+		       const struct subvol_cmd *c)
+{
+	char **nested;
+	size_t nr;
+	bool empty;
+
+	if (memcmp(info->received_uuid, c->received, BTRFS_UUID_SIZE) ||
+	    info->stransid != c->ctransid ||
+	    received_mark_check(fd, info,
+				!(info->flags & BTRFS_ROOT_SUBVOL_RDONLY)) !=
+		    RECEIVED_TRUSTED ||
+	    subvol_children(fd, &nested, &nr))
+		return false;
+	empty = !nr;
+	while (nr)
+		free(nested[--nr]);
+	free(nested);
+	return empty;
+}
+
+/*
+ * A copy DEST holds of a subvolume SRC no longer has there (EXTRA):
+ * deleted by its id where it is what the command names, encio received
+ * it and no one changed it since, and nothing is nested in it; else kept.
+ * The times of its directory are put back.
+ */
+static int drop_extra(struct subvols_receiver *x, const struct subvol_cmd *c)
+{
+	struct btrfs_util_subvolume_info info;
+	char dir[PATH_MAX], where[PATH_MAX];
+	const char *name;
+	struct stat st;
+	int dir_fd, fd, ret = 0;
+
+	dir_fd = landing_open(x, c->rel, dir, &name, where);
+	if (dir_fd == -ENOENT || dir_fd == -ENOTDIR)
+		return 0;
+	if (dir_fd < 0)
+		return dir_fd;
+	fd = subvol_root_openat(dir_fd, name, &info);
+	if (fd >= 0 && extra_ours(fd, &info, c) && !fstat(dir_fd, &st)) {
+		close(fd);
+		fd = -1;
+		ret = subvols_delete_id(dir_fd, info.id);
+		ret = ret ? encio_error_set(x->e, -ret, "delete", c->rel, false,
+					    0) :
+			    times_restore(x, dir_fd, &st, c->rel);
+		x->stats->extras_deleted += !ret;
+	} else if (fd != -ENOENT) {
+		x->stats->extras_kept++;
+	}
+	if (fd >= 0)
+		close(fd);
 	close(dir_fd);
 	return ret;
 }
@@ -717,20 +796,25 @@ static int receive_subvol(struct subvols_receiver *x)
 	if ((flags & ~STREAM_SUBVOL_KNOWN) || first != !strcmp(rel, ".") ||
 	    ((flags & STREAM_SUBVOL_PLAIN) && !first) ||
 	    ((flags & STREAM_SUBVOL_IN_DEST) &&
-	     !(flags & STREAM_SUBVOL_READ_ONLY)))
+	     !(flags & STREAM_SUBVOL_READ_ONLY)) ||
+	    ((flags & STREAM_SUBVOL_EXTRA) &&
+	     (first || flags != STREAM_SUBVOL_EXTRA)))
 		return encio_error_set(
 			x->e, EBADMSG,
 			"parse (an ENCIO_SUBVOL command out of place) of",
 			x->r->name, true, x->cmd.offset);
+	c.rel = rel;
+	c.flags = flags;
+	c.received = rcvd->data;
+	c.ctransid = le_get64(ctransid->data);
+	/* no stream follows: nothing read past the command */
+	if (flags & STREAM_SUBVOL_EXTRA)
+		return drop_extra(x, &c) ?: read_next(x);
 	if (x->opts->begin)
 		x->opts->begin(x->opts->arg, rel,
 			       flags & STREAM_SUBVOL_READ_ONLY);
 	if (flags & STREAM_SUBVOL_PLAIN)
 		return receive_tree_part(x);
-	c.rel = rel;
-	c.flags = flags;
-	c.received = rcvd->data;
-	c.ctransid = le_get64(ctransid->data);
 	ret = first ? receive_top(x, &c) : receive_nested(x, &c);
 	if (ret)
 		return ret;

@@ -241,6 +241,77 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 	return 0;
 }
 
+/* Whether SRC has a subvolume at @rel ("." for SRC). */
+static bool planned_at(const struct subvol_plan *plan, const char *rel)
+{
+	size_t i;
+
+	for (i = 0; i < plan->nr; i++)
+		if (!strcmp(plan->v[i].rel[0] ? plan->v[i].rel : ".", rel))
+			return true;
+	return false;
+}
+
+static int by_length_down(const void *a, const void *b)
+{
+	const struct subvols_state_entry *x = *(const void *const *)a;
+	const struct subvols_state_entry *y = *(const void *const *)b;
+	size_t la = strlen(x->rel), lb = strlen(y->rel);
+
+	return la < lb ? 1 : la > lb ? -1 : strcmp(x->rel, y->rel);
+}
+
+/*
+ * The state's subvolumes at paths where SRC has none, the deepest first:
+ * listed in the stats, and with opts->delete_extra named in the stream.
+ */
+static int send_extras(struct subvols_sender *x)
+{
+	const struct subvols_state *st = x->opts->state;
+	const struct subvols_state_entry **v;
+	struct subvols_send_stats *stats = x->stats;
+	size_t i, n = 0;
+	int ret = 0;
+
+	if (!st || !st->nr)
+		return 0;
+	v = calloc(st->nr, sizeof(*v));
+	stats->extras = calloc(st->nr, sizeof(*stats->extras));
+	if (!v || !stats->extras) {
+		free(v);
+		return encio_error_set(x->s.e, ENOMEM, "send", x->s.plan.src,
+				       false, 0);
+	}
+	for (i = 0; i < st->nr; i++)
+		if (!planned_at(&x->s.plan, st->v[i].rel))
+			v[n++] = &st->v[i];
+	qsort(v, n, sizeof(*v), by_length_down);
+	for (i = 0; !ret && i < n; i++) {
+		stats->extras[i] = strdup(v[i]->rel);
+		if (!stats->extras[i]) {
+			ret = -ENOMEM;
+			break;
+		}
+		stats->nr_extras++;
+		if (x->opts->delete_extra)
+			ret = subvol_cmd(x, v[i]->rel, v[i]->received_uuid,
+					 v[i]->received_uuid, v[i]->stransid,
+					 STREAM_SUBVOL_EXTRA);
+	}
+	free(v);
+	return ret ? encio_error_set(x->s.e, -ret, "write the stream to",
+				     x->out_name, false, 0) :
+		     0;
+}
+
+void subvols_send_stats_release(struct subvols_send_stats *stats)
+{
+	while (stats->nr_extras)
+		free(stats->extras[--stats->nr_extras]);
+	free(stats->extras);
+	stats->extras = NULL;
+}
+
 static int send_all(struct subvols_sender *x)
 {
 	struct subvols *s = &x->s;
@@ -274,6 +345,7 @@ static int send_all(struct subvols_sender *x)
 		if (s->plan.v[i].snap.held && x->sent[i])
 			ret = subvols_snapshot_keep(s, &s->plan.v[i]);
 	subvols_snapshots_drop(s, -1);
+	ret = ret ?: send_extras(x);
 	if (ret)
 		return ret;
 	stream_begin_cmd(&x->w, BTRFS_SEND_C_END);

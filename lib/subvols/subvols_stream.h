@@ -56,6 +56,13 @@ struct subvols_send_stats {
 	uint64_t total;	      /* subvolumes sent, SRC's own included */
 	uint64_t incremental; /* of those, as differences */
 	uint64_t in_dest;     /* not sent: DEST holds them (the state) */
+	/*
+	 * The state's subvolumes at paths where SRC has none (below DEST),
+	 * named to delete with opts->delete_extra; freed by
+	 * subvols_send_stats_release()
+	 */
+	char **extras;
+	size_t nr_extras;
 	uint64_t stream_bytes;
 };
 
@@ -66,6 +73,12 @@ struct subvols_send_options {
 	volatile sig_atomic_t *stop;
 	/* what DEST holds (NULL: nothing), not sent again */
 	const struct subvols_state *state;
+	/*
+	 * The state's subvolumes at paths where SRC has none are named in
+	 * the stream, for the receiver to delete (where encio received them
+	 * and no one changed them since)
+	 */
+	bool delete_extra;
 	/*
 	 * Each subvolume as it is begun: @rel its path below SRC ("." for
 	 * SRC), @parent the subvolume its difference is from (NULL: whole).
@@ -86,10 +99,14 @@ struct subvols_send_options {
 int subvols_send(const char *src, int out_fd, const char *out_name,
 		 const struct subvols_send_options *opts,
 		 struct subvols_send_stats *stats, struct encio_error *e);
+void subvols_send_stats_release(struct subvols_send_stats *stats);
 
 struct subvols_receive_stats {
 	uint64_t total;	  /* subvolumes received */
 	uint64_t in_dest; /* found in DEST as its state said */
+	/* extras (STREAM_SUBVOL_EXTRA) deleted, and kept: not provably ours */
+	uint64_t extras_deleted;
+	uint64_t extras_kept;
 	uint64_t bytes_written;
 	uint64_t encoded_bytes;
 	uint64_t stream_bytes;

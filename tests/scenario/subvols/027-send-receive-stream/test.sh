@@ -12,7 +12,10 @@
 # writing anything; a second receive into the same DEST fails loudly. A
 # second run with receive --state's output sends only what DEST lacks, as
 # differences (a writable one's from its base), and gives what copy's
-# rerun gives; a copy the state named that changed since is refused.
+# rerun gives; a copy the state named that changed since is refused. A
+# third run lists the copies of snapshots SRC lost, and with
+# --delete-extra deletes the one encio received, unchanged, not the one
+# changed since.
 source "$(dirname "$0")/../../../common.sh"
 require_root
 command -v compsize >/dev/null || _not_run "needs compsize"
@@ -156,6 +159,27 @@ echo planted >"$DST4/copy/snaps/data-1/planted"
 run_check btrfs property set -ts "$DST4/copy/snaps/data-1" ro true
 run_mustfail "a stale state" "$ENCIO" -q receive -f "$TEST_TMP/second" "$DST4/copy"
 grep -q "changed since" <<<"$ERR_OUT" || _fail "a stale state: $ERR_OUT"
+
+_log "a third run: SRC lost two snapshots"
+run_check btrfs -q subvolume delete "$SRC/snaps/data-1" "$SRC/snaps/inner-1"
+"$ENCIO" receive --state "$DST" >"$TEST_TMP/state" || _fail "receive --state failed"
+# changed in DEST after its state was read: not provably encio's any more
+run_check btrfs property set -f -ts "$DST/snaps/inner-1" ro false
+echo planted >"$DST/snaps/inner-1/planted"
+run_check btrfs property set -ts "$DST/snaps/inner-1" ro true
+"$ENCIO" send --subvolumes --state "$TEST_TMP/state" "$SRC" 2>"$TEST_TMP/send.err" |
+	"$ENCIO" -q receive "$DST" || { cat "$TEST_TMP/send.err"; _fail "the third run failed"; }
+grep -q "^DEST holds 2 subvolumes SRC no longer has there" "$TEST_TMP/send.err" &&
+	grep -qx "  snaps/data-1" "$TEST_TMP/send.err" && grep -qx "  snaps/inner-1" "$TEST_TMP/send.err" ||
+	{ cat "$TEST_TMP/send.err"; _fail "the extras not listed"; }
+[ -d "$DST/snaps/data-1" ] && [ -d "$DST/snaps/inner-1" ] || _fail "an extra deleted without --delete-extra"
+"$ENCIO" send --subvolumes --state "$TEST_TMP/state" --delete-extra "$SRC" 2>/dev/null |
+	"$ENCIO" receive "$DST" 2>"$TEST_TMP/receive.err" ||
+	{ cat "$TEST_TMP/receive.err"; _fail "the run with --delete-extra failed"; }
+grep -q "1 no longer SRC's deleted, 1 kept" "$TEST_TMP/receive.err" ||
+	{ cat "$TEST_TMP/receive.err"; _fail "the receive's summary of the extras"; }
+[ ! -e "$DST/snaps/data-1" ] || _fail "snaps/data-1 stays with --delete-extra"
+[ -e "$DST/snaps/inner-1/planted" ] || _fail "snaps/inner-1, changed in DEST, was deleted"
 
 _log "btrfs receive refuses it, writing nothing"
 run_mustfail "btrfs receive of the stream" btrfs receive -f "$TEST_TMP/stream" "$DST3"
