@@ -2,7 +2,8 @@
 # encio receive of an encio send --subvolumes stream made hostile: a
 # subvolume's path out of DEST ("../x", "a/../../x", absolute), through a
 # symlink the stream's own tree made, with flags it does not know, named
-# in DEST by a state for a writable one, a stream cut within a subvolume's,
+# in DEST by a state for a writable one, named to delete with its stream
+# after it, a stream cut within a subvolume's,
 # or without its END.
 # Each is refused (exit 1) and nothing is written outside DEST; the
 # stream as sent is received whole, its tree part in the directory a
@@ -76,6 +77,8 @@ else:
                 kv[1] = struct.pack("<Q", struct.unpack("<Q", kv[1])[0] | (1 << 20))
             if how == "in-dest" and kv[0] == FLAGS and path == b"sv":
                 kv[1] = struct.pack("<Q", struct.unpack("<Q", kv[1])[0] | (1 << 3))
+            if how == "extra" and kv[0] == FLAGS and path == b"sv":
+                kv[1] = struct.pack("<Q", 1 << 4)
         c[1] = pack(a)
 with open(out, "wb") as f:
     f.write(head)
@@ -107,6 +110,7 @@ path=/escape not a path below DEST
 path=link/escape cannot open the directory of
 flags out of place
 in-dest out of place
+extra out of place
 cut stream truncated
 no-end ends before its END
 CASES
