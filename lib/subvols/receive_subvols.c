@@ -100,13 +100,13 @@ static int write_all(int fd, const unsigned char *p, size_t len)
 /*
  * The ENCIO_DATA commands read and their data written to the pipe, up to
  * the next other command (left in p->cmd). A receiver that stopped
- * reading (EPIPE) has the rest read past, so that the stream goes on.
+ * reading (EPIPE: it failed, was stopped, or its stream went on past its
+ * END) or a stop asked for ends the relay: -EPIPE, -EINTR.
  */
 static void *pump_run(void *arg)
 {
 	struct pump *p = arg;
 	const struct stream_attr *a;
-	bool closed = false;
 	sigset_t set;
 	int ret;
 
@@ -118,12 +118,13 @@ static void *pump_run(void *arg)
 	while ((p->ret = stream_read_cmd(p->r, p->cmd, &p->e)) > 0 &&
 	       p->cmd->type == STREAM_C_ENCIO_DATA) {
 		a = &p->cmd->attr[BTRFS_SEND_A_DATA];
-		if (closed || !a->present)
-			continue;
-		ret = write_all(p->fd, a->data, a->len);
-		if (ret == -EPIPE) {
-			closed = true;
-		} else if (ret) {
+		if (p->r->stop && *p->r->stop) {
+			p->ret = encio_error_set(&p->e, EINTR, "receive",
+						 p->r->name, false, 0);
+			break;
+		}
+		ret = a->present ? write_all(p->fd, a->data, a->len) : 0;
+		if (ret) {
 			p->ret = encio_error_set(&p->e, -ret,
 						 "pass the stream on", "a pipe",
 						 false, 0);
@@ -154,6 +155,7 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 	char dest[32];
 	pthread_t thread;
 	int fds[2], ret;
+	bool closed;
 
 	if (pipe2(fds, O_CLOEXEC))
 		return encio_error_set(x->e, errno, "make a pipe for", rel,
@@ -175,7 +177,9 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 	pthread_join(thread, NULL);
 	x->stats->current = NULL;
 	x->cmd_ret = p.ret;
-	if (p.ret < 0) {
+	/* a closed pipe is the receive's failure */
+	closed = p.ret < 0 && p.e.err == EPIPE;
+	if (p.ret < 0 && !closed) {
 		*x->e = p.e;
 		return p.ret;
 	}
@@ -185,6 +189,8 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 		encio_error_rebase(x->e, dest, where);
 		return ret;
 	}
+	if (closed)
+		return encio_error_set(x->e, EPIPE, "receive", rel, false, 0);
 	if (rs->subvols != subvols + 1)
 		return encio_error_set(
 			x->e, EBADMSG,
@@ -989,8 +995,11 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 
 	memset(e, 0, sizeof(*e));
 	memset(stats, 0, sizeof(*stats));
-	/* one subvolume per stream relayed; its END ends it */
-	ro.honor_end = true;
+	/*
+	 * One subvolume per stream relayed, read to its end: anything past
+	 * its END is another command, which the count below refuses
+	 */
+	ro.honor_end = false;
 	ro.resumable = false;
 	/* a subvolume cut short is sent again, whole or as a difference */
 	ro.drop_unfinished = true;

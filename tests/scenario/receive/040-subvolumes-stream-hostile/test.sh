@@ -3,8 +3,8 @@
 # subvolume's path out of DEST ("../x", "a/../../x", absolute), through a
 # symlink the stream's own tree made, with flags it does not know, named
 # in DEST by a state for a writable one, named to delete with its stream
-# after it, a stream cut within a subvolume's,
-# or without its END.
+# after it, a stream cut within a subvolume's, going on past a
+# subvolume's END, or without its END.
 # Each is refused (exit 1) and nothing is written outside DEST; the
 # stream as sent is received whole, its tree part in the directory a
 # killed receive left (root's, 0700), which goes, not in one a user made.
@@ -63,6 +63,12 @@ if how == "cut":
     # the last subvolume's stream cut in its middle, the rest kept
     i = max(i for i, c in enumerate(cmds) if c[0] == 66)
     cmds[i][1] = cmds[i][1][:len(cmds[i][1]) // 2]
+elif how == "past-end":
+    # bytes after sv's END, in a DATA command of its own
+    i = [n for n, c in enumerate(cmds) if c[0] == 65 and dict(tlvs(c[1]))[PATH] == b"sv"][0]
+    while i + 1 < len(cmds) and cmds[i + 1][0] == 66:
+        i += 1
+    cmds.insert(i + 1, [66, struct.pack("<H", 19) + b"x" * 100])
 elif how == "no-end":
     assert cmds[-1][0] == 21  # BTRFS_SEND_C_END
     cmds = cmds[:-1]
@@ -112,6 +118,7 @@ flags out of place
 in-dest out of place
 extra out of place
 cut stream truncated
+past-end 'sv' at offset
 no-end ends before its END
 CASES
 
