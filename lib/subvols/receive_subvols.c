@@ -900,7 +900,9 @@ static int carried_drop(struct subvols_receiver *x)
 	struct btrfs_util_subvolume_info info;
 	struct stat st;
 
-	qsort(x->carried, x->nr_carried, sizeof(*x->carried), by_length_down);
+	if (x->nr_carried)
+		qsort(x->carried, x->nr_carried, sizeof(*x->carried),
+		      by_length_down);
 	for (i = 0; !ret && i < x->nr_carried; i++) {
 		if (named(x, x->carried[i]))
 			continue;

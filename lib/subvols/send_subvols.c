@@ -285,7 +285,8 @@ static int send_extras(struct subvols_sender *x)
 	for (i = 0; i < st->nr; i++)
 		if (!planned_at(&x->s.plan, st->v[i].rel))
 			v[n++] = &st->v[i];
-	qsort(v, n, sizeof(*v), by_length_down);
+	if (n)
+		qsort(v, n, sizeof(*v), by_length_down);
 	for (i = 0; !ret && i < n; i++) {
 		stats->extras[i] = strdup(v[i]->rel);
 		if (!stats->extras[i]) {
