@@ -305,7 +305,6 @@ static int may_share_item(void *arg, const struct btrfs_ioctl_search_header *sh,
 	if (sh->type != BTRFS_EXTENT_DATA_KEY ||
 	    (m->nr && m->inos[m->nr - 1] == sh->objectid) ||
 	    extent_item_parse(item, sh->len, sh->offset, &fe) ||
-	    fe.kind != EXTENT_REGULAR ||
 	    !share_extent_may_share(&m->ctx->share, m->fs, &fe))
 		return 0;
 	v = array_grow(m->inos, &m->cap, m->nr, sizeof(*v));
