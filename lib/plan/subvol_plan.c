@@ -216,8 +216,7 @@ static int beside(const struct subvol_entry *en, const char *suffix,
 static int snapshot_name(struct subvol_entry *en)
 {
 	return beside(en, SNAPSHOT_SUFFIX, &en->snap.name, &en->snap.path) ?:
-		       beside(en, BASE_SUFFIX, &en->base.name,
-			      &en->base.path) ?:
+		       beside(en, BASE_SUFFIX, &en->base.name, &en->base.path) ?:
 		       beside(en, SEND_BASE_SUFFIX, &en->send_base.name,
 			      &en->send_base.path);
 }
@@ -414,7 +413,8 @@ static int plan_order(struct subvol_plan *s)
 {
 	size_t i;
 
-	qsort(s->v, s->nr, sizeof(*s->v), by_generation);
+	if (s->nr)
+		qsort(s->v, s->nr, sizeof(*s->v), by_generation);
 	for (i = 0; i < s->nr; i++) {
 		s->v[i].family = i;
 		s->v[i].container = container_of(s, i);

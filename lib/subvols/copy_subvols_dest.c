@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>
@@ -518,13 +517,6 @@ int subvols_dest_name(struct subvols *s, const char *dest)
 		       encio_error_set(s->e, ENAMETOOLONG, "copy to", dest,
 				       false, 0) :
 		       0;
-}
-
-bool subvols_on_btrfs(int fd)
-{
-	struct statfs sfs;
-
-	return !fstatfs(fd, &sfs) && sfs.f_type == BTRFS_SUPER_MAGIC;
 }
 
 /* The directory SRC's copy goes in: subvolumes need btrfs there. */

@@ -10,12 +10,15 @@
  * transfers between them (copy_subvols.c). Each file calls only those
  * above it:
  *
+ *   subvols_state.c         what a DEST received holds (receive --state)
  *   subvol_ahead.c          the kernel's passes made ahead, on a thread
  *   copy_subvols_partial.c  the copy in flight a run left; where copies go
  *   copy_subvols_src.c      SRC's side
  *   copy_subvols_dest.c     DEST's side, taking from SRC's
  *   copy_subvols_extra.c    --final: what SRC no longer has
  *   copy_subvols.c          the move, subvolume by subvolume
+ *   send_subvols.c          send --subvolumes: SRC's side in a stream
+ *   receive_subvols.c       its receive: DEST's side from a stream
  */
 #ifndef ENCIO_COPY_SUBVOLS_INTERNAL_H
 #define ENCIO_COPY_SUBVOLS_INTERNAL_H
@@ -146,6 +149,8 @@ static inline bool subvol_rel_below(const char *rel, const char *dir)
 }
 
 /* SRC: copy_subvols_src.c */
+/* Whether @fd is on btrfs: subvolumes need it, on both sides. */
+bool subvols_on_btrfs(int fd);
 /*
  * SRC (@src) opened, s->plan.src set, checked to be on btrfs (else
  * EOPNOTSUPP, "cannot @not_btrfs"), whether it is a subvolume of its own
@@ -172,7 +177,6 @@ int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en);
 void subvols_snapshots_drop(struct subvols *s, int top_fd);
 
 /* DEST: copy_subvols_dest.c */
-bool subvols_on_btrfs(int fd);
 int subvols_dest_name(struct subvols *s, const char *dest);
 int subvols_dest_check(struct subvols *s);
 int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,

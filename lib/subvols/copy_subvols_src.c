@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>
@@ -162,6 +163,13 @@ int subvols_src_changed(const struct subvols *s, const struct subvol_entry *en,
 	ret = subvols_changed_since(fd, transid, stime, &h);
 	close(fd);
 	return ret;
+}
+
+bool subvols_on_btrfs(int fd)
+{
+	struct statfs sfs;
+
+	return !fstatfs(fd, &sfs) && sfs.f_type == BTRFS_SUPER_MAGIC;
 }
 
 int subvols_src_open(struct subvols *s, const char *src, const char *not_btrfs)

@@ -186,6 +186,9 @@ run_mustfail "btrfs receive of the stream" btrfs receive -f "$TEST_TMP/stream" "
 grep -q "version" <<<"$ERR_OUT" || _fail "btrfs receive did not refuse the stream's version"
 [ -z "$(ls -A "$DST3")" ] || _fail "btrfs receive wrote: $(ls -A "$DST3")"
 [ -z "$(btrfs subvolume list "$DST3")" ] || _fail "btrfs receive made a subvolume"
+# the state of a DEST without subvolumes: none
+[ "$("$ENCIO" receive --state "$DST3")" = "encio-subvolumes-state 1" ] ||
+	_fail "the state of an empty DEST"
 
 _log "received again into the same DEST: refused"
 run_mustfail "a second receive" "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST4/copy"
