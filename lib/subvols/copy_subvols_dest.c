@@ -144,7 +144,6 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 	return ret;
 }
 
-/* A copy left in flight by an earlier run: deleted, to be made again. */
 /*
  * The directories a copy's entries move between, and the one it lands
  * in, may be append-only or immutable as their sources are: lifted for
@@ -153,6 +152,13 @@ int subvols_dest_state(const struct subvols *s, struct subvol_entry *en,
 static int times_op(int dir_fd, void *arg)
 {
 	return futimens(dir_fd, arg) ? -errno : 0;
+}
+
+int subvols_times_restore(int dir_fd, const struct stat *st)
+{
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+
+	return inode_flags_lifted_for(dir_fd, times_op, times);
 }
 
 static int delete_op(int dir_fd, void *arg)
@@ -218,12 +224,10 @@ int subvols_carry_nested(int old_fd, int new_fd, const char *rel)
 	if (fstat(to, &st)) {
 		ret = -errno;
 	} else {
-		struct timespec times[2] = { st.st_atim, st.st_mtim };
-
 		ret = carry_rename(from, to, name);
 		ret = ret == -EEXIST ? 0 :
 		      ret	     ? ret :
-			    inode_flags_lifted_for(to, times_op, times);
+				       subvols_times_restore(to, &st);
 	}
 	close(to);
 	close(from);
@@ -389,9 +393,7 @@ int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		return encio_error_set(s->e, -ret, "rename the copy to", p->dst,
 				       false, 0);
 	if (restore) {
-		struct timespec times[2] = { st.st_atim, st.st_mtim };
-
-		ret = inode_flags_lifted_for(p->dir_fd, times_op, times);
+		ret = subvols_times_restore(p->dir_fd, &st);
 		if (ret)
 			return encio_error_set(s->e, -ret, "set the times of",
 					       p->dst, false, 0);

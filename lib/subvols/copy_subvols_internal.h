@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <btrfsutil.h>
 
@@ -189,6 +190,12 @@ int subvols_replace_copy(struct subvols *s, const struct subvol_entry *en,
  * and not the name (0 where it has not); the directory's times kept.
  */
 int subvols_carry_nested(int old_fd, int new_fd, const char *rel);
+/*
+ * The times of the directory @dir_fd put back as @st had them, its
+ * append-only or immutable flag lifted for that where it has one. 0 or
+ * -errno.
+ */
+int subvols_times_restore(int dir_fd, const struct stat *st);
 /*
  * The subvolumes still nested in the copy open at @fd (those not carried
  * into its replacement) deleted, the deepest first, each with the

@@ -219,17 +219,11 @@ static bool rel_ok(const char *rel)
 	}
 }
 
-static int times_op(int dir_fd, void *arg)
-{
-	return futimens(dir_fd, arg) ? -errno : 0;
-}
-
 /* The times of @fd, as @st had them, put back (its flags lifted). */
 static int times_restore(struct subvols_receiver *x, int fd,
 			 const struct stat *st, const char *what)
 {
-	struct timespec times[2] = { st->st_atim, st->st_mtim };
-	int ret = inode_flags_lifted_for(fd, times_op, times);
+	int ret = subvols_times_restore(fd, st);
 
 	return ret ? encio_error_set(x->e, -ret, "set the times of", what,
 				     false, 0) :

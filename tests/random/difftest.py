@@ -1593,25 +1593,10 @@ class SubvolumesMethod(Method):
         if self.summary.get("subvolumes_resumed") and not self.tag:
             self.tag = "sub: %d in flight gone on with after %s" % (
                 self.summary["subvolumes_resumed"], self.how)
-        left = []
-        for m in (self.ck.hist.mnt, self.mnt):
-            found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
-                                   stdout=subprocess.PIPE, text=True).stdout.split("\0")
-            for f in filter(None, found):
-                rel = os.path.relpath(f, m)
-                if m == self.mnt:
-                    # a base whose subvolume went is copied as any subvolume
-                    ok = self.base_kind(os.path.join(self.ck.hist.mnt, rel)) == "orphan"
-                else:
-                    # SRC keeps a base beside each writable subvolume copied
-                    # (but with --final), which the snapshots made since show
-                    # as an empty directory (inode 2); send --subvolumes (method
-                    # pipe) keeps its own
-                    kind = self.base_kind(f)
-                    ok = (os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or kind == "orphan"
-                          or (kind == "beside" and (not final or f.endswith(BASE_SUFFIXES[1]))))
-                if not ok:
-                    left.append(f)
+        # SRC keeps a base beside each writable subvolume copied (but with
+        # --final); send --subvolumes (method pipe) keeps its own
+        left = self.left_behind(lambda f, kind: kind == "beside" and (
+            not final or f.endswith(BASE_SUFFIXES[1])))
         if left:
             return "left behind: %s" % " ".join(left[:20])
         return ""
@@ -1630,6 +1615,28 @@ class SubvolumesMethod(Method):
             return "the move takes %d bytes on disk, SRC %d (+%.1f%%)" % (
                 dst_du, src_du, 100.0 * (dst_du - src_du) / max(src_du, 1))
         return ""
+
+    def left_behind(self, base_ok):
+        """What is named *encio* in SRC or DEST and may not be: in DEST, a
+        base whose subvolume went (copied as any subvolume) may; in SRC, the
+        empty directories standing for bases in later snapshots (inode 2),
+        orphan bases, and bases beside their subvolume where
+        @base_ok(path, kind) says."""
+        left = []
+        for m in (self.ck.hist.mnt, self.mnt):
+            found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
+                                   stdout=subprocess.PIPE, text=True).stdout.split("\0")
+            for f in filter(None, found):
+                if m == self.mnt:
+                    rel = os.path.relpath(f, m)
+                    ok = self.base_kind(os.path.join(self.ck.hist.mnt, rel)) == "orphan"
+                else:
+                    kind = self.base_kind(f)
+                    ok = (os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or kind == "orphan"
+                          or base_ok(f, kind))
+                if not ok:
+                    left.append(f)
+        return left
 
     def base_kind(self, path):
         """What @path is of a base as encio keeps one, a read-only snapshot
@@ -1898,21 +1905,8 @@ class PipeMethod(SubvolumesMethod):
         if p.returncode != 0:
             return "encio send --subvolumes | encio receive exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
-        left = []
-        for m in (self.ck.hist.mnt, self.mnt):
-            found = subprocess.run(["find", m, "-name", "*encio*", "-print0"],
-                                   stdout=subprocess.PIPE, text=True).stdout.split("\0")
-            for f in filter(None, found):
-                rel = os.path.relpath(f, m)
-                if m == self.mnt:
-                    ok = self.base_kind(os.path.join(self.ck.hist.mnt, rel)) == "orphan"
-                else:
-                    # the bases other methods keep in SRC, and the empty
-                    # directories standing for them in later snapshots
-                    ok = (os.lstat(f).st_ino == EMPTY_SUBVOL_DIR_INO or
-                          self.base_kind(f) in ("beside", "orphan"))
-                if not ok:
-                    left.append(f)
+        # the bases it and other methods keep in SRC
+        left = self.left_behind(lambda f, kind: kind == "beside")
         if left:
             return "left behind: %s" % " ".join(left[:20])
         return ""
