@@ -55,20 +55,13 @@ static int open_source(const char *path)
  */
 static void holder_open(struct copy_ctx *ctx, int dest_fd)
 {
-	unsigned int flags = 0;
 	int fd;
 
 	if (ctx->opts.recompress.alg != BTRFS_COMPRESS_NONE)
 		return;
-	fd = openat(dest_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	fd = inode_tmpfile_cow_open(dest_fd);
 	if (fd < 0)
 		return;
-	if ((ioctl(fd, FS_IOC_GETFLAGS, &flags) ||
-	     (flags & FS_NOCOW_FL &&
-	      inode_flags_set(fd, 0, INODE_FLAGS_EARLY, NULL)))) {
-		close(fd);
-		return;
-	}
 	ctx->holder_fd = fd;
 	ctx->share.holder_on = true;
 	ctx->share.holder_end = 0;

@@ -189,6 +189,24 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 	return ret;
 }
 
+int inode_tmpfile_cow_open(int dir_fd)
+{
+	int fd = openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	if (!(inode_flags_get(fd) & FS_NOCOW_FL))
+		return fd;
+	/* an empty file may still lose the flag, and nodatasum with it */
+	ret = inode_flags_set(fd, 0, INODE_FLAGS_EARLY, NULL);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 static int reopen(int fd, int how)
 {
 	char proc[32];

@@ -43,6 +43,15 @@ int inode_flags_set(int fd, unsigned int want, unsigned int mask,
 		    struct inode_flags_refused *refused);
 
 /*
+ * An unnamed file (O_TMPFILE, 0600) in the directory @dir_fd, copy-on-write
+ * whatever the directory passes on: a nocow file refuses encoded writes
+ * (EINVAL) and clones with copy-on-write files, so a probe or an extent
+ * holder that inherited nocow would judge DEST by a file unlike the
+ * copies it makes. The fd, or -errno.
+ */
+int inode_tmpfile_cow_open(int dir_fd);
+
+/*
  * @op(@dir_fd, @arg), a change of the entries of the directory @dir_fd
  * (O_PATH too: a subvolume or an entry made, renamed or removed): where
  * append-only or immutable refuse it (-EPERM), run again with them lifted

@@ -26,6 +26,7 @@
 #include "base/invariant.h"
 #include "codec/codec.h"
 #include "fs/extents.h"
+#include "fs/inode_flags.h"
 #include "io/compat.h"
 #include "io/engine.h"
 
@@ -926,10 +927,6 @@ static int engine_probe_write_mode(struct engine *engine,
 	return res < 0 ? -res : 0;
 }
 
-static int open_scratch(int dirfd)
-{
-	return openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-}
 
 int engine_probe_write(struct engine *engine, int dirfd,
 		       enum encio_io_mode want, struct encio_probe *probe)
@@ -955,9 +952,9 @@ int engine_probe_write(struct engine *engine, int dirfd,
 		goto choose;
 	}
 	sector = sfs.f_bsize;
-	fd = open_scratch(dirfd);
+	fd = inode_tmpfile_cow_open(dirfd);
 	if (fd < 0) {
-		probe->write_err[ENCIO_IO_IOCTL] = errno;
+		probe->write_err[ENCIO_IO_IOCTL] = -fd;
 		goto choose;
 	}
 	req = engine_get_req(engine);
@@ -1022,9 +1019,9 @@ int engine_probe_scratch(struct engine *engine, int dirfd, int *write_err)
 	*write_err = 0;
 	if (fstatfs(dirfd, &sfs))
 		return -errno;
-	fd = open_scratch(dirfd);
+	fd = inode_tmpfile_cow_open(dirfd);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	req = engine_get_req(engine);
 	if (!req) {
 		close(fd);

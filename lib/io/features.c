@@ -14,6 +14,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fs/inode_flags.h"
 #include "io/features.h"
 
 /* include/uapi/linux/capability.h */
@@ -223,7 +224,7 @@ static void probe_io(struct encio_features *f, struct engine *engine, int fd,
 	if (read_fd >= 0 && read_fd != fd)
 		close(read_fd);
 	engine_probe_write(engine, dirfd, ENCIO_IO_AUTO, &f->probe);
-	write_fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	write_fd = inode_tmpfile_cow_open(dirfd);
 	probe_untried(engine, write_fd, f->probe.write_err, true);
 	if (write_fd >= 0)
 		close(write_fd);

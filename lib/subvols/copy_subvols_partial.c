@@ -139,16 +139,41 @@ static void partial_source(const struct subvol_entry *en, uint8_t *v)
 }
 
 /*
- * The new partial's root @fd, before anything is copied into it: private
- * (nobody else can reach what is made in it) and marked with its source.
+ * Whether the directory @fd is a subvolume's root nobody but us could have
+ * put anything in: ours (one another user made, or renamed onto the name,
+ * is theirs), made private (whoever holds it open can add no entry after
+ * that), and empty then (a btrfs directory's size counts its entries'
+ * names). 0, -EEXIST where it is not, or -errno.
+ */
+static int root_private_empty(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID || st.st_uid != geteuid())
+		return -EEXIST;
+	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700))
+		return -errno;
+	if (fstat(fd, &st))
+		return -errno;
+	return st.st_size ? -EEXIST : 0;
+}
+
+/*
+ * The new partial's root @fd, before anything is copied into it: checked
+ * to be the empty subvolume just made, private (nobody else can reach
+ * what is made in it), and marked with its source.
  */
 int subvols_partial_mark(const struct subvol_entry *en, int fd)
 {
 	uint8_t v[PARTIAL_SOURCE_LEN];
+	int ret = root_private_empty(fd);
 
+	if (ret)
+		return ret;
 	partial_source(en, v);
-	if (fchmod(fd, 0700) ||
-	    fsetxattr(fd, PARTIAL_SOURCE_XATTR, v, sizeof(v), 0))
+	if (fsetxattr(fd, PARTIAL_SOURCE_XATTR, v, sizeof(v), 0))
 		return -errno;
 	return 0;
 }
@@ -188,12 +213,14 @@ static bool finished_copy_of(const struct subvol_entry *en,
 /*
  * The subvolume at the partial's name deleted, where it is a partial of
  * ours: its root ours, and marked with a source (only root can set the
- * mark) or a finished copy of @en's source, which a stopped run left
+ * mark), or a finished copy of @en's source, which a stopped run left
  * before putting it in place (then no other subvolume is lost: what it
- * holds is made again). Anyone who may write DEST may have renamed any
- * other subvolume, theirs or root's, onto the name. Opened without
- * following or blocking, checked, and deleted by the id of what was
- * opened. -EEXIST: something else is there, left alone.
+ * holds is made again), or empty and nobody else's to fill, as a run
+ * stopped between making the partial and marking it leaves it. Anyone who
+ * may write DEST may have renamed any other subvolume, theirs or root's,
+ * onto the name. Opened without following or blocking, checked, and
+ * deleted by the id of what was opened. -EEXIST: something else is there,
+ * left alone.
  */
 static int partial_delete(const struct subvol_entry *en, struct placement *p)
 {
@@ -214,8 +241,10 @@ static int partial_delete(const struct subvol_entry *en, struct placement *p)
 		ret = -EEXIST;
 	else if (fgetxattr(fd, PARTIAL_SOURCE_XATTR, NULL, 0) < 0 &&
 		 !finished_copy_of(en, &info))
-		ret = -EEXIST;
-	else
+		ret = info.flags & BTRFS_ROOT_SUBVOL_RDONLY ?
+			      -EEXIST :
+			      root_private_empty(fd);
+	if (!ret)
 		ret = subvols_delete_id(p->dir_fd, info.id);
 	close(fd);
 	return ret;
