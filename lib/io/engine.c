@@ -927,7 +927,6 @@ static int engine_probe_write_mode(struct engine *engine,
 	return res < 0 ? -res : 0;
 }
 
-
 int engine_probe_write(struct engine *engine, int dirfd,
 		       enum encio_io_mode want, struct encio_probe *probe)
 {
