@@ -31,12 +31,17 @@ static bool xattr_wanted(const char *name)
 
 /*
  * Wanted, and DEST's to remove where the source lacks it: not a label the
- * security module of DEST gives what is made there.
+ * security module of DEST gives what is made there, nor a mark of encio's
+ * (trusted.encio.*: a partial's source, a received subvolume's proof),
+ * which goes where its owner says (a partial's only once it is marked
+ * received: a run stopped in between would leave it unproved).
  */
 static bool xattr_prunable(const char *name)
 {
-	return xattr_wanted(name) && (strncmp(name, "security.", 9) ||
-				      !strcmp(name, "security.capability"));
+	return xattr_wanted(name) &&
+	       (strncmp(name, "security.", 9) ||
+		!strcmp(name, "security.capability")) &&
+	       strncmp(name, "trusted.encio.", 14);
 }
 
 /*

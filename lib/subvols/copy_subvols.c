@@ -341,10 +341,22 @@ static int copy_whole(struct subvols *s, const struct subvol_entry *en,
 		      inode_flags_set(fd, 0, FS_NOCOW_FL,
 				      copy_ctx_flags_refused(s->ctx)) :
 		      0;
-	if (ret >= 0)
+	ret = ret < 0 ?
+		      encio_error_set(s->e, -ret, "finish", p->dst, false, 0) :
+		      0;
+	/*
+	 * Marked received before the partial's mark goes, and again after
+	 * (that change is one since the first): a run stopped in between
+	 * leaves a partial one of the two marks names as encio's.
+	 */
+	if (!ret)
+		ret = mark_received(s, en, fd);
+	if (!ret) {
 		ret = subvols_partial_unmark(fd);
-	if (ret)
-		ret = encio_error_set(s->e, -ret, "finish", p->dst, false, 0);
+		if (ret)
+			ret = encio_error_set(s->e, -ret, "finish", p->dst,
+					      false, 0);
+	}
 	if (!ret)
 		ret = mark_received(s, en, fd);
 	if (!ret && en->read_only && !en->contains &&
