@@ -462,10 +462,25 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 	return best;
 }
 
-size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
-			  const char **out, uint64_t *ids)
+size_t subvol_plan_base_clones(struct subvol_plan *s,
+			       const struct subvol_entry *en,
+			       const bool *copied, struct subvol_entry **out)
 {
-	size_t i, nr = 0;
+	size_t i, nr = 0, f = family_of(s, en - s->v);
+
+	for (i = 0; i < s->nr && nr < SUBVOL_PLAN_BASES_MAX; i++)
+		if (&s->v[i] != en && s->v[i].base_in_dest &&
+		    s->v[i].base.held && !copied_at(s, i, copied) &&
+		    family_of(s, i) == f)
+			out[nr++] = &s->v[i];
+	return nr;
+}
+
+size_t subvol_plan_clones(struct subvol_plan *s, const struct subvol_entry *en,
+			  const bool *copied, const char **out, uint64_t *ids)
+{
+	struct subvol_entry *bases[SUBVOL_PLAN_BASES_MAX];
+	size_t i, nr = 0, nr_bases;
 
 	for (i = 0; i < s->nr; i++) {
 		if (!copied_at(s, i, copied))
@@ -473,6 +488,12 @@ size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
 		if (ids)
 			ids[nr] = subvol_source_id(&s->v[i]);
 		out[nr++] = subvol_source(&s->v[i]);
+	}
+	nr_bases = en ? subvol_plan_base_clones(s, en, copied, bases) : 0;
+	for (i = 0; i < nr_bases; i++) {
+		if (ids)
+			ids[nr] = bases[i]->base.id;
+		out[nr++] = bases[i]->base.path;
 	}
 	return nr;
 }

@@ -72,6 +72,13 @@ struct subvol_entry {
 	bool partial_kept;
 	/* its copy is marked received as a stream from it expects */
 	bool parent_ok;
+	/*
+	 * writable: its copy in DEST (subvolume @base_copy_id) holds its
+	 * base, unchanged since marked; a clone source for its family's
+	 * differences until its own turn (subvol_plan_base_clones())
+	 */
+	bool base_in_dest;
+	uint64_t base_copy_id;
 	bool emitted;  /* placed in the copy order */
 	size_t family; /* union-find parent, an index in the plan */
 	/* the one it sits in (the longest path before its), an index; -1 */
@@ -106,13 +113,24 @@ const struct subvol_entry *subvol_plan_nearest(struct subvol_plan *s,
 					       const struct subvol_entry *en,
 					       const bool *copied);
 /*
- * The clone sources of a difference sent now: the source of every
- * subvolume in DEST (by @copied, or their flags when NULL, as above), in
- * the plan's order, into @out (room for s->nr), and their subvolume ids
- * into @ids unless it is NULL. Returns how many.
+ * The writable subvolumes of @en's family, but @en, whose bases stand in
+ * DEST for them (base_in_dest) and that are not copied yet: up to
+ * SUBVOL_PLAN_BASES_MAX into @out. Their bases serve @en's difference as
+ * clone sources, whose copies the receiver is told of. Returns how many.
  */
-size_t subvol_plan_clones(const struct subvol_plan *s, const bool *copied,
-			  const char **out, uint64_t *ids);
+#define SUBVOL_PLAN_BASES_MAX 16
+size_t subvol_plan_base_clones(struct subvol_plan *s,
+			       const struct subvol_entry *en,
+			       const bool *copied, struct subvol_entry **out);
+/*
+ * The clone sources of @en's difference sent now (@en NULL: of another
+ * stream): the source of every subvolume in DEST (by @copied, or their
+ * flags when NULL, as above), in the plan's order, then the bases of
+ * subvol_plan_base_clones(), into @out (room for s->nr), and their
+ * subvolume ids into @ids unless it is NULL. Returns how many.
+ */
+size_t subvol_plan_clones(struct subvol_plan *s, const struct subvol_entry *en,
+			  const bool *copied, const char **out, uint64_t *ids);
 /* The path @en is read from: its snapshot if it is writable, else itself. */
 static inline const char *subvol_source(const struct subvol_entry *en)
 {

@@ -43,7 +43,7 @@ int receive_ctx_new(struct receive_ctx **ret,
 				       0);
 	ctx->opts = *opts;
 	ctx->dest_fd = ctx->mnt_fd = ctx->subvol_fd = ctx->write_fd = -1;
-	ctx->clone_src_fd = ctx->known_fd = -1;
+	ctx->clone_src_fd = -1;
 	ctx->part.state_fd = ctx->part.name_fd = ctx->part.lock_fd = -1;
 	ctx->euid = geteuid();
 	ctx->egid = getegid();

@@ -174,8 +174,8 @@ int receive_stream_open(struct receive_ctx *ctx, struct stream_reader *r,
  * here; NULL: opened here from @stream_fd.
  */
 int receive_run_reader(struct receive_ctx *ctx, struct stream_reader *opened,
-		       int stream_fd, const char *stream_name,
-		       const char *dest, struct encio_error *e);
+		       int stream_fd, const char *stream_name, const char *dest,
+		       struct encio_error *e);
 
 const struct receive_stats *receive_get_stats(const struct receive_ctx *ctx);
 /*
@@ -200,10 +200,13 @@ bool receive_name_resumable(const char *name);
  * The parent or clone source a stream names as @uuid at @transid is the
  * subvolume open at @fd, whatever UUIDs it has: a copy its caller checked
  * holds that moment (a writable one, which no received UUID may name).
- * The caller keeps @fd open while it is known; -1 forgets it.
+ * Up to RECEIVE_KNOWN_MAX are known at once (-ENOSPC past them). The
+ * caller keeps @fd open while it is known; -1 forgets them all. 0 or
+ * -errno.
  */
-void receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
-			      uint64_t transid, int fd);
+#define RECEIVE_KNOWN_MAX 16
+int receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
+			     uint64_t transid, int fd);
 
 /*
  * The error last returned or passed to the error event in the words

@@ -246,10 +246,13 @@ struct receive_ctx {
 	 * name at its END: true until then.
 	 */
 	bool placing;
-	/* receive_set_known_subvol(): the caller's, not closed here */
-	int known_fd;
-	uint8_t known_uuid[BTRFS_UUID_SIZE];
-	uint64_t known_transid;
+	/* receive_set_known_subvol(): the caller's fds, not closed here */
+	struct {
+		int fd;
+		uint8_t uuid[BTRFS_UUID_SIZE];
+		uint64_t transid;
+	} known[RECEIVE_KNOWN_MAX];
+	int nr_known;
 
 	const char *why; /* the cause of a callback's failure */
 	char why_buf[RECEIVE_WHY_LEN];

@@ -451,9 +451,11 @@ int rcv_lookup_open_subvol_by_uuid(struct receive_ctx *ctx, const char *role,
 
 	if (uuid_is_zero(uuid))
 		return fail(ctx, ENOENT, "no subvolume has a zero UUID");
-	if (ctx->known_fd >= 0 && transid == ctx->known_transid &&
-	    !memcmp(uuid, ctx->known_uuid, BTRFS_UUID_SIZE)) {
-		fd = fcntl(ctx->known_fd, F_DUPFD_CLOEXEC, 0);
+	for (i = 0; i < ctx->nr_known; i++) {
+		if (transid != ctx->known[i].transid ||
+		    memcmp(uuid, ctx->known[i].uuid, BTRFS_UUID_SIZE))
+			continue;
+		fd = fcntl(ctx->known[i].fd, F_DUPFD_CLOEXEC, 0);
 		return fd < 0 ? fail(ctx, errno, "open the subvolume known") :
 				fd;
 	}
@@ -515,12 +517,17 @@ int rcv_lookup_clone_source(struct receive_ctx *ctx, const uint8_t *uuid,
 	return fd;
 }
 
-void receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
-			      uint64_t transid, int fd)
+int receive_set_known_subvol(struct receive_ctx *ctx, const uint8_t *uuid,
+			     uint64_t transid, int fd)
 {
-	ctx->known_fd = fd;
-	if (fd >= 0) {
-		memcpy(ctx->known_uuid, uuid, BTRFS_UUID_SIZE);
-		ctx->known_transid = transid;
+	if (fd < 0) {
+		ctx->nr_known = 0;
+		return 0;
 	}
+	if (ctx->nr_known == RECEIVE_KNOWN_MAX)
+		return -ENOSPC;
+	ctx->known[ctx->nr_known].fd = fd;
+	memcpy(ctx->known[ctx->nr_known].uuid, uuid, BTRFS_UUID_SIZE);
+	ctx->known[ctx->nr_known++].transid = transid;
+	return 0;
 }

@@ -91,6 +91,51 @@ static void error_path_rebase(struct encio_error *e, const char *from,
 }
 
 /*
+ * The copies in DEST that hold the bases among @en's clone sources
+ * (subvol_plan_base_clones()), opened into @fds and told to the receiver,
+ * which no received UUID leads to them. Checked again now: one changed
+ * since the run began is no clone source (before the clone sources are
+ * listed, so that the sender names none the receiver lacks). Returns how
+ * many are open.
+ */
+static size_t known_bases_open(struct subvols *s, const struct subvol_entry *en,
+			       int *fds)
+{
+	struct subvol_entry *bases[SUBVOL_PLAN_BASES_MAX];
+	size_t i, nr, open = 0;
+	int fd;
+
+	_Static_assert(SUBVOL_PLAN_BASES_MAX <= RECEIVE_KNOWN_MAX,
+		       "every base's copy can be known");
+	if (s->top_fd < 0)
+		return 0;
+	nr = subvol_plan_base_clones(&s->plan, en, NULL, bases);
+	for (i = 0; i < nr; i++) {
+		fd = subvols_dest_base_open(bases[i], s->top_fd,
+					    bases[i]->base_copy_id);
+		if (fd < 0 ||
+		    receive_set_known_subvol(s->rcv, bases[i]->base.uuid,
+					     bases[i]->base.ctransid, fd)) {
+			if (fd >= 0)
+				close(fd);
+			bases[i]->base_in_dest = false;
+			continue;
+		}
+		fds[open++] = fd;
+	}
+	return open;
+}
+
+static void known_bases_close(struct subvols *s, int *fds, size_t nr)
+{
+	size_t i;
+
+	receive_set_known_subvol(s->rcv, NULL, 0, -1);
+	for (i = 0; i < nr; i++)
+		close(fds[i]);
+}
+
+/*
  * The stream of @en from its parent (@parent, subvolume @parent_id)
  * received in p->dir_fd as p->partial.
  */
@@ -100,11 +145,12 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	struct subvols_sender_thread t = { .path = s->src_proc,
 					   .stream = en->src };
 	const struct receive_stats *rs;
+	int known[SUBVOL_PLAN_BASES_MAX];
 	char dest[64];
 	pthread_t thread;
 	uint64_t encoded;
 	int fds[2], ret, src_fd;
-	size_t nr;
+	size_t nr, nr_known;
 
 	/* sent from a descriptor: what its path names may change */
 	src_fd = subvols_entry_open(s, en, en->snap.path != NULL);
@@ -116,7 +162,8 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 				       false, 0);
 	}
 	snprintf(s->src_proc, sizeof(s->src_proc), "/proc/self/fd/%d", src_fd);
-	nr = subvol_plan_clones(&s->plan, NULL, s->clones, s->clone_ids);
+	nr_known = known_bases_open(s, en, known);
+	nr = subvol_plan_clones(&s->plan, en, NULL, s->clones, s->clone_ids);
 	t.opts = (struct send_options){
 		.io_mode = s->opts->io_mode,
 		.depth = s->opts->depth,
@@ -136,6 +183,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 		close(fds[0]);
 		close(fds[1]);
 		close(src_fd);
+		known_bases_close(s, known, nr_known);
 		subvols_ahead_done(s->ahead, t.opts.pass);
 		return encio_error_set(s->e, ret, "start the sender of",
 				       en->src, false, 0);
@@ -151,6 +199,7 @@ static int transfer(struct subvols *s, const struct subvol_entry *en,
 	close(fds[0]);
 	pthread_join(thread, NULL);
 	close(src_fd);
+	known_bases_close(s, known, nr_known);
 	subvols_ahead_done(s->ahead, t.opts.pass);
 	encio_error_rebase(&t.e, s->src_proc, subvol_source(en));
 	/*
@@ -661,6 +710,7 @@ static int copy_all(struct subvols *s)
 			if (top_fd < 0)
 				ret = encio_error_set(s->e, errno, "open",
 						      s->dst, false, 0);
+			s->top_fd = top_fd;
 		}
 		if (!ret && en)
 			ret = copy_turn(s, en, top_fd);
@@ -728,6 +778,7 @@ int subvols_copy(struct copy_ctx *ctx, const struct tree_options *topts,
 		.opts = opts,
 		.stats = stats,
 		.e = e,
+		.top_fd = -1,
 	};
 	int ret;
 

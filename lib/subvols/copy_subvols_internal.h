@@ -110,6 +110,7 @@ struct subvols {
 	struct receive_ctx *rcv;
 	struct subvol_ahead *ahead; /* NULL: each pass made at its turn */
 	uint64_t bytes_before; /* bytes_written before the subvolume at hand */
+	int top_fd; /* DEST's copy of SRC in the copy's loop, -1 before */
 };
 
 struct placement {
@@ -168,6 +169,13 @@ int subvols_entry_open(struct subvols *s, const struct subvol_entry *en,
 int subvols_bases_drop(struct subvols *s);
 int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_snapshots_make(struct subvols *s);
+/*
+ * Writable @en's copy in DEST (below @top_fd) where it holds en->base,
+ * unchanged since encio marked it (and is subvolume @id, unless 0): the
+ * fd, -ESTALE, or -errno.
+ */
+int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
+			   uint64_t id);
 /*
  * The snapshot @en's finished copy was made from, kept as the base of the
  * next run's difference in place of the one before (deleted by its id);

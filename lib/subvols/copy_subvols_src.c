@@ -394,12 +394,12 @@ int subvols_snapshot_keep(struct subvols *s, struct subvol_entry *en)
 }
 
 /*
- * Whether writable @en's copy in DEST (below @top_fd) was received from
- * its snapshot (en->snap.uuid) and not finished: 1, 0 or -errno.
+ * The subvolume at @en's path in DEST (below @top_fd), opened, its info in
+ * @info: the fd, -ENOENT where DEST has none there, or -errno.
  */
-static int dest_made_from(const struct subvol_entry *en, int top_fd)
+static int dest_copy_open(const struct subvol_entry *en, int top_fd,
+			  struct btrfs_util_subvolume_info *info)
 {
-	struct btrfs_util_subvolume_info info;
 	struct stat st;
 	int fd, ret;
 
@@ -407,19 +407,84 @@ static int dest_made_from(const struct subvol_entry *en, int top_fd)
 				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
 			  fcntl(top_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
-		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+		return fd == -ENOTDIR ? -ENOENT : fd;
 	if (fstat(fd, &st))
 		ret = -errno;
 	else if (st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
-		ret = 0;
+		ret = -ENOENT;
 	else
 		ret = btrfsutil_errno(
-			btrfs_util_subvolume_info_fd(fd, 0, &info));
-	close(fd);
-	if (ret || st.st_ino != BTRFS_FIRST_FREE_OBJECTID)
+			btrfs_util_subvolume_info_fd(fd, 0, info));
+	if (ret) {
+		close(fd);
 		return ret;
+	}
+	return fd;
+}
+
+/*
+ * Whether writable @en's copy in DEST (below @top_fd) was received from
+ * its snapshot (en->snap.uuid) and not finished: 1, 0 or -errno.
+ */
+static int dest_made_from(const struct subvol_entry *en, int top_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd = dest_copy_open(en, top_fd, &info);
+
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	close(fd);
 	return !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
 	       !memcmp(info.received_uuid, en->snap.uuid, BTRFS_UUID_SIZE);
+}
+
+/*
+ * Writable @en's copy in DEST (below @top_fd), opened where it holds its
+ * base as finish_writable() marked it (no received UUID of its own: one of
+ * SRC's would give no moment) and nobody changed it since (encio's mark,
+ * its ctransid not past it). Where @id is not 0, the subvolume found then.
+ * The fd, -ESTALE where it is not, or -errno.
+ */
+int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
+			   uint64_t id)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd = dest_copy_open(en, top_fd, &info);
+
+	if (fd < 0)
+		return fd == -ENOENT ? -ESTALE : fd;
+	if (!en->base.held || subvol_uuid_set(en->info.received_uuid) ||
+	    (id && info.id != id) || info.flags & BTRFS_ROOT_SUBVOL_RDONLY ||
+	    subvol_uuid_set(info.received_uuid) ||
+	    info.stransid != en->base.ctransid ||
+	    !received_mark_own(fd, &info)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * Whether writable @en's copy in DEST holds its base: then the base
+ * stands for it as a clone source of the differences of its family sent
+ * before its turn (subvol_plan_base_clones()). A run stopped after its
+ * copy sends the snapshots it planned after it before it, from an older
+ * relative (random seed 168: a snapshot as the live subvolume is sent as
+ * the difference from the one before): they clone what its copy holds.
+ */
+static void dest_base_note(struct subvol_entry *en, int top_fd)
+{
+	struct btrfs_util_subvolume_info info;
+	int fd = subvols_dest_base_open(en, top_fd, 0);
+
+	en->base_in_dest = fd >= 0;
+	if (fd < 0)
+		return;
+	if (!btrfs_util_subvolume_info_fd(fd, 0, &info))
+		en->base_copy_id = info.id;
+	else
+		en->base_in_dest = false;
+	close(fd);
 }
 
 /*
@@ -544,6 +609,8 @@ static int snapshot_find(struct subvols *s, struct subvol_entry *en, int top_fd)
 	ret = ret == -ENOENT ? 0 : ret;
 	if (!ret)
 		ret = snapshot_left(s, en, dir_fd, src_fd, top_fd);
+	if (!ret && top_fd >= 0)
+		dest_base_note(en, top_fd);
 	/* kept by snapshot_left() for the copy in flight from it */
 	if (!ret && !en->snap.held) {
 		en->snap_before = s->synced_at;

@@ -133,7 +133,8 @@ static int send_one(struct subvols_sender *x, const char *path,
 	int fds[2], ret;
 	size_t nr;
 
-	nr = subvol_plan_clones(&s->plan, x->sent, s->clones, s->clone_ids);
+	nr = subvol_plan_clones(&s->plan, NULL, x->sent, s->clones,
+				s->clone_ids);
 	t.opts = (struct send_options){
 		.io_mode = x->opts->io_mode,
 		.depth = x->opts->depth,

@@ -97,7 +97,7 @@ static int plan_jobs(struct subvol_ahead *a, struct subvol_plan *plan)
 				ret = -ENOMEM;
 			else
 				j->nr_clones = subvol_plan_clones(
-					plan, copied, j->clones, NULL);
+					plan, en, copied, j->clones, NULL);
 		}
 		copied[plan->order[pos]] = true;
 	}
