@@ -9,7 +9,11 @@
 #   126:sub  send -p from a later parent: a file cut short inside a sector
 #            got zeros past the parent's size (wrong data, exit 0)
 #   168:sub  copy --subvolumes: a subvolume holding a nested one copied
-#            from an old snapshot, 23% more room than SRC
+#            from an old snapshot, 23% more room than SRC; then, by the
+#            moment the first run is killed: every extent decoded under a
+#            nocow root (the probe's file took nocow), a partial no rerun
+#            took (killed before its mark, or between marks), a snapshot
+#            sent again what the live subvolume's copy held (+2.9%)
 #   781:b    receive: a directory append-only in the parent and made
 #            immutable too lost its immutable flag (exit 0)
 source "$(dirname "$0")/../../../common.sh"
