@@ -39,5 +39,4 @@ struct encio_features {
  */
 int features_probe(const char *path, struct encio_features *f);
 
-
 #endif

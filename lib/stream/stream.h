@@ -76,8 +76,8 @@
  * follows; after the others, the deepest first
  */
 #define STREAM_SUBVOL_EXTRA (1ULL << 4)
-#define STREAM_SUBVOL_KNOWN                                            \
-	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |            \
+#define STREAM_SUBVOL_KNOWN                                 \
+	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS | \
 	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST | STREAM_SUBVOL_EXTRA)
 
 /*
