@@ -38,6 +38,12 @@ int usage_error(const struct cmd_struct *cmd, const char *fmt, ...)
 
 void print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void print_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A summary printed to @f (stdout or stderr) flushed: 0, or 1 after an
+ * error saying it could not be written (a script would take the run for
+ * done without it).
+ */
+int summary_flush(FILE *f);
 /* One warning a run for what DEST would not take, not one a file. */
 void warn_flags_refused(const struct inode_flags_refused *r);
 void verbose(int level, const char *fmt, ...)

@@ -307,12 +307,7 @@ static int print_summary(struct receive_ctx *ctx,
 	else if (!ret && (global_opts.progs_names ? global_opts.verbose > 0 :
 						    global_opts.verbose >= 0))
 		print_summary_text(ctx, seconds);
-	if (fflush(f) == EOF || ferror(f)) {
-		print_error("cannot write the summary to %s: %s",
-			    json ? "stdout" : "stderr", strerror(errno));
-		return 1;
-	}
-	return ret;
+	return summary_flush(f) ?: ret;
 }
 
 /*
@@ -894,7 +889,9 @@ static int cmd_receive(const struct cmd_struct *cmd, int argc, char **argv)
 	ret = receive_stream_open(ctx, &reader, fd,
 				  args.file ? args.file : "stdin", &e);
 	if (!ret && reader.subvolumes) {
-		ret = receive_subvolumes(&reader, argv[optind], opts, &events);
+		ret = receive_subvolumes(&reader, argv[optind], opts, &events,
+					 args.json);
+		free_subvols(&progress);
 		receive_ctx_free(ctx);
 		stop_signals_reraise();
 		goto out;

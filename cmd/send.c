@@ -94,7 +94,7 @@ static const char *const send_usage[] = {
 	"               in one stream for 'encio receive DEST', which makes",
 	"               PATH's copy at DEST as 'encio copy -rT --subvolumes'",
 	"               does (btrfs receive refuses it); one PATH, -f, --state,",
-	"               -q, -v only",
+	"               --format, -q, -v only",
 	"--state FILE   with --subvolumes: what DEST holds, as 'encio receive",
 	"               --state DEST' printed it (- for standard input): those",
 	"               subvolumes are not sent again, the others as differences",
@@ -390,12 +390,7 @@ static void print_summary_json(FILE *out, const struct send_args *a,
 	json_object_end(&w);
 }
 
-/*
- * The JSON summary goes to standard output unless the stream does: no -f,
- * or a FILE that is standard output itself (/dev/stdout of a pipe). Asked
- * while the stream is open: a FILE committed is closed.
- */
-static FILE *json_output(const struct send_output *out, const char *file)
+FILE *send_json_output(const struct send_output *out, const char *file)
 {
 	struct stat a, b;
 
@@ -431,12 +426,7 @@ static int print_summary(const struct send_args *args,
 	else if (global_opts.progs_names ? global_opts.verbose > 0 :
 					   global_opts.verbose >= 0)
 		print_summary_text(s, seconds);
-	if (fflush(f) == EOF || ferror(f)) {
-		print_error("cannot write the summary to %s: %s",
-			    f == stdout ? "stdout" : "stderr", strerror(errno));
-		return 1;
-	}
-	return 0;
+	return summary_flush(f);
 }
 
 /* -p and -c name read-only subvolumes, as btrfs send checks. */
@@ -592,9 +582,10 @@ static int parse_send_options(const struct cmd_struct *cmd, int argc,
 	if (args->subvolumes &&
 	    (opts->parent || opts->nr_clones || opts->one_stream ||
 	     opts->estimate || opts->resume || opts->snapshot ||
-	     opts->no_data || proto_given || args->json))
+	     opts->no_data || proto_given))
 		return usage_error(
-			cmd, "--subvolumes takes one PATH, -f, -q and -v only");
+			cmd,
+			"--subvolumes takes one PATH, -f, --format, -q and -v only");
 	if (args->state && !args->subvolumes)
 		return usage_error(cmd, "--state goes with --subvolumes");
 	if (args->delete_extra && !args->state)
@@ -709,7 +700,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 	if (args.subvolumes) {
 		install_signals();
 		ret = send_subvolumes(argv[optind], args.file, args.state,
-				      args.delete_extra);
+				      args.delete_extra, args.json);
 		goto out;
 	}
 	file = args.file;
@@ -744,7 +735,7 @@ static int cmd_send(const struct cmd_struct *cmd, int argc, char **argv)
 			opts.replaces_ino = out.replaced.st_ino;
 		}
 	}
-	args.json_out = args.dry_run ? stdout : json_output(&out, file);
+	args.json_out = args.dry_run ? stdout : send_json_output(&out, file);
 	args.paths = paths;
 	args.nr = nr;
 	args.parent = opts.parent;

@@ -10,14 +10,91 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json.h"
 #include "subvols_stream_cmd.h"
 #include "base/clock.h"
 #include "send/send.h"
 #include "subvols/subvols_stream.h"
 
+/* The subvolumes of a run as they begin, for its JSON summary. */
+struct run_list {
+	bool json;
+	struct run_subvol {
+		char *path;
+		char *parent;	/* send: the difference's parent, or NULL */
+		bool read_only; /* receive: a snapshot */
+	} * v;
+	size_t nr, cap;
+	bool failed; /* out of memory: the list is incomplete */
+};
+
+static void run_list_add(struct run_list *l, const char *path,
+			 const char *parent, bool read_only)
+{
+	struct run_subvol *grown;
+
+	if (l->failed)
+		return;
+	if (l->nr == l->cap) {
+		grown = realloc(l->v,
+				(l->cap ? l->cap * 2 : 16) * sizeof(*l->v));
+		if (!grown) {
+			l->failed = true;
+			return;
+		}
+		l->v = grown;
+		l->cap = l->cap ? l->cap * 2 : 16;
+	}
+	l->v[l->nr].path = strdup(path);
+	l->v[l->nr].parent = parent ? strdup(parent) : NULL;
+	l->v[l->nr].read_only = read_only;
+	if (!l->v[l->nr].path || (parent && !l->v[l->nr].parent)) {
+		free(l->v[l->nr].path);
+		free(l->v[l->nr].parent);
+		l->failed = true;
+		return;
+	}
+	l->nr++;
+}
+
+static void run_list_release(struct run_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		free(l->v[i].path);
+		free(l->v[i].parent);
+	}
+	free(l->v);
+}
+
+/* "subvolumes": each as it began (@send: with its parent, else read_only) */
+static void json_run_list(struct json_writer *w, const struct run_list *l,
+			  bool send)
+{
+	size_t i;
+
+	json_array_begin(w, "subvolumes");
+	for (i = 0; i < l->nr; i++) {
+		json_object_begin(w, NULL);
+		json_string(w, "path", l->v[i].path);
+		if (send)
+			json_string(w, "parent", l->v[i].parent);
+		else
+			json_bool(w, "read_only", l->v[i].read_only);
+		json_object_end(w);
+	}
+	json_array_end(w);
+}
+
 static void send_begin(void *arg, const char *rel, const char *parent)
 {
-	(void)arg;
+	struct run_list *l = arg;
+
+	if (l->json) {
+		run_list_add(l, rel, parent, false);
+		return;
+	}
 	if (global_opts.verbose < 0)
 		return;
 	if (parent)
@@ -114,19 +191,51 @@ static void say_extras(const struct subvols_send_stats *stats,
 		fprintf(stderr, "  %s\n", stats->extras[i]);
 }
 
-int send_subvolumes(const char *src, const char *file, const char *state,
-		    bool delete_extra)
+/*
+ * send --subvolumes' summary as one JSON object: the subvolumes sent, each
+ * with the parent of its difference (null: whole), the counts of the text
+ * line, and the paths DEST holds that SRC no longer has there.
+ */
+static int print_send_json(FILE *f, const struct run_list *l,
+			   const struct subvols_send_stats *stats,
+			   bool delete_extra, double seconds)
 {
+	struct json_writer w;
+	size_t i;
+
+	json_init(&w, f, 0);
+	json_object_begin(&w, NULL);
+	json_run_list(&w, l, true);
+	json_u64(&w, "sent", stats->total);
+	json_u64(&w, "incremental", stats->incremental);
+	json_u64(&w, "in_dest", stats->in_dest);
+	json_array_begin(&w, "extras");
+	for (i = 0; i < stats->nr_extras; i++)
+		json_string(&w, NULL, stats->extras[i]);
+	json_array_end(&w);
+	json_bool(&w, "delete_extra", delete_extra);
+	json_u64(&w, "stream_bytes", stats->stream_bytes);
+	json_double(&w, "seconds", seconds, 6);
+	json_object_end(&w);
+	return summary_flush(f);
+}
+
+int send_subvolumes(const char *src, const char *file, const char *state,
+		    bool delete_extra, bool json)
+{
+	struct run_list sent = { .json = json };
 	struct subvols_send_options opts = { .io_mode = global_opts.io_mode,
 					     .depth = global_opts.queue_depth,
 					     .stop = &stop_signal,
-					     .begin = send_begin };
+					     .begin = send_begin,
+					     .arg = &sent };
 	struct send_output out = { .fd = STDOUT_FILENO, .dir_fd = -1 };
 	char size[PRETTY_SIZE_LEN];
 	struct subvols_send_stats stats;
 	struct encio_error e;
 	struct subvols_state st = { 0 };
 	double start = clock_now();
+	FILE *json_out;
 	int ret;
 
 	if (!file && isatty(STDOUT_FILENO)) {
@@ -143,25 +252,35 @@ int send_subvolumes(const char *src, const char *file, const char *state,
 		subvols_state_release(&st);
 		return 1;
 	}
+	json_out = send_json_output(&out, file);
 	ret = subvols_send(src, out.fd, file ? file : "stdout", &opts, &stats,
 			   &e);
 	subvols_state_release(&st);
 	if (!ret && stop_signal)
 		ret = encio_error_set(&e, EINTR, "finish (interrupted)",
 				      file ? file : "stdout", false, 0);
+	if (!ret && sent.failed)
+		ret = encio_error_set(&e, ENOMEM, "list the subvolumes sent to",
+				      file ? file : "stdout", false, 0);
 	if (file && !ret)
 		ret = send_output_commit(&out, file, &e);
 	else if (file)
 		send_output_abort(&out);
-	if (!ret)
-		say_extras(&stats, delete_extra);
-	subvols_send_stats_release(&stats);
-	if (ret) {
+	if (ret)
 		print_encio_error(&e);
+	else if (!json)
+		say_extras(&stats, delete_extra);
+	/* after a failure too: the counts of what was sent until then */
+	if (json && print_send_json(json_out, &sent, &stats, delete_extra,
+				    clock_now() - start))
+		ret = ret ?: -EIO;
+	subvols_send_stats_release(&stats);
+	run_list_release(&sent);
+	if (ret) {
 		stop_signals_reraise();
 		return 1;
 	}
-	if (global_opts.verbose >= 0)
+	if (!json && global_opts.verbose >= 0)
 		fprintf(stderr,
 			"sent %llu subvolumes (%llu as differences; %llu in DEST already), %s of stream in %.1fs\n",
 			(unsigned long long)stats.total,
@@ -174,19 +293,49 @@ int send_subvolumes(const char *src, const char *file, const char *state,
 
 static void receive_begin(void *arg, const char *rel, bool read_only)
 {
-	(void)arg;
-	(void)read_only;
-	if (global_opts.verbose >= 0)
+	struct run_list *l = arg;
+
+	if (l->json)
+		run_list_add(l, rel, NULL, read_only);
+	else if (global_opts.verbose >= 0)
 		fprintf(stderr, "At subvol %s\n", rel);
+}
+
+/*
+ * The receive of send --subvolumes' stream as one JSON object on standard
+ * output: the subvolumes received (path below DEST, read-only), and the
+ * counts of the text line.
+ */
+static int print_receive_json(const struct run_list *l,
+			      const struct subvols_receive_stats *stats,
+			      double seconds)
+{
+	struct json_writer w;
+
+	json_init(&w, stdout, 0);
+	json_object_begin(&w, NULL);
+	json_run_list(&w, l, false);
+	json_u64(&w, "received", stats->total);
+	json_u64(&w, "in_dest", stats->in_dest);
+	json_u64(&w, "extras_deleted", stats->extras_deleted);
+	json_u64(&w, "extras_kept", stats->extras_kept);
+	json_u64(&w, "written_bytes", stats->bytes_written);
+	json_u64(&w, "encoded_bytes", stats->encoded_bytes);
+	json_u64(&w, "stream_bytes", stats->stream_bytes);
+	json_double(&w, "seconds", seconds, 6);
+	json_object_end(&w);
+	return summary_flush(stdout);
 }
 
 int receive_subvolumes(struct stream_reader *r, const char *dest,
 		       const struct receive_options *ropts,
-		       const struct receive_events *events)
+		       const struct receive_events *events, bool json)
 {
+	struct run_list received = { .json = json };
 	struct subvols_receive_options opts = { .receive = *ropts,
 						.events = events,
-						.begin = receive_begin };
+						.begin = receive_begin,
+						.arg = &received };
 	char size[PRETTY_SIZE_LEN], enc[PRETTY_SIZE_LEN];
 	struct subvols_receive_stats stats;
 	struct encio_error e;
@@ -201,10 +350,21 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 	}
 	ret = subvols_receive(r, dest, &opts, &stats, &e);
 	warn_flags_refused(&stats.flags_refused);
-	if (ret) {
+	if (ret)
 		print_encio_error(&e);
-		return 1;
+	if (json && received.failed) {
+		print_error("cannot list the subvolumes received: %s",
+			    strerror(ENOMEM));
+		ret = 1;
+	} else if (json) {
+		/* after a failure too: the counts of what was done */
+		ret = print_receive_json(&received, &stats,
+					 clock_now() - start) ||
+		      ret;
 	}
+	run_list_release(&received);
+	if (ret || json)
+		return ret ? 1 : 0;
 	if (global_opts.verbose >= 0)
 		fprintf(stderr,
 			"received %llu subvolumes into %s (%llu there already; %llu no longer SRC's deleted, %llu kept): %s written (%s encoded) in %.1fs\n",

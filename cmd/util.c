@@ -77,6 +77,15 @@ static void message(const char *prefix, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+int summary_flush(FILE *f)
+{
+	if (fflush(f) != EOF && !ferror(f))
+		return 0;
+	print_error("cannot write the summary to %s: %s",
+		    f == stdout ? "stdout" : "stderr", strerror(errno));
+	return 1;
+}
+
 void print_error(const char *fmt, ...)
 {
 	va_list ap;

@@ -741,6 +741,7 @@ static int copy_all(struct subvols *s)
 		s->stats->bases += s->plan.v[i].base.held;
 	if (top_fd >= 0)
 		close(top_fd);
+	s->top_fd = -1;
 	receive_ctx_free(s->rcv);
 	return ret;
 }

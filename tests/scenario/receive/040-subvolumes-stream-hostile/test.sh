@@ -5,7 +5,8 @@
 # in DEST by a state for a writable one, named to delete with its stream
 # after it, a stream cut within a subvolume's, going on past a
 # subvolume's END, or without its END.
-# Each is refused (exit 1) and nothing is written outside DEST; the
+# Each is refused (exit 1) and nothing is written outside DEST (with
+# --format=json, the summary's object still on standard output); the
 # stream as sent is received whole, its tree part in the directory a
 # killed receive left (root's, 0700), which goes, not in one a user made.
 source "$(dirname "$0")/../../../common.sh"
@@ -121,6 +122,15 @@ cut stream truncated
 past-end 'sv' at offset
 no-end ends before its END
 CASES
+
+_log "a forged stream refused with --format=json: the object of what was done still"
+"$ENCIO" -q receive -f "$TEST_TMP/forged1" --format=json "$DST/in/json" \
+	>"$TEST_TMP/refused.json" 2>"$TEST_TMP/refused.err" &&
+	_fail "a forged stream received with --format=json"
+grep -q "not a path below DEST" "$TEST_TMP/refused.err" ||
+	_fail "refused for another reason: $(cat "$TEST_TMP/refused.err")"
+python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["received"] == 0, o' \
+	"$TEST_TMP/refused.json" || _fail "no JSON object after the refusal: $(cat "$TEST_TMP/refused.json")"
 
 _log "the stream as sent, beside a killed receive's directory and a user's"
 mkdir -m 0700 "$DST/in/.encio-subvols.killed"

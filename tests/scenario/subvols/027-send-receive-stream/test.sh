@@ -8,7 +8,9 @@
 # snapshots made as snapshots (a parent UUID), the room within 2% of
 # copy's; nothing named *encio* left in SRC but a base beside each
 # writable subvolume (the next run's parent), none in DEST. The same
-# through -f FILE and receive -f. btrfs receive refuses the stream before
+# through -f FILE and receive -f, with --format=json on both sides: one
+# object each, listing the subvolumes in the stream's order, its counts
+# theirs. btrfs receive refuses the stream before
 # writing anything; a second receive into the same DEST fails loudly. A
 # second run with receive --state's output sends only what DEST lacks, as
 # differences (a writable one's from its base), and gives what copy's
@@ -148,10 +150,30 @@ diff -r --no-dereference "$DST2" "$DST" || _fail "after the second run: content 
 _log "the second stream again: refused"
 run_mustfail "the second stream again" "$ENCIO" -q receive -f "$TEST_TMP/second" "$DST"
 
-_log "through a file"
-run_check "$ENCIO" -q send --subvolumes -f "$TEST_TMP/stream" "$SRC"
-run_check "$ENCIO" -q receive -f "$TEST_TMP/stream" "$DST4/copy"
+_log "through a file, with the JSON summaries"
+"$ENCIO" send --subvolumes -f "$TEST_TMP/stream" --format=json "$SRC" >"$TEST_TMP/send.json" ||
+	_fail "send --subvolumes -f --format=json failed"
+"$ENCIO" receive -f "$TEST_TMP/stream" --format=json "$DST4/copy" >"$TEST_TMP/receive.json" ||
+	_fail "receive -f --format=json failed"
 diff -r --no-dereference "$DST" "$DST4/copy" || _fail "content differs (through a file)"
+# each a JSON object alone on standard output, its counts those of the
+# subvolumes listed, the stream's size that of the file
+python3 - "$TEST_TMP/send.json" "$TEST_TMP/receive.json" "$(stat -c %s "$TEST_TMP/stream")" <<'PY' ||
+import json, sys
+snd, rcv = (json.load(open(f)) for f in sys.argv[1:3])
+size = int(sys.argv[3])
+paths = [x["path"] for x in snd["subvolumes"]]
+# SRC's plain part ("."), then its 14 subvolumes; 11 as differences
+assert paths[0] == "." and len(paths) == snd["sent"] + 1 == 15, paths
+assert snd["incremental"] == sum(x["parent"] is not None for x in snd["subvolumes"]) == 11, snd
+assert snd["in_dest"] == 0 and snd["extras"] == [] and not snd["delete_extra"], snd
+assert [x["path"] for x in rcv["subvolumes"]] == paths, rcv
+assert rcv["received"] == snd["sent"] and rcv["in_dest"] == 0, rcv
+rw = {x["path"] for x in rcv["subvolumes"] if not x["read_only"]}
+assert rw == {".", "@data", "@data/inner"}, rw
+assert snd["stream_bytes"] == rcv["stream_bytes"] == size, (snd, rcv, size)
+PY
+	_fail "the JSON summaries: $(cat "$TEST_TMP/send.json" "$TEST_TMP/receive.json")"
 
 _log "a copy the state named, changed since: refused"
 run_check btrfs property set -f -ts "$DST4/copy/snaps/data-1" ro false
