@@ -112,7 +112,7 @@ static size_t known_bases_open(struct subvols *s, const struct subvol_entry *en,
 	nr = subvol_plan_base_clones(&s->plan, en, NULL, bases);
 	for (i = 0; i < nr; i++) {
 		fd = subvols_dest_base_open(bases[i], s->top_fd,
-					    bases[i]->base_copy_id);
+					    &bases[i]->base_copy_id);
 		if (fd < 0 ||
 		    receive_set_known_subvol(s->rcv, bases[i]->base.uuid,
 					     bases[i]->base.ctransid, fd)) {

@@ -171,11 +171,11 @@ int subvols_finish_writables(struct subvols *s, int top_fd);
 int subvols_snapshots_make(struct subvols *s);
 /*
  * Writable @en's copy in DEST (below @top_fd) where it holds en->base,
- * unchanged since encio marked it (and is subvolume @id, unless 0): the
- * fd, -ESTALE, or -errno.
+ * unchanged since encio marked it: subvolume *@id, or any where *@id is 0
+ * (then set). The fd, -ESTALE, or -errno.
  */
 int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
-			   uint64_t id);
+			   uint64_t *id);
 /*
  * The snapshot @en's finished copy was made from, kept as the base of the
  * next run's difference in place of the one before (deleted by its id);

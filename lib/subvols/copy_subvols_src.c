@@ -442,11 +442,11 @@ static int dest_made_from(const struct subvol_entry *en, int top_fd)
  * Writable @en's copy in DEST (below @top_fd), opened where it holds its
  * base as finish_writable() marked it (no received UUID of its own: one of
  * SRC's would give no moment) and nobody changed it since (encio's mark,
- * its ctransid not past it). Where @id is not 0, the subvolume found then.
- * The fd, -ESTALE where it is not, or -errno.
+ * its ctransid not past it): the subvolume *@id, or any where *@id is 0,
+ * then set to the one found. The fd, -ESTALE where it is not, or -errno.
  */
 int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
-			   uint64_t id)
+			   uint64_t *id)
 {
 	struct btrfs_util_subvolume_info info;
 	int fd = dest_copy_open(en, top_fd, &info);
@@ -454,13 +454,14 @@ int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
 	if (fd < 0)
 		return fd == -ENOENT ? -ESTALE : fd;
 	if (!en->base.held || subvol_uuid_set(en->info.received_uuid) ||
-	    (id && info.id != id) || info.flags & BTRFS_ROOT_SUBVOL_RDONLY ||
+	    (*id && info.id != *id) || info.flags & BTRFS_ROOT_SUBVOL_RDONLY ||
 	    subvol_uuid_set(info.received_uuid) ||
 	    info.stransid != en->base.ctransid ||
 	    !received_mark_own(fd, &info)) {
 		close(fd);
 		return -ESTALE;
 	}
+	*id = info.id;
 	return fd;
 }
 
@@ -474,17 +475,13 @@ int subvols_dest_base_open(const struct subvol_entry *en, int top_fd,
  */
 static void dest_base_note(struct subvol_entry *en, int top_fd)
 {
-	struct btrfs_util_subvolume_info info;
-	int fd = subvols_dest_base_open(en, top_fd, 0);
+	int fd;
 
+	en->base_copy_id = 0;
+	fd = subvols_dest_base_open(en, top_fd, &en->base_copy_id);
 	en->base_in_dest = fd >= 0;
-	if (fd < 0)
-		return;
-	if (!btrfs_util_subvolume_info_fd(fd, 0, &info))
-		en->base_copy_id = info.id;
-	else
-		en->base_in_dest = false;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 /*
