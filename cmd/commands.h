@@ -44,6 +44,11 @@ void print_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * done without it).
  */
 int summary_flush(FILE *f);
+/*
+ * @s as one word of a shell command (@out, @len bytes, where it must be
+ * quoted): what no shell takes apart is @s itself.
+ */
+const char *shell_word(char *out, size_t len, const char *s);
 /* One warning a run for what DEST would not take, not one a file. */
 void warn_flags_refused(const struct inode_flags_refused *r);
 void verbose(int level, const char *fmt, ...)

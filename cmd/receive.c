@@ -726,32 +726,6 @@ static int abort_partial(const char *path)
 }
 
 /*
- * @s as one word of a shell command: quoted where it has anything but
- * what no shell takes apart.
- */
-static const char *shell_word(char *out, size_t len, const char *s)
-{
-	size_t i, n = 0;
-
-	if (*s &&
-	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-		      "0123456789_./:@%+=,-") == strlen(s))
-		return s;
-	out[n++] = '\'';
-	for (i = 0; s[i] && n + 5 < len; i++) {
-		if (s[i] == '\'') {
-			memcpy(out + n, "'\\''", 4);
-			n += 4;
-		} else {
-			out[n++] = s[i];
-		}
-	}
-	out[n++] = '\'';
-	out[n] = '\0';
-	return out;
-}
-
-/*
  * What resumes the receive that stopped, said whatever -q says: the token
  * is read here, where the partial is, and the send runs where the
  * snapshot is (send -t finds it and its parent by the UUIDs the token

@@ -208,6 +208,8 @@ static int print_send_json(FILE *f, const struct run_list *l,
 	json_run_list(&w, l, true);
 	json_u64(&w, "sent", stats->total);
 	json_u64(&w, "incremental", stats->incremental);
+	json_u64(&w, "resumed", stats->resumed);
+	json_u64(&w, "resumed_at", stats->resumed_at);
 	json_u64(&w, "in_dest", stats->in_dest);
 	json_array_begin(&w, "extras");
 	for (i = 0; i < stats->nr_extras; i++)
@@ -288,7 +290,30 @@ int send_subvolumes(const char *src, const char *file, const char *state,
 			(unsigned long long)stats.in_dest,
 			pretty_size(size, stats.stream_bytes),
 			clock_now() - start);
+	if (!json && global_opts.verbose >= 0 && stats.resumed)
+		fprintf(stderr,
+			"resumed the partial receive DEST kept: %s of its stream not sent again\n",
+			pretty_size(size, stats.resumed_at));
 	return 0;
+}
+
+/*
+ * What resumes the receive that stopped, said whatever -q says: the state
+ * is read here and names the partial, the send runs where SRC is.
+ */
+static void show_resume_hint(const char *dest, const char *rel)
+{
+	char qdest[2 * PATH_MAX], rdest[4 * PATH_MAX];
+	const char *d = shell_word(qdest, sizeof(qdest), dest);
+	const char *r = shell_word(rdest, sizeof(rdest), d);
+
+	/* ssh hands its words to the other host's shell: quoted again */
+	fprintf(stderr,
+		"the partial receive of %s is kept in %s; to resume it, run on the sending host (RECEIVER: this host's name, SRC: what was sent):\n"
+		"  ssh RECEIVER encio receive --state %s > state && encio send --subvolumes --state state SRC | ssh RECEIVER encio receive -s %s\n"
+		"or, where both run on this host:\n"
+		"  encio receive --state %s > state && encio send --subvolumes --state state SRC | encio receive -s %s\n",
+		rel, dest, r, r, d, d);
 }
 
 static void receive_begin(void *arg, const char *rel, bool read_only)
@@ -316,6 +341,7 @@ static int print_receive_json(const struct run_list *l,
 	json_object_begin(&w, NULL);
 	json_run_list(&w, l, false);
 	json_u64(&w, "received", stats->total);
+	json_u64(&w, "resumed", stats->resumed);
 	json_u64(&w, "in_dest", stats->in_dest);
 	json_u64(&w, "extras_deleted", stats->extras_deleted);
 	json_u64(&w, "extras_kept", stats->extras_kept);
@@ -342,16 +368,18 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 	double start = clock_now();
 	int ret;
 
-	if (ropts->resumable || ropts->chroot || ropts->root_mount) {
+	if (ropts->chroot || ropts->root_mount) {
 		stream_reader_release(r);
 		print_error(
-			"a stream of encio send --subvolumes is received without -s, -C or -m");
+			"a stream of encio send --subvolumes is received without -C or -m");
 		return 1;
 	}
 	ret = subvols_receive(r, dest, &opts, &stats, &e);
 	warn_flags_refused(&stats.flags_refused);
 	if (ret)
 		print_encio_error(&e);
+	if (ret && stats.partial_kept[0])
+		show_resume_hint(dest, stats.partial_kept);
 	if (json && received.failed) {
 		print_error("cannot list the subvolumes received: %s",
 			    strerror(ENOMEM));
@@ -367,8 +395,9 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 		return ret ? 1 : 0;
 	if (global_opts.verbose >= 0)
 		fprintf(stderr,
-			"received %llu subvolumes into %s (%llu there already; %llu no longer SRC's deleted, %llu kept): %s written (%s encoded) in %.1fs\n",
+			"received %llu subvolumes into %s (%llu resumed; %llu there already; %llu no longer SRC's deleted, %llu kept): %s written (%s encoded) in %.1fs\n",
 			(unsigned long long)stats.total, dest,
+			(unsigned long long)stats.resumed,
 			(unsigned long long)stats.in_dest,
 			(unsigned long long)stats.extras_deleted,
 			(unsigned long long)stats.extras_kept,

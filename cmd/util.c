@@ -406,3 +406,29 @@ void stop_signals_reraise(void)
 	signal(stop_signal, SIG_DFL);
 	raise(stop_signal);
 }
+
+/*
+ * @s as one word of a shell command: quoted where it has anything but
+ * what no shell takes apart.
+ */
+const char *shell_word(char *out, size_t len, const char *s)
+{
+	size_t i, n = 0;
+
+	if (*s &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789_./:@%+=,-") == strlen(s))
+		return s;
+	out[n++] = '\'';
+	for (i = 0; s[i] && n + 5 < len; i++) {
+		if (s[i] == '\'') {
+			memcpy(out + n, "'\\''", 4);
+			n += 4;
+		} else {
+			out[n++] = s[i];
+		}
+	}
+	out[n++] = '\'';
+	out[n] = '\0';
+	return out;
+}

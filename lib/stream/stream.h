@@ -76,9 +76,15 @@
  * follows; after the others, the deepest first
  */
 #define STREAM_SUBVOL_EXTRA (1ULL << 4)
-#define STREAM_SUBVOL_KNOWN                                 \
-	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS | \
-	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST | STREAM_SUBVOL_EXTRA)
+/*
+ * Its stream resumes (ENCIO_RESUME) the partial receive -s kept of it,
+ * which the receiver's state named: received with -s only
+ */
+#define STREAM_SUBVOL_RESUMED (1ULL << 5)
+#define STREAM_SUBVOL_KNOWN                                      \
+	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |      \
+	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST |           \
+	 STREAM_SUBVOL_EXTRA | STREAM_SUBVOL_RESUMED)
 
 /*
  * encio send's estimate of its whole output, for the receiver's progress:

@@ -10,9 +10,10 @@
  * transfers between them (copy_subvols.c). Each file calls only those
  * above it:
  *
- *   subvols_state.c         what a DEST received holds (receive --state)
  *   subvol_ahead.c          the kernel's passes made ahead, on a thread
  *   copy_subvols_partial.c  the copy in flight a run left; where copies go
+ *   subvols_run_dir.c       a receive's directory beside DEST
+ *   subvols_state.c         what a DEST received holds (receive --state)
  *   copy_subvols_src.c      SRC's side
  *   copy_subvols_dest.c     DEST's side, taking from SRC's
  *   copy_subvols_extra.c    --final: what SRC no longer has
@@ -240,5 +241,35 @@ bool subvols_partial_drop(struct subvols *s, const struct subvol_entry *en,
 			  struct placement *p, bool whole);
 bool subvols_partial_of_left(struct subvols *s, const struct subvol_entry *en,
 			     int top_fd);
+
+/* The receiver's directory beside DEST: subvols_run_dir.c */
+#define SUBVOLS_TREE_PART_NAME "tree"
+struct run_dir {
+	int fd;	      /* locked where it was opened to create */
+	int where_fd; /* the directory it is in */
+	bool in_copy; /* that is the copy's root (a mount's) */
+	char name[NAME_MAX + 1];
+};
+/*
+ * The run directory of the copy @dst (as subvols_dest_name() gives it):
+ * found, or with @create made, and then locked (-EBUSY: another receive
+ * holds it). 0, -ENOENT where there is none, or -errno.
+ */
+int subvols_run_dir_open(const char *dst, bool create, struct run_dir *rd);
+/* Closed; with @remove, its record of the subvolume in flight and it go. */
+void subvols_run_dir_close(struct run_dir *rd, bool remove);
+/*
+ * The subvolume in flight: @rel below DEST, received as @name in the
+ * directory of @rel. Written whole (a new file renamed). 0 or -errno.
+ */
+int subvols_inflight_write(const struct run_dir *rd, const char *rel,
+			   const char *name);
+/* Read into @rel (PATH_MAX) and @name (NAME_MAX + 1): -ENOENT: none. */
+int subvols_inflight_read(const struct run_dir *rd, char *rel, char *name);
+/*
+ * The directory @rel (below the copy @dst, "." for it) is in, opened
+ * beneath the copy following no symlink: its descriptor or -errno.
+ */
+int subvols_landing_open(const char *dst, const char *rel);
 
 #endif

@@ -44,9 +44,6 @@
 #include "fs/inode_flags.h"
 #include "fs/received_mark.h"
 
-#define TREE_PART_DIR ".encio-subvols.XXXXXX"
-#define TREE_PART_NAME "tree"
-
 struct received_subvol {
 	char *rel;
 	bool read_only_at_end; /* read-only, with subvolumes nested in it */
@@ -71,6 +68,15 @@ struct subvols_receiver {
 	 */
 	char **carried;
 	size_t nr_carried;
+	struct run_dir rd; /* beside DEST: the tree part, the one in flight */
+	/*
+	 * With -s: the subvolume in flight when a run before stopped (its
+	 * path below DEST, its name in that path's directory), until this
+	 * run receives or resumes it ("": none, or done)
+	 */
+	char old_rel[PATH_MAX];
+	char old_name[NAME_MAX + 1];
+	bool kept; /* a partial of the subvolume in flight kept: -s */
 };
 
 struct pump {
@@ -141,22 +147,100 @@ static int read_next(struct subvols_receiver *x)
 	return x->cmd_ret < 0 ? x->cmd_ret : 0;
 }
 
+/* What an ENCIO_SUBVOL command says of its subvolume. */
+struct subvol_cmd {
+	const char *rel;
+	uint64_t flags;
+	const uint8_t *received; /* its copy's received UUID */
+	uint64_t ctransid;	 /* and stransid */
+};
+
+static bool made_writable(const struct subvol_cmd *c)
+{
+	return !(c->flags & STREAM_SUBVOL_READ_ONLY) ||
+	       (c->flags & STREAM_SUBVOL_CONTAINS);
+}
+
+/* The run directory, found or made and locked, as it is first needed. */
+static int run_dir(struct subvols_receiver *x)
+{
+	int ret;
+
+	if (x->rd.fd >= 0)
+		return 0;
+	ret = subvols_run_dir_open(x->s.dst, true, &x->rd);
+	if (ret == -EBUSY)
+		return encio_error_set(
+			x->e, EBUSY,
+			"receive into (another encio receive is receiving into it)",
+			x->s.dst, false, 0);
+	return ret ? encio_error_set(x->e, -ret, "make a directory beside",
+				     x->s.dst, false, 0) :
+		     0;
+}
+
 /*
- * The subvolume whose stream comes next received as @name in @dir_fd, the
- * directory @where: read-only at its end unless @writable.
+ * With -s, the subvolume of @c received as @name in @dir_fd so that a
+ * stop leaves a partial that the next run resumes: named in the run
+ * directory as the one in flight first. A partial a run before kept of
+ * @name that this stream does not resume is stale: dropped. Whether it
+ * is so received into *@resumable: not SRC's tree part (copied into DEST
+ * after), nor a name too long for the partial's names.
+ */
+static int resumable_begin(struct subvols_receiver *x, int dir_fd,
+			   const char *name, const struct subvol_cmd *c,
+			   bool *resumable)
+{
+	bool resumed = c->flags & STREAM_SUBVOL_RESUMED;
+	int ret;
+
+	*resumable = x->opts->receive.resumable &&
+		     !(c->flags & STREAM_SUBVOL_PLAIN) &&
+		     receive_name_resumable(name);
+	if (!*resumable)
+		return resumed ?
+			       encio_error_set(
+				       x->e, EPROTO,
+				       "receive (its stream resumes the partial receive -s kept of it: receive with -s)",
+				       c->rel, false, 0) :
+			       0;
+	ret = run_dir(x);
+	if (ret)
+		return ret;
+	ret = subvols_inflight_write(&x->rd, c->rel, name);
+	if (!ret && !resumed)
+		ret = receive_partial_drop(dir_fd, name);
+	if (ret)
+		return encio_error_set(x->e, -ret,
+				       "prepare the partial receive of", c->rel,
+				       false, 0);
+	if (!strcmp(x->old_rel, c->rel) && !strcmp(x->old_name, name))
+		x->old_rel[0] = '\0';
+	return 0;
+}
+
+/*
+ * The subvolume of @c, whose stream comes next, received as @name in
+ * @dir_fd, the directory @where: read-only at its end unless it is made
+ * writable.
  */
 static int receive_one(struct subvols_receiver *x, int dir_fd,
-		       const char *where, const char *name, const char *rel,
-		       bool writable)
+		       const char *where, const char *name,
+		       const struct subvol_cmd *c)
 {
 	struct pump p = { .r = x->r, .cmd = &x->cmd };
 	const struct receive_stats *rs = receive_get_stats(x->rcv);
 	uint64_t subvols = rs->subvols;
+	const char *rel = c->rel;
 	char dest[32];
 	pthread_t thread;
 	int fds[2], ret;
-	bool closed;
+	bool closed, resumable;
 
+	ret = resumable_begin(x, dir_fd, name, c, &resumable);
+	if (ret)
+		return ret;
+	receive_set_resumable(x->rcv, resumable);
 	if (pipe2(fds, O_CLOEXEC))
 		return encio_error_set(x->e, errno, "make a pipe for", rel,
 				       false, 0);
@@ -169,7 +253,7 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 				       false, 0);
 	}
 	receive_set_name(x->rcv, name);
-	receive_set_read_only(x->rcv, !writable);
+	receive_set_read_only(x->rcv, !made_writable(c));
 	snprintf(dest, sizeof(dest), "/proc/self/fd/%d", dir_fd);
 	x->stats->current = rel;
 	ret = receive_run(x->rcv, fds[0], rel, dest, x->e);
@@ -177,6 +261,11 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 	pthread_join(thread, NULL);
 	x->stats->current = NULL;
 	x->cmd_ret = p.ret;
+	if (resumable && rs->partial_kept[0]) {
+		x->kept = true;
+		snprintf(x->stats->partial_kept, sizeof(x->stats->partial_kept),
+			 "%s", rel);
+	}
 	/* a closed pipe is the receive's failure */
 	closed = p.ret < 0 && p.e.err == EPIPE;
 	if (p.ret < 0 && !closed) {
@@ -196,6 +285,7 @@ static int receive_one(struct subvols_receiver *x, int dir_fd,
 			x->e, EBADMSG,
 			"receive (its stream holds no subvolume, or several)",
 			rel, false, 0);
+	x->stats->resumed += !!(c->flags & STREAM_SUBVOL_RESUMED);
 	return 0;
 }
 
@@ -253,20 +343,6 @@ static int open_top(struct subvols_receiver *x)
 	return x->top_fd < 0 ? encio_error_set(x->e, errno, "open", x->s.dst,
 					       false, 0) :
 			       0;
-}
-
-/* What an ENCIO_SUBVOL command says of its subvolume. */
-struct subvol_cmd {
-	const char *rel;
-	uint64_t flags;
-	const uint8_t *received; /* its copy's received UUID */
-	uint64_t ctransid;	 /* and stransid */
-};
-
-static bool made_writable(const struct subvol_cmd *c)
-{
-	return !(c->flags & STREAM_SUBVOL_READ_ONLY) ||
-	       (c->flags & STREAM_SUBVOL_CONTAINS);
 }
 
 /*
@@ -470,15 +546,14 @@ static int place(struct subvols_receiver *x, int dir_fd, const char *where,
 		return check_in_dest(x, dir_fd, name, c);
 	if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) &&
 	    errno == ENOENT)
-		return receive_one(x, dir_fd, where, name, c->rel,
-				   made_writable(c));
+		return receive_one(x, dir_fd, where, name, c);
 	if (subvol_temp_name(partial, name, PARTIAL_SUFFIX))
 		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
 				       false, 0);
 	old_fd = old_copy_open(x, dir_fd, name, c->rel, &id);
 	if (old_fd < 0)
 		return old_fd;
-	ret = receive_one(x, dir_fd, where, partial, c->rel, made_writable(c)) ?:
+	ret = receive_one(x, dir_fd, where, partial, c) ?:
 		      replace_copy(x, dir_fd, old_fd, id, partial, name,
 				   c->rel);
 	close(old_fd);
@@ -635,76 +710,12 @@ static int drop_extra(struct subvols_receiver *x, const struct subvol_cmd *c)
 }
 
 /*
- * The directory the tree part is received in, in @where (@where_fd):
- * one a receive killed before left (root's, 0700, so only root put
- * anything in it, and no one's lock on it), what it holds dropped (the
- * tree by its id; the receive clears its own private directory for the
- * name), else a new one. Its path into @tmp, its descriptor locked.
+ * SRC's part in no subvolume, received in the run directory (root's, 0700)
+ * as a subvolume (one a receive killed before left there deleted by its
+ * id first), copied into DEST by copy -r's engine, deleted.
  */
-static int tree_part_dir(struct subvols_receiver *x, const char *where,
-			 char *tmp, size_t len)
-{
-	struct btrfs_util_subvolume_info info;
-	struct stat top, st;
-	struct dirent *de;
-	int fd = -1, dfd, sub;
-	DIR *dir;
-
-	dfd = open(where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	dir = dfd < 0 ? NULL : fdopendir(dfd);
-	if (!dir && dfd >= 0)
-		close(dfd);
-	while (dir && fd < 0 && (de = readdir(dir))) {
-		if (strncmp(de->d_name, TREE_PART_DIR,
-			    strlen(TREE_PART_DIR) - 6) ||
-		    strlen(de->d_name) != strlen(TREE_PART_DIR))
-			continue;
-		fd = openat(dirfd(dir), de->d_name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0 &&
-		    (fstat(fd, &st) || fstat(dirfd(dir), &top) ||
-		     st.st_uid != 0 || (st.st_mode & 07777) != 0700 ||
-		     st.st_dev != top.st_dev || flock(fd, LOCK_EX | LOCK_NB))) {
-			close(fd);
-			fd = -1;
-			continue;
-		}
-		if (fd >= 0 && snprintf(tmp, len, "%s/%s", where, de->d_name) >=
-				       (int)len) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (dir)
-		closedir(dir);
-	if (fd >= 0) {
-		sub = subvol_root_openat(fd, TREE_PART_NAME, &info);
-		if (sub >= 0) {
-			close(sub);
-			subvols_delete_id(fd, info.id);
-		}
-		return fd;
-	}
-	if (snprintf(tmp, len, "%s/" TREE_PART_DIR, where) >= (int)len)
-		return encio_error_set(x->e, ENAMETOOLONG, "receive into",
-				       x->s.dst, false, 0);
-	if (!mkdtemp(tmp))
-		return encio_error_set(x->e, errno, "make the directory", tmp,
-				       false, 0);
-	fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || flock(fd, LOCK_EX)) {
-		if (fd >= 0)
-			close(fd);
-		return encio_error_set(x->e, errno, "open", tmp, false, 0);
-	}
-	return fd;
-}
-
-/*
- * SRC's part in no subvolume, received in a directory of its own (root's,
- * 0700) as a subvolume, copied into DEST by copy -r's engine, deleted.
- */
-static int receive_tree_part(struct subvols_receiver *x)
+static int receive_tree_part(struct subvols_receiver *x,
+			     const struct subvol_cmd *c)
 {
 	struct tree_options topts = {
 		.no_target_dir = true,
@@ -713,29 +724,38 @@ static int receive_tree_part(struct subvols_receiver *x)
 	};
 	struct copy_options co = { .io_mode = x->opts->receive.io_mode,
 				   .stop = x->opts->receive.stop };
-	char tmp[PATH_MAX], where[PATH_MAX], tree[64];
+	struct btrfs_util_subvolume_info info;
+	char where[PATH_MAX], tree[64];
 	char *srcs[1] = { tree };
 	struct copy_ctx *ctx = NULL;
 	struct tree_stats ts;
 	struct stat top_st;
 	bool in_place;
 	size_t n;
-	int tmp_fd, tree_fd, ret;
+	int tree_fd, ret;
 
 	n = strlen(x->s.dst);
 	in_place = n >= 2 && !strcmp(x->s.dst + n - 2, "/.");
+	ret = run_dir(x);
+	if (ret)
+		return ret;
+	tree_fd = subvol_root_openat(x->rd.fd, SUBVOLS_TREE_PART_NAME, &info);
+	if (tree_fd >= 0) {
+		close(tree_fd);
+		subvols_delete_id(x->rd.fd, info.id);
+	}
 	snprintf(where, sizeof(where), "%s", x->s.dst);
-	tmp_fd = tree_part_dir(x, in_place ? where : dirname(where), tmp,
-			       sizeof(tmp));
-	if (tmp_fd < 0)
-		return tmp_fd;
-	ret = receive_one(x, tmp_fd, tmp, TREE_PART_NAME, ".", true);
+	if (!in_place)
+		dirname(where);
+	if (strlen(where) + strlen(x->rd.name) + 1 < sizeof(where))
+		strcat(strcat(where, "/"), x->rd.name);
+	ret = receive_one(x, x->rd.fd, where, SUBVOLS_TREE_PART_NAME, c);
 	tree_fd = ret ? -1 :
-			openat(tmp_fd, TREE_PART_NAME,
+			openat(x->rd.fd, SUBVOLS_TREE_PART_NAME,
 			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!ret && tree_fd < 0)
 		ret = encio_error_set(x->e, errno, "open the tree received in",
-				      tmp, false, 0);
+				      where, false, 0);
 	if (!ret && copy_ctx_new(&ctx, &co))
 		ret = encio_error_set(x->e, ENOMEM, "copy", x->s.dst, false, 0);
 	if (!ret) {
@@ -749,18 +769,13 @@ static int receive_tree_part(struct subvols_receiver *x)
 	}
 	if (ctx)
 		copy_ctx_free(ctx);
-	/* DEST's root as the copy left it, before the directory goes */
+	/* DEST's root as the copy left it, before the tree goes */
 	if (!ret && in_place && stat(x->s.dst, &top_st))
 		ret = encio_error_set(x->e, errno, "look at", x->s.dst, false,
 				      0);
 	if (tree_fd >= 0)
 		close(tree_fd);
-	if (tmp_fd >= 0) {
-		btrfs_util_delete_subvolume_fd(tmp_fd, TREE_PART_NAME, 0);
-		close(tmp_fd);
-	}
-	if (rmdir(tmp) && !ret && errno != ENOENT)
-		ret = encio_error_set(x->e, errno, "remove", tmp, false, 0);
+	btrfs_util_delete_subvolume_fd(x->rd.fd, SUBVOLS_TREE_PART_NAME, 0);
 	if (!ret)
 		ret = open_top(x);
 	if (!ret && in_place)
@@ -798,7 +813,9 @@ static int receive_subvol(struct subvols_receiver *x)
 	    ((flags & STREAM_SUBVOL_IN_DEST) &&
 	     !(flags & STREAM_SUBVOL_READ_ONLY)) ||
 	    ((flags & STREAM_SUBVOL_EXTRA) &&
-	     (first || flags != STREAM_SUBVOL_EXTRA)))
+	     (first || flags != STREAM_SUBVOL_EXTRA)) ||
+	    ((flags & STREAM_SUBVOL_RESUMED) &&
+	     (flags & (STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST))))
 		return encio_error_set(
 			x->e, EBADMSG,
 			"parse (an ENCIO_SUBVOL command out of place) of",
@@ -814,7 +831,7 @@ static int receive_subvol(struct subvols_receiver *x)
 		x->opts->begin(x->opts->arg, rel,
 			       flags & STREAM_SUBVOL_READ_ONLY);
 	if (flags & STREAM_SUBVOL_PLAIN)
-		return receive_tree_part(x);
+		return receive_tree_part(x, &c);
 	ret = first ? receive_top(x, &c) : receive_nested(x, &c);
 	if (ret)
 		return ret;
@@ -972,6 +989,48 @@ static int receive_all(struct subvols_receiver *x)
 	return carried_drop(x) ?: finish_containers(x);
 }
 
+/*
+ * With -s, the run directory taken at once (one receive into DEST at a
+ * time) and the subvolume it names in flight remembered.
+ */
+static int run_dir_begin(struct subvols_receiver *x)
+{
+	int ret;
+
+	if (!x->opts->receive.resumable)
+		return 0;
+	ret = run_dir(x);
+	if (!ret && subvols_inflight_read(&x->rd, x->old_rel, x->old_name))
+		x->old_rel[0] = '\0';
+	return ret;
+}
+
+/*
+ * The run directory closed. A run that ended drops the partial a run
+ * before kept of a subvolume this stream did not name (SRC no longer has
+ * it); one that stopped keeps what names a partial: its own, or the one
+ * before's, named again. The directory goes with nothing left to name.
+ */
+static void run_dir_end(struct subvols_receiver *x, int ret)
+{
+	int fd;
+
+	if (x->rd.fd < 0)
+		return;
+	if (!ret && x->old_rel[0]) {
+		fd = subvols_landing_open(x->s.dst, x->old_rel);
+		if (fd >= 0) {
+			receive_partial_drop(fd, x->old_name);
+			close(fd);
+		}
+		x->old_rel[0] = '\0';
+	}
+	if (ret && !x->kept && x->old_rel[0] &&
+	    !subvols_inflight_write(&x->rd, x->old_rel, x->old_name))
+		x->kept = true;
+	subvols_run_dir_close(&x->rd, !x->kept);
+}
+
 int subvols_receive(struct stream_reader *r, const char *dest,
 		    const struct subvols_receive_options *opts,
 		    struct subvols_receive_stats *stats, struct encio_error *e)
@@ -996,13 +1055,19 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 	 * its END is another command, which the count below refuses
 	 */
 	ro.honor_end = false;
+	/* each subvolume as resumable_begin() says */
 	ro.resumable = false;
-	/* a subvolume cut short is sent again, whole or as a difference */
+	/* no checkpoint where the stream of one takes less than the interval */
+	ro.checkpoint_late = true;
+	/* a subvolume cut short and not resumable is sent again */
 	ro.drop_unfinished = true;
 	ro.max_errors = 1;
+	x.rd.fd = x.rd.where_fd = -1;
 	ret = subvols_dest_name(&x.s, dest)    ?:
 		      subvols_dest_check(&x.s) ?:
-						 receive_ctx_new(&x.rcv, &ro, e);
+						 run_dir_begin(&x);
+	if (!ret)
+		ret = receive_ctx_new(&x.rcv, &ro, e);
 	if (!ret) {
 		if (opts->events)
 			receive_set_events(x.rcv, opts->events);
@@ -1013,6 +1078,7 @@ int subvols_receive(struct stream_reader *r, const char *dest,
 		stats->flags_refused = rs->flags_refused;
 		receive_ctx_free(x.rcv);
 	}
+	run_dir_end(&x, ret);
 	stats->stream_bytes = r->offset;
 	stream_reader_release(r);
 	if (x.top_fd >= 0)

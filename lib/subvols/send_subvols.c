@@ -98,12 +98,35 @@ static bool from_base(const struct subvols_sender *x,
 			 en->rel[0] ? en->rel : ".");
 }
 
-/* What the thread sends, read from @fd and put in ENCIO_DATA commands. */
-static int relay(struct subvols_sender *x, int fd)
+/* An ENCIO_SUBVOL command's attributes, put before its stream's data. */
+struct subvol_head {
+	const char *rel;
+	const uint8_t *uuid;
+	const uint8_t *received;
+	uint64_t ctransid;
+	uint64_t flags;
+};
+
+static int subvol_head_put(struct subvols_sender *x,
+			   const struct subvol_head *h)
+{
+	return subvol_cmd(x, h->rel, h->uuid, h->received, h->ctransid,
+			  h->flags);
+}
+
+/*
+ * What the thread sends, read from @fd and put in ENCIO_DATA commands
+ * after @h's ENCIO_SUBVOL, put with the first of them: a resume the
+ * sender refuses before its first byte is sent again whole. *@relayed:
+ * whether any was.
+ */
+static int relay(struct subvols_sender *x, int fd, const struct subvol_head *h,
+		 bool *relayed)
 {
 	ssize_t n;
 	int ret = 0;
 
+	*relayed = false;
 	while (!ret) {
 		n = read(fd, x->buf, RELAY_CHUNK);
 		if (n < 0 && errno == EINTR)
@@ -111,6 +134,12 @@ static int relay(struct subvols_sender *x, int fd)
 		if (n <= 0) {
 			ret = n < 0 ? -errno : 0;
 			break;
+		}
+		if (!*relayed) {
+			*relayed = true;
+			ret = subvol_head_put(x, h);
+			if (ret)
+				break;
 		}
 		stream_begin_cmd(&x->w, STREAM_C_ENCIO_DATA);
 		stream_put_data(&x->w, x->buf, n);
@@ -121,16 +150,20 @@ static int relay(struct subvols_sender *x, int fd)
 
 /*
  * @path (@name in messages) sent from @parent (NULL: whole) with the
- * clone sources sent before, relayed after its ENCIO_SUBVOL command.
+ * clone sources sent before, relayed after @h's ENCIO_SUBVOL command;
+ * resumed at @resume (NULL: from its start).
  */
 static int send_one(struct subvols_sender *x, const char *path,
 		    const char *name, const char *parent, uint64_t parent_id,
-		    bool tree_part)
+		    const struct subvol_head *h,
+		    const struct resume_point *resume)
 {
 	struct subvols_sender_thread t = { .path = path, .stream = name };
+	bool tree_part = h->flags & STREAM_SUBVOL_PLAIN;
 	struct subvols *s = &x->s;
 	pthread_t thread;
 	int fds[2], ret;
+	bool relayed;
 	size_t nr;
 
 	nr = subvol_plan_clones(&s->plan, NULL, x->sent, s->clones,
@@ -145,6 +178,7 @@ static int send_one(struct subvols_sender *x, const char *path,
 		.nr_clones = tree_part ? 0 : nr,
 		.whole = !parent,
 		.tree_part = tree_part,
+		.resume = resume,
 		.stop = x->opts->stop,
 	};
 	if (pipe2(fds, O_CLOEXEC))
@@ -158,9 +192,17 @@ static int send_one(struct subvols_sender *x, const char *path,
 		return encio_error_set(s->e, ret, "start the sender of", name,
 				       false, 0);
 	}
-	ret = relay(x, fds[0]);
+	ret = relay(x, fds[0], h, &relayed);
 	close(fds[0]);
 	pthread_join(thread, NULL);
+	if (resume && !relayed && (t.ret == -ESTALE || t.ret == -EPROTO)) {
+		struct subvol_head whole = *h;
+
+		whole.flags &= ~STREAM_SUBVOL_RESUMED;
+		return send_one(x, path, name, parent, parent_id, &whole, NULL);
+	}
+	if (!ret && !t.ret && !relayed)
+		ret = subvol_head_put(x, h);
 	if (t.ret) {
 		*s->e = t.e;
 		return t.ret;
@@ -168,6 +210,10 @@ static int send_one(struct subvols_sender *x, const char *path,
 	if (ret)
 		return encio_error_set(s->e, -ret, "write the stream to",
 				       x->out_name, false, 0);
+	if (resume) {
+		x->stats->resumed = 1;
+		x->stats->resumed_at = t.stats.resumed_at;
+	}
 	return 0;
 }
 
@@ -175,21 +221,40 @@ static int send_one(struct subvols_sender *x, const char *path,
 static int send_tree_part(struct subvols_sender *x)
 {
 	static const uint8_t none[BTRFS_UUID_SIZE];
-	int ret;
+	const struct subvol_head h = { .rel = ".",
+				       .uuid = none,
+				       .received = none,
+				       .flags = STREAM_SUBVOL_PLAIN };
 
 	if (x->opts->begin)
 		x->opts->begin(x->opts->arg, ".", NULL);
-	ret = subvol_cmd(x, ".", none, none, 0, STREAM_SUBVOL_PLAIN);
-	if (ret)
-		return encio_error_set(x->s.e, -ret, "write the stream to",
-				       x->out_name, false, 0);
-	return send_one(x, x->s.plan.src, x->s.plan.src, NULL, 0, true);
+	return send_one(x, x->s.plan.src, x->s.plan.src, NULL, 0, &h, NULL);
+}
+
+/*
+ * The state's partial, where it is of @en's stream (its UUID and
+ * ctransid) at its path: resumed. The sender checks the rest (the parent,
+ * the stream up to the point) and sends it whole where that differs.
+ */
+static const struct resume_point *
+entry_resume(const struct subvols_sender *x, const struct subvol_entry *en)
+{
+	const struct subvols_state *st = x->opts->state;
+
+	if (!st || !st->resume_rel ||
+	    strcmp(st->resume_rel, en->rel[0] ? en->rel : ".") ||
+	    memcmp(st->resume.uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
+	    st->resume.ctransid != en->info.ctransid)
+		return NULL;
+	return &st->resume;
 }
 
 static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 {
 	struct subvols *s = &x->s;
 	const struct subvol_entry *parent;
+	const struct resume_point *resume;
+	struct subvol_head h;
 	uint64_t flags = 0;
 	char proc[32];
 	bool base;
@@ -210,13 +275,20 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 			       base   ? en->base.name :
 			       parent ? (parent->rel[0] ? parent->rel : ".") :
 					NULL);
-	ret = subvol_cmd(x, en->rel[0] ? en->rel : ".", en->info.uuid,
-			 subvol_expected_received(en), en->info.ctransid,
-			 flags);
-	if (ret)
-		return encio_error_set(s->e, -ret, "write the stream to",
-				       x->out_name, false, 0);
+	resume = flags & STREAM_SUBVOL_IN_DEST ? NULL : entry_resume(x, en);
+	if (resume)
+		flags |= STREAM_SUBVOL_RESUMED;
+	h = (struct subvol_head){ .rel = en->rel[0] ? en->rel : ".",
+				  .uuid = en->info.uuid,
+				  .received = subvol_expected_received(en),
+				  .ctransid = en->info.ctransid,
+				  .flags = flags };
 	if (flags & STREAM_SUBVOL_IN_DEST) {
+		ret = subvol_head_put(x, &h);
+		if (ret)
+			return encio_error_set(s->e, -ret,
+					       "write the stream to",
+					       x->out_name, false, 0);
 		x->stats->in_dest++;
 		return 0;
 	}
@@ -232,7 +304,7 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 		       base   ? en->base.id :
 		       parent ? subvol_source_id(parent) :
 				0,
-		       false);
+		       &h, resume);
 	close(fd);
 	if (ret)
 		return ret;

@@ -4,7 +4,10 @@
  * for the next send: its subvolumes listed as the planner lists SRC's
  * (subvol_plan_build()), the read-only ones that carry encio's mark,
  * unchanged since (received_mark_check()), by the received UUID and
- * stransid the next stream's differences name their parents by.
+ * stransid the next stream's differences name their parents by; and the
+ * partial receive -s kept of the subvolume a receive had in flight when
+ * it stopped (its run directory names it: subvols_run_dir.c), for the
+ * next send to resume.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,6 +21,9 @@
 #include "subvols/subvols_stream.h"
 #include "fs/received_mark.h"
 
+/* the line of a partial receive to resume, before its token and path */
+#define RESUME_LINE "resume "
+
 void subvols_state_release(struct subvols_state *st)
 {
 	size_t i;
@@ -25,8 +31,10 @@ void subvols_state_release(struct subvols_state *st)
 	for (i = 0; i < st->nr; i++)
 		free(st->v[i].rel);
 	free(st->v);
+	free(st->resume_rel);
 	st->v = NULL;
 	st->nr = 0;
+	st->resume_rel = NULL;
 }
 
 static int state_add(struct subvols_state *st, const uint8_t *uuid,
@@ -70,6 +78,50 @@ static int received_unchanged(const struct subvol_plan *plan,
 	return ret < 0 ? ret : ret == RECEIVED_TRUSTED;
 }
 
+/*
+ * The partial receive -s kept of the subvolume in flight when a receive
+ * into @dest stopped, as its run directory names it: its point, checked
+ * unchanged since its record. Nothing where there is none, or where it
+ * changed (the next stream is then sent whole, and the partial dropped).
+ */
+static int state_partial(const char *dest, struct subvols_state *st,
+			 struct encio_error *e)
+{
+	static const struct subvols_options as_cp_t = { .no_target_dir = true };
+	struct subvols s = { .opts = &as_cp_t, .e = e };
+	char rel[PATH_MAX], name[NAME_MAX + 1];
+	struct run_dir rd;
+	int ret, fd;
+
+	ret = subvols_dest_name(&s, dest);
+	if (ret)
+		return ret;
+	ret = subvols_run_dir_open(s.dst, false, &rd);
+	if (ret)
+		return ret == -ENOENT ? 0 :
+				     encio_error_set(e, -ret, "read the state of",
+						     dest, false, 0);
+	ret = subvols_inflight_read(&rd, rel, name);
+	subvols_run_dir_close(&rd, false);
+	if (ret)
+		return ret == -ENOENT ? 0 :
+				     encio_error_set(e, -ret, "read the state of",
+						     dest, false, 0);
+	fd = subvols_landing_open(s.dst, rel);
+	ret = fd < 0 ? fd : receive_partial_point(fd, name, &st->resume);
+	if (fd >= 0)
+		close(fd);
+	if (ret == -ENOENT || ret == -ENOTDIR || ret == -ESTALE)
+		return 0;
+	if (ret)
+		return encio_error_set(e, -ret, "read the partial receive of",
+				       rel, false, 0);
+	st->resume_rel = strdup(rel);
+	return st->resume_rel ? 0 :
+				encio_error_set(e, ENOMEM, "read the state of",
+						dest, false, 0);
+}
+
 int subvols_state_read(const char *dest, struct subvols_state *st,
 		       struct encio_error *e)
 {
@@ -102,6 +154,8 @@ int subvols_state_read(const char *dest, struct subvols_state *st,
 					      en->src, false, 0);
 	}
 	subvol_plan_release(&plan);
+	if (!ret)
+		ret = state_partial(dest, st, e);
 	if (ret)
 		subvols_state_release(st);
 	return ret;
@@ -112,15 +166,28 @@ static bool path_byte_plain(unsigned char c)
 	return c > ' ' && c != '%' && c < 0x7f;
 }
 
+/* @rel with %, controls and spaces as %XX, at @w: its end. */
+static char *path_escape(char *w, const char *rel)
+{
+	const unsigned char *p = (const unsigned char *)rel;
+
+	for (; *p; p++)
+		w += path_byte_plain(*p) ? sprintf(w, "%c", *p) :
+					   sprintf(w, "%%%02x", *p);
+	return w;
+}
+
 int subvols_state_format(const struct subvols_state *st, char **text)
 {
-	size_t len = sizeof(SUBVOLS_STATE_MAGIC) + 1, i, n;
-	const unsigned char *p;
+	size_t len = sizeof(SUBVOLS_STATE_MAGIC) + 1, i;
 	char *out, *w;
 	int j;
 
 	for (i = 0; i < st->nr; i++)
 		len += 2 * BTRFS_UUID_SIZE + 24 + 3 * strlen(st->v[i].rel) + 3;
+	if (st->resume_rel)
+		len += sizeof(RESUME_LINE) + RESUME_TOKEN_MAX +
+		       3 * strlen(st->resume_rel) + 2;
 	out = malloc(len);
 	if (!out)
 		return -ENOMEM;
@@ -130,9 +197,15 @@ int subvols_state_format(const struct subvols_state *st, char **text)
 			w += sprintf(w, "%02x", st->v[i].received_uuid[j]);
 		w += sprintf(w, " %llu ",
 			     (unsigned long long)st->v[i].stransid);
-		for (p = (const unsigned char *)st->v[i].rel, n = 0; p[n]; n++)
-			w += path_byte_plain(p[n]) ? sprintf(w, "%c", p[n]) :
-						     sprintf(w, "%%%02x", p[n]);
+		w = path_escape(w, st->v[i].rel);
+		*w++ = '\n';
+	}
+	if (st->resume_rel) {
+		w += sprintf(w, "%s", RESUME_LINE);
+		resume_token_encode(&st->resume, w);
+		w += strlen(w);
+		*w++ = ' ';
+		w = path_escape(w, st->resume_rel);
 		*w++ = '\n';
 	}
 	*w = '\0';
@@ -150,15 +223,64 @@ static int hex_byte(const char *p)
 	return (int)v;
 }
 
-/* One line, "UUID STRANSID PATH", into st. */
+/*
+ * The path escaped at @p, up to @end (path_escape()), into @rel
+ * (PATH_MAX bytes). 0 or -EINVAL.
+ */
+static int path_unescape(const char *p, const char *end, char *rel)
+{
+	size_t n = 0;
+	int b;
+
+	for (; p < end && n < PATH_MAX - 1; p++) {
+		if (*p != '%') {
+			if (!path_byte_plain(*p))
+				return -EINVAL;
+			rel[n++] = *p;
+			continue;
+		}
+		b = end - p > 2 ? hex_byte(p + 1) : -1;
+		if (b <= 0)
+			return -EINVAL;
+		rel[n++] = b;
+		p += 2;
+	}
+	if (p < end || !n)
+		return -EINVAL;
+	rel[n] = '\0';
+	return 0;
+}
+
+/* "resume TOKEN PATH": the partial to resume, one at most. */
+static int parse_resume(const char *line, size_t len, struct subvols_state *st)
+{
+	const char *end = line + len, *token = line + strlen(RESUME_LINE);
+	const char *sp = memchr(token, ' ', end - token);
+	char rel[PATH_MAX], buf[RESUME_TOKEN_MAX];
+
+	if (st->resume_rel || !sp || (size_t)(sp - token) >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, token, sp - token);
+	buf[sp - token] = '\0';
+	if (resume_token_decode(buf, &st->resume) ||
+	    path_unescape(sp + 1, end, rel))
+		return -EINVAL;
+	st->resume_rel = strdup(rel);
+	return st->resume_rel ? 0 : -ENOMEM;
+}
+
+/* One line, "UUID STRANSID PATH" (or a resume's), into st. */
 static int parse_line(const char *line, size_t len, struct subvols_state *st)
 {
 	uint8_t uuid[BTRFS_UUID_SIZE];
 	unsigned long long stransid;
 	char rel[PATH_MAX], *end;
-	size_t i, n = 0;
+	size_t i;
 	int b;
 
+	if (len > strlen(RESUME_LINE) &&
+	    !strncmp(line, RESUME_LINE, strlen(RESUME_LINE)))
+		return parse_resume(line, len, st);
 	if (len < 2 * BTRFS_UUID_SIZE + 4)
 		return -EINVAL;
 	for (i = 0; i < BTRFS_UUID_SIZE; i++) {
@@ -172,24 +294,8 @@ static int parse_line(const char *line, size_t len, struct subvols_state *st)
 		return -EINVAL;
 	errno = 0;
 	stransid = strtoull(line + i, &end, 10);
-	if (errno || *end != ' ')
+	if (errno || *end != ' ' || path_unescape(end + 1, line + len, rel))
 		return -EINVAL;
-	for (i = end + 1 - line; i < len && n < sizeof(rel) - 1; i++) {
-		if (line[i] != '%') {
-			if (!path_byte_plain(line[i]))
-				return -EINVAL;
-			rel[n++] = line[i];
-			continue;
-		}
-		b = i + 2 < len ? hex_byte(line + i + 1) : -1;
-		if (b <= 0)
-			return -EINVAL;
-		rel[n++] = b;
-		i += 2;
-	}
-	if (i < len || !n)
-		return -EINVAL;
-	rel[n] = '\0';
 	return state_add(st, uuid, stransid, rel);
 }
 

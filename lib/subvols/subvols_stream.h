@@ -35,6 +35,13 @@ struct subvols_state_entry {
 struct subvols_state {
 	struct subvols_state_entry *v;
 	size_t nr;
+	/*
+	 * The partial receive -s kept of the subvolume in flight when a
+	 * receive stopped: its path below DEST (NULL: none), and the point
+	 * its stream is resumed at
+	 */
+	char *resume_rel;
+	struct resume_point resume;
 };
 
 #define SUBVOLS_STATE_MAGIC "encio-subvolumes-state 1"
@@ -44,8 +51,9 @@ int subvols_state_read(const char *dest, struct subvols_state *st,
 		       struct encio_error *e);
 /*
  * The state as text: SUBVOLS_STATE_MAGIC, then a line per subvolume,
- * "UUID STRANSID PATH" (PATH with %, controls and spaces as %XX). Into
- * *@text (malloc'ed). 0 or -ENOMEM.
+ * "UUID STRANSID PATH" (PATH with %, controls and spaces as %XX), and
+ * "resume TOKEN PATH" for a partial (TOKEN as receive --resume-token
+ * prints one). Into *@text (malloc'ed). 0 or -ENOMEM.
  */
 int subvols_state_format(const struct subvols_state *st, char **text);
 /* The text of subvols_state_format() parsed: 0 or -EINVAL, -ENOMEM. */
@@ -64,6 +72,12 @@ struct subvols_send_stats {
 	char **extras;
 	size_t nr_extras;
 	uint64_t stream_bytes;
+	/*
+	 * The state's partial resumed (1) or not (0), and the bytes of its
+	 * subvolume's stream not sent again
+	 */
+	uint64_t resumed;
+	uint64_t resumed_at;
 };
 
 struct subvols_send_options {
@@ -113,10 +127,22 @@ struct subvols_receive_stats {
 	struct inode_flags_refused flags_refused;
 	/* the subvolume being received, below DEST ("." for DEST) */
 	const char *current;
+	/* subvolumes whose stream resumed a partial receive -s kept */
+	uint64_t resumed;
+	/*
+	 * -s: the subvolume (below DEST) whose partial was kept when the
+	 * receive stopped, to resume; "": none
+	 */
+	char partial_kept[PATH_MAX];
 };
 
 struct subvols_receive_options {
-	struct receive_options receive;	     /* io_mode, stop, verify... */
+	/*
+	 * io_mode, stop, verify...; resumable (-s): each subvolume received
+	 * so that a stop leaves a partial for the next run to resume, which
+	 * subvols_state_read() names
+	 */
+	struct receive_options receive;
 	const struct receive_events *events; /* of each subvolume's receive */
 	/* each subvolume as it begins: @rel below DEST, whether a snapshot */
 	void (*begin)(void *arg, const char *rel, bool read_only);
