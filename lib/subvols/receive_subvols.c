@@ -815,11 +815,17 @@ static int receive_subvol(struct subvols_receiver *x)
 	    ((flags & STREAM_SUBVOL_EXTRA) &&
 	     (first || flags != STREAM_SUBVOL_EXTRA)) ||
 	    ((flags & STREAM_SUBVOL_RESUMED) &&
-	     (flags & (STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST))))
+	     (flags & (STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST))) ||
+	    ((flags & STREAM_SUBVOL_RESUMES) && !first))
 		return encio_error_set(
 			x->e, EBADMSG,
 			"parse (an ENCIO_SUBVOL command out of place) of",
 			x->r->name, true, x->cmd.offset);
+	if ((flags & STREAM_SUBVOL_RESUMES) && !x->opts->receive.resumable)
+		return encio_error_set(
+			x->e, EPROTO,
+			"receive (the stream resumes a partial receive -s kept in DEST: receive with -s)",
+			x->s.dst, false, 0);
 	c.rel = rel;
 	c.flags = flags;
 	c.received = rcvd->data;

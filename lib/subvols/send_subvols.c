@@ -38,6 +38,8 @@ struct subvols_sender {
 	const char *out_name;
 	bool *sent; /* by index in the plan: a parent and clone source now */
 	unsigned char *buf;
+	/* STREAM_SUBVOL_RESUMES, or 0: for the first ENCIO_SUBVOL */
+	uint64_t resumes;
 };
 
 static int subvol_cmd(struct subvols_sender *x, const char *rel,
@@ -224,7 +226,8 @@ static int send_tree_part(struct subvols_sender *x)
 	const struct subvol_head h = { .rel = ".",
 				       .uuid = none,
 				       .received = none,
-				       .flags = STREAM_SUBVOL_PLAIN };
+				       .flags = STREAM_SUBVOL_PLAIN |
+						x->resumes };
 
 	if (x->opts->begin)
 		x->opts->begin(x->opts->arg, ".", NULL);
@@ -278,6 +281,8 @@ static int send_entry(struct subvols_sender *x, struct subvol_entry *en)
 	resume = flags & STREAM_SUBVOL_IN_DEST ? NULL : entry_resume(x, en);
 	if (resume)
 		flags |= STREAM_SUBVOL_RESUMED;
+	if (!en->rel[0])
+		flags |= x->resumes;
 	h = (struct subvol_head){ .rel = en->rel[0] ? en->rel : ".",
 				  .uuid = en->info.uuid,
 				  .received = subvol_expected_received(en),
@@ -400,6 +405,9 @@ static int send_all(struct subvols_sender *x)
 		s->plan.v[i].send_base = copy_base;
 		x->sent[i] = in_dest(x, &s->plan.v[i]);
 	}
+	for (i = 0; i < s->plan.nr; i++)
+		if (!x->sent[i] && entry_resume(x, &s->plan.v[i]))
+			x->resumes = STREAM_SUBVOL_RESUMES;
 	ret = subvols_snapshots_make(s);
 	if (!ret && !s->plan.src_is_subvol)
 		ret = send_tree_part(x);
