@@ -86,11 +86,10 @@
  * (the state named one), so a receive without -s refuses it at once
  */
 #define STREAM_SUBVOL_RESUMES (1ULL << 6)
-#define STREAM_SUBVOL_KNOWN                                      \
-	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |      \
-	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST |           \
-	 STREAM_SUBVOL_EXTRA | STREAM_SUBVOL_RESUMED |           \
-	 STREAM_SUBVOL_RESUMES)
+#define STREAM_SUBVOL_KNOWN                                                  \
+	(STREAM_SUBVOL_READ_ONLY | STREAM_SUBVOL_CONTAINS |                  \
+	 STREAM_SUBVOL_PLAIN | STREAM_SUBVOL_IN_DEST | STREAM_SUBVOL_EXTRA | \
+	 STREAM_SUBVOL_RESUMED | STREAM_SUBVOL_RESUMES)
 
 /*
  * encio send's estimate of its whole output, for the receiver's progress:

@@ -12,10 +12,10 @@
  *
  *   subvol_ahead.c          the kernel's passes made ahead, on a thread
  *   copy_subvols_partial.c  the copy in flight a run left; where copies go
- *   subvols_run_dir.c       a receive's directory beside DEST
- *   subvols_state.c         what a DEST received holds (receive --state)
  *   copy_subvols_src.c      SRC's side
  *   copy_subvols_dest.c     DEST's side, taking from SRC's
+ *   subvols_run_dir.c       a receive's directory beside DEST
+ *   subvols_state.c         what a DEST received holds (receive --state)
  *   copy_subvols_extra.c    --final: what SRC no longer has
  *   copy_subvols.c          the move, subvolume by subvolume
  *   send_subvols.c          send --subvolumes: SRC's side in a stream

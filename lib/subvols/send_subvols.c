@@ -239,8 +239,8 @@ static int send_tree_part(struct subvols_sender *x)
  * ctransid) at its path: resumed. The sender checks the rest (the parent,
  * the stream up to the point) and sends it whole where that differs.
  */
-static const struct resume_point *
-entry_resume(const struct subvols_sender *x, const struct subvol_entry *en)
+static const struct resume_point *entry_resume(const struct subvols_sender *x,
+					       const struct subvol_entry *en)
 {
 	const struct subvols_state *st = x->opts->state;
 

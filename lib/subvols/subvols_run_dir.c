@@ -128,7 +128,8 @@ static int run_dir_find(DIR *dir, const char *mark, char *name)
 			return fd;
 		}
 		if (roots_private(fd, &top) &&
-		    fgetxattr(fd, RUN_DIR_MARK, NULL, 0) < 0 && errno == ENODATA)
+		    fgetxattr(fd, RUN_DIR_MARK, NULL, 0) < 0 &&
+		    errno == ENODATA)
 			unmarked_drop(dirfd(dir), de->d_name, fd);
 		close(fd);
 	}
@@ -149,8 +150,8 @@ static int run_dir_make(int where_fd, const char *mark, char *name)
 	if (fd < 0)
 		return -errno;
 	/* locked before it is marked: no other receive takes it up */
-	ret = flock(fd, LOCK_EX) ||
-			      fsetxattr(fd, RUN_DIR_MARK, mark, strlen(mark), 0) ?
+	ret = flock(fd, LOCK_EX) || fsetxattr(fd, RUN_DIR_MARK, mark,
+					      strlen(mark), 0) ?
 		      -errno :
 		      0;
 	if (ret) {

@@ -98,15 +98,17 @@ static int state_partial(const char *dest, struct subvols_state *st,
 		return ret;
 	ret = subvols_run_dir_open(s.dst, false, &rd);
 	if (ret)
-		return ret == -ENOENT ? 0 :
-				     encio_error_set(e, -ret, "read the state of",
-						     dest, false, 0);
+		return ret == -ENOENT ?
+			       0 :
+			       encio_error_set(e, -ret, "read the state of",
+					       dest, false, 0);
 	ret = subvols_inflight_read(&rd, rel, name);
 	subvols_run_dir_close(&rd, false);
 	if (ret)
-		return ret == -ENOENT ? 0 :
-				     encio_error_set(e, -ret, "read the state of",
-						     dest, false, 0);
+		return ret == -ENOENT ?
+			       0 :
+			       encio_error_set(e, -ret, "read the state of",
+					       dest, false, 0);
 	fd = subvols_landing_open(s.dst, rel);
 	ret = fd < 0 ? fd : receive_partial_point(fd, name, &st->resume);
 	if (fd >= 0)

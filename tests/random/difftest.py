@@ -1850,22 +1850,56 @@ class PipeMethod(SubvolumesMethod):
     def setup(self):
         super().setup()
         self.r = random.Random("%d-pipe" % self.ck.seed)
-        # a first run killed (its sender or its receiver), which a run
-        # with the receiver's state then completes
-        self.how = self.r.choice(["send", "receive", None, None])
-        self.checkpoint = None
+        # a first run killed (its sender or its receiver) or its stream
+        # cut at a random byte, which a run with the receiver's state then
+        # completes; with receive -s (always for a cut), resuming the
+        # subvolume in flight where the state names its partial
+        self.how = self.r.choice(["send", "receive", "cut", None, None])
+        self.resumable = self.how == "cut" or (self.how is not None and self.r.random() < 0.5)
+        self.checkpoint = self.r.choice([None, "64K", "1M"]) if self.resumable else None
+        self.cut_at = None
+        self.resumed = None     # the state named a partial: was it resumed
 
-    def pipe_cmd(self, state=None):
+    def receive_opts(self):
+        if not self.resumable:
+            return ""
+        return "-s " + ("--checkpoint %s " % self.checkpoint if self.checkpoint else "")
+
+    def pipe_cmd(self, state=None, json_out=False):
         q = shlex.quote
-        cmd = "%s -q send --subvolumes %s| %s -q receive %s" % (
+        cmd = "%s -q send --subvolumes %s| %s -q receive %s%s%s" % (
             q(self.ck.encio), "--state %s %s " % (q(state), q(self.ck.hist.mnt)) if state
-            else q(self.ck.hist.mnt) + " ", q(self.ck.encio), q(self.mnt))
+            else q(self.ck.hist.mnt) + " ", q(self.ck.encio), self.receive_opts(),
+            "--format=json " if json_out else "", q(self.mnt))
         if state:
             cmd = "%s receive --state %s > %s && %s" % (q(self.ck.encio), q(self.mnt), q(state), cmd)
         return cmd
 
+    def cut_run(self):
+        """A first run whose stream stops at a random byte (a link that
+        dropped): sent to a file, its head received with -s."""
+        q = shlex.quote
+        stream = os.path.join(self.ck.env.dir, "pipe-stream")
+        p = self.ck.env.run([self.ck.encio, "-q", "send", "--subvolumes", "-f", stream, self.ck.hist.mnt])
+        if p.returncode != 0:
+            self.note = "its send to a file failed: %s" % p.stderr.decode(errors="replace").strip()[-300:]
+            return
+        self.cut_at = int(os.path.getsize(stream) * self.r.uniform(0.02, 0.98))
+        p = self.ck.env.run(["bash", "-c", "head -c %d %s | %s -q receive %s%s" % (
+            self.cut_at, q(stream), q(self.ck.encio), self.receive_opts(), q(self.mnt))])
+        os.unlink(stream)
+        self.note = "its stream cut at byte %d: exit %d %s" % (
+            self.cut_at, p.returncode, p.stderr.decode(errors="replace").strip()[-300:])
+        if not self.tag:
+            self.tag = "pipe: first run's stream cut"
+
     def interrupted_run(self):
-        """A first run whose sender or receiver is killed (SIGKILL)."""
+        """A first run whose sender or receiver is killed (SIGKILL), or
+        whose stream is cut."""
+        if self.how == "cut":
+            self.cut_run()
+            self.hung = False
+            return
         delay = self.r.uniform(0, 0.5)
         self.ck.env.log("+ %s  (its %s killed after %.3f s)" % (self.pipe_cmd(), self.how, delay))
         p = subprocess.Popen(["bash", "-c", self.pipe_cmd()], stdout=subprocess.DEVNULL,
@@ -1874,7 +1908,7 @@ class PipeMethod(SubvolumesMethod):
         time.sleep(delay)
         subprocess.run(["pkill", "-KILL", "-f", "%s -q send --subvolumes %s" % (
             self.ck.encio, self.ck.hist.mnt) if self.how == "send" else
-                        "%s -q receive %s" % (self.ck.encio, self.mnt)])
+                        "%s -q receive %s%s" % (self.ck.encio, self.receive_opts(), self.mnt)])
         try:
             _, err = p.communicate(timeout=120)
             rc = p.returncode
@@ -1891,9 +1925,13 @@ class PipeMethod(SubvolumesMethod):
         if step is self.ck.steps[0]:
             lines = []
             if self.note:
+                rcv = "$ENCIO receive %s" % self.receive_opts()
+                if self.cut_at is not None:
+                    lines.append("$ENCIO send --subvolumes -f stream \"$MNT\"; head -c %d stream | %s%s" % (
+                        self.cut_at, rcv, dest))
                 lines.append("# first run (%s)" % self.note)
                 lines.append("$ENCIO receive --state %s > state" % dest)
-                lines.append("$ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive %s" % dest)
+                lines.append("$ENCIO send --subvolumes --state state \"$MNT\" | %s%s" % (rcv, dest))
             else:
                 lines.append("$ENCIO send --subvolumes \"$MNT\" | $ENCIO receive %s" % dest)
             return "\n# ".join(lines + self.after)
@@ -1901,10 +1939,23 @@ class PipeMethod(SubvolumesMethod):
 
     def run_copy(self, final=False):
         state = os.path.join(self.ck.env.dir, "pipe-state") if self.how else None
-        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state)])
+        p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state, json_out=True)])
         if p.returncode != 0:
             return "encio send --subvolumes | encio receive exited %d: %s" % (
                 p.returncode, p.stderr.decode(errors="replace").strip()[-2000:])
+        try:
+            summary = json.loads(p.stdout)
+        except ValueError:
+            return "the receive's JSON summary: %r" % p.stdout[-300:]
+        if state and self.resumed is None:
+            with open(state) as f:
+                named = [l.split(" ")[2] for l in f.read().splitlines() if l.startswith("resume ")]
+            if named:
+                self.resumed = summary["resumed"] == 1
+                self.ck.notes.append("pipe: the state named the partial of %s: %s" % (
+                    named[0], "resumed" if self.resumed else "sent again"))
+                if self.resumed:
+                    self.tag = "pipe: the partial of %s resumed" % named[0]
         # the bases it and other methods keep in SRC
         left = self.left_behind(lambda f, kind: kind == "beside")
         if left:
