@@ -4,7 +4,8 @@
 # snapshots SRC/many-snap and SRC/big-snap:
 #   many: copies of /usr/share, /usr/bin and /usr/lib/x86_64-linux-gnu
 #   big:  a tar of that and a 3 GiB sparse file holding 200 MiB of data
-# Also manifest() and disk_usage(), which the scripts check results with.
+# Also manifest() and disk_usage(), which the scripts check results with,
+# and churn(), the changes between the snapshots of a history.
 # Expects $ENCIO and $top; drop and now come from scripts/loopback.sh.
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 [ -x "$ENCIO" ] || { echo "no encio at $ENCIO (bash scripts/build.sh build)" >&2; exit 1; }
@@ -44,6 +45,38 @@ manifest()
 		find . -type d -printf 'd %m %U:%G %P\n'
 		find . -type f -print0 | xargs -0r -n 256 -P 2 cksum
 	) | LC_ALL=C sort
+}
+
+# churn DIR STEP: about 2% of the files, a fixed pseudo-random choice per
+# step (awk's generator seeded with STEP)
+churn()
+{
+	local dir=$1 list=$work/churn.files n k i=0 f size
+
+	(cd "$dir" && find usr -type f -size +0) |
+		awk -v seed="$2" 'BEGIN { srand(seed) } { printf "%.9f\t%s\n", rand(), $0 }' |
+		LC_ALL=C sort | cut -f2- >"$list"
+	n=$(wc -l <"$list")
+	k=$((n / 1000))
+	((k > 0)) || k=1
+	while read -r f; do
+		if ((i < 5 * k)); then
+			size=$(stat -c %s "$dir/$f")
+			dd if=/dev/urandom of="$dir/$f" bs=4096 count=1 seek=$((size / 8192)) conv=notrunc status=none
+		elif ((i < 10 * k)); then
+			yes "appended line $i, step $2" | head -c 20000 >>"$dir/$f"
+		elif ((i < 14 * k)); then
+			mv "$dir/$f" "$dir/$f.r$2"
+		elif ((i < 18 * k)); then
+			rm "$dir/$f"
+		elif ((i < 20 * k)); then
+			yes "new file $i, step $2" | head -c $((i % 50000 + 100)) >"$dir/$f.n$2"
+		else
+			break
+		fi
+		i=$((i + 1))
+	done <"$list"
+	sync
 }
 
 # compsize's Disk Usage TOTAL of the paths, in bytes (empty if none)

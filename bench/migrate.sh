@@ -73,38 +73,6 @@ HIST=$SRC/hist
 
 snap_name() { printf 'data.202601%02d' "$1"; }
 
-# churn DIR STEP: about 2% of the files, a fixed pseudo-random choice per
-# step (awk's generator seeded with STEP)
-churn()
-{
-	local dir=$1 list=$work/churn.files n k i=0 f size
-
-	(cd "$dir" && find usr -type f -size +0) |
-		awk -v seed="$2" 'BEGIN { srand(seed) } { printf "%.9f\t%s\n", rand(), $0 }' |
-		LC_ALL=C sort | cut -f2- >"$list"
-	n=$(wc -l <"$list")
-	k=$((n / 1000))
-	((k > 0)) || k=1
-	while read -r f; do
-		if ((i < 5 * k)); then
-			size=$(stat -c %s "$dir/$f")
-			dd if=/dev/urandom of="$dir/$f" bs=4096 count=1 seek=$((size / 8192)) conv=notrunc status=none
-		elif ((i < 10 * k)); then
-			yes "appended line $i, step $2" | head -c 20000 >>"$dir/$f"
-		elif ((i < 14 * k)); then
-			mv "$dir/$f" "$dir/$f.r$2"
-		elif ((i < 18 * k)); then
-			rm "$dir/$f"
-		elif ((i < 20 * k)); then
-			yes "new file $i, step $2" | head -c $((i % 50000 + 100)) >"$dir/$f.n$2"
-		else
-			break
-		fi
-		i=$((i + 1))
-	done <"$list"
-	sync
-}
-
 build_history()
 {
 	local i
