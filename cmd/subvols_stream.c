@@ -342,6 +342,8 @@ static int print_receive_json(const struct run_list *l,
 	json_run_list(&w, l, false);
 	json_u64(&w, "received", stats->total);
 	json_u64(&w, "resumed", stats->resumed);
+	json_string(&w, "partial_kept",
+		    stats->partial_kept[0] ? stats->partial_kept : NULL);
 	json_u64(&w, "in_dest", stats->in_dest);
 	json_u64(&w, "extras_deleted", stats->extras_deleted);
 	json_u64(&w, "extras_kept", stats->extras_kept);

@@ -115,7 +115,7 @@ json()
 # cut DEST BYTES: the stream cut there, received with -s
 cut()
 {
-	head -c "$2" "$T/full" | "$ENCIO" receive -s "$1" 2>"$T/cut.err" &&
+	head -c "$2" "$T/full" | "$ENCIO" receive -s --format=json "$1" >"$T/cut.json" 2>"$T/cut.err" &&
 		_fail "a cut stream received"
 	cat "$T/cut.err"
 }
@@ -141,6 +141,7 @@ c=$(at snaps/d1 55)
 cut "$D" "$c"
 grep -q "the partial receive of snaps/d1 is kept" "$T/cut.err" || _fail "no word of the partial kept"
 grep -q "encio receive --state" "$T/cut.err" || _fail "no resume hint"
+grep -q '"partial_kept": "snaps/d1"' "$T/cut.json" || _fail "the JSON names no partial: $(cat "$T/cut.json")"
 "$ENCIO" receive --state "$D" >"$T/state" || _fail "receive --state failed"
 grep -q '^resume 3-[0-9a-f]* snaps/d1$' "$T/state" || _fail "the state names no partial: $(cat "$T/state")"
 "$ENCIO" -q send --subvolumes --state "$T/state" -f "$T/a.stream" "$SRC" || _fail "the resumed send failed"
