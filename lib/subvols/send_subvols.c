@@ -57,16 +57,18 @@ static int subvol_cmd(struct subvols_sender *x, const char *rel,
 
 /*
  * Whether the state lists a copy marked @uuid, @stransid at @rel: its
- * path, where a copy of a subvolume SRC moved since is not.
+ * path, where a copy of a subvolume SRC moved since is not; read-only
+ * where @read_only says.
  */
 static bool state_has(const struct subvols_sender *x, const uint8_t *uuid,
-		      uint64_t stransid, const char *rel)
+		      uint64_t stransid, const char *rel, bool read_only)
 {
 	const struct subvols_state *st = x->opts->state;
 	size_t i;
 
 	for (i = 0; st && i < st->nr; i++)
 		if (st->v[i].stransid == stransid &&
+		    (st->v[i].read_only || !read_only) &&
 		    !memcmp(st->v[i].received_uuid, uuid, BTRFS_UUID_SIZE) &&
 		    !strcmp(st->v[i].rel, rel))
 			return true;
@@ -75,14 +77,16 @@ static bool state_has(const struct subvols_sender *x, const uint8_t *uuid,
 
 /*
  * Whether DEST holds read-only @en's copy at its path, as the state says:
- * marked received as a stream from @en would name it.
+ * marked received as a stream from @en would name it, and read-only (a
+ * run that stopped before its END leaves the copies of read-only
+ * subvolumes holding others writable: those are sent again).
  */
 static bool in_dest(const struct subvols_sender *x,
 		    const struct subvol_entry *en)
 {
 	return en->read_only &&
 	       state_has(x, subvol_expected_received(en), en->info.ctransid,
-			 en->rel[0] ? en->rel : ".");
+			 en->rel[0] ? en->rel : ".", true);
 }
 
 /*
@@ -97,7 +101,7 @@ static bool from_base(const struct subvols_sender *x,
 {
 	return !en->read_only && en->base.held &&
 	       state_has(x, en->base.uuid, en->base.ctransid,
-			 en->rel[0] ? en->rel : ".");
+			 en->rel[0] ? en->rel : ".", false);
 }
 
 /* An ENCIO_SUBVOL command's attributes, put before its stream's data. */
@@ -235,9 +239,10 @@ static int send_tree_part(struct subvols_sender *x)
 }
 
 /*
- * The state's partial, where it is of @en's stream (its UUID and
- * ctransid) at its path: resumed. The sender checks the rest (the parent,
- * the stream up to the point) and sends it whole where that differs.
+ * The state's partial, where it is of @en's stream at its path: its UUID
+ * (or the one it was received as, which its stream names then) and
+ * ctransid. The sender checks the rest (the parent, the stream up to the
+ * point) and sends it whole where that differs.
  */
 static const struct resume_point *entry_resume(const struct subvols_sender *x,
 					       const struct subvol_entry *en)
@@ -246,7 +251,9 @@ static const struct resume_point *entry_resume(const struct subvols_sender *x,
 
 	if (!st || !st->resume_rel ||
 	    strcmp(st->resume_rel, en->rel[0] ? en->rel : ".") ||
-	    memcmp(st->resume.uuid, en->info.uuid, BTRFS_UUID_SIZE) ||
+	    (memcmp(st->resume.uuid, en->info.uuid, BTRFS_UUID_SIZE) &&
+	     memcmp(st->resume.uuid, en->info.received_uuid,
+		    BTRFS_UUID_SIZE)) ||
 	    st->resume.ctransid != en->info.ctransid)
 		return NULL;
 	return &st->resume;

@@ -38,7 +38,7 @@ void subvols_state_release(struct subvols_state *st)
 }
 
 static int state_add(struct subvols_state *st, const uint8_t *uuid,
-		     uint64_t stransid, const char *rel)
+		     uint64_t stransid, const char *rel, bool read_only)
 {
 	struct subvols_state_entry *v;
 
@@ -49,6 +49,7 @@ static int state_add(struct subvols_state *st, const uint8_t *uuid,
 	v = &v[st->nr];
 	memcpy(v->received_uuid, uuid, BTRFS_UUID_SIZE);
 	v->stransid = stransid;
+	v->read_only = read_only;
 	v->rel = strdup(rel);
 	if (!v->rel)
 		return -ENOMEM;
@@ -150,7 +151,8 @@ int subvols_state_read(const char *dest, struct subvols_state *st,
 		if (ret > 0)
 			ret = state_add(st, en->info.received_uuid,
 					en->info.stransid,
-					en->rel[0] ? en->rel : ".");
+					en->rel[0] ? en->rel : ".",
+					en->read_only);
 		if (ret < 0)
 			ret = encio_error_set(e, -ret, "read the state of",
 					      en->src, false, 0);
@@ -186,7 +188,7 @@ int subvols_state_format(const struct subvols_state *st, char **text)
 	int j;
 
 	for (i = 0; i < st->nr; i++)
-		len += 2 * BTRFS_UUID_SIZE + 24 + 3 * strlen(st->v[i].rel) + 3;
+		len += 2 * BTRFS_UUID_SIZE + 27 + 3 * strlen(st->v[i].rel) + 3;
 	if (st->resume_rel)
 		len += sizeof(RESUME_LINE) + RESUME_TOKEN_MAX +
 		       3 * strlen(st->resume_rel) + 2;
@@ -197,8 +199,9 @@ int subvols_state_format(const struct subvols_state *st, char **text)
 	for (i = 0; i < st->nr; i++) {
 		for (j = 0; j < BTRFS_UUID_SIZE; j++)
 			w += sprintf(w, "%02x", st->v[i].received_uuid[j]);
-		w += sprintf(w, " %llu ",
-			     (unsigned long long)st->v[i].stransid);
+		w += sprintf(w, " %llu %s ",
+			     (unsigned long long)st->v[i].stransid,
+			     st->v[i].read_only ? "ro" : "rw");
 		w = path_escape(w, st->v[i].rel);
 		*w++ = '\n';
 	}
@@ -271,9 +274,14 @@ static int parse_resume(const char *line, size_t len, struct subvols_state *st)
 	return st->resume_rel ? 0 : -ENOMEM;
 }
 
-/* One line, "UUID STRANSID PATH" (or a resume's), into st. */
-static int parse_line(const char *line, size_t len, struct subvols_state *st)
+/*
+ * One line, "UUID STRANSID ro|rw PATH" (without ro|rw where @flagged is
+ * not: read-only), or a resume's, into st.
+ */
+static int parse_line(const char *line, size_t len, struct subvols_state *st,
+		      bool flagged)
 {
+	bool read_only = true;
 	uint8_t uuid[BTRFS_UUID_SIZE];
 	unsigned long long stransid;
 	char rel[PATH_MAX], *end;
@@ -296,26 +304,41 @@ static int parse_line(const char *line, size_t len, struct subvols_state *st)
 		return -EINVAL;
 	errno = 0;
 	stransid = strtoull(line + i, &end, 10);
-	if (errno || *end != ' ' || path_unescape(end + 1, line + len, rel))
+	if (errno || *end++ != ' ')
 		return -EINVAL;
-	return state_add(st, uuid, stransid, rel);
+	if (flagged) {
+		if (line + len - end < 4 || end[2] != ' ' ||
+		    (strncmp(end, "ro", 2) && strncmp(end, "rw", 2)))
+			return -EINVAL;
+		read_only = end[1] == 'o';
+		end += 3;
+	}
+	if (path_unescape(end, line + len, rel))
+		return -EINVAL;
+	return state_add(st, uuid, stransid, rel, read_only);
 }
 
 int subvols_state_parse(const char *text, struct subvols_state *st)
 {
 	const char *line = text, *nl;
 	size_t magic = strlen(SUBVOLS_STATE_MAGIC);
+	bool flagged = true;
 	int ret = 0;
 
 	memset(st, 0, sizeof(*st));
-	if (strncmp(text, SUBVOLS_STATE_MAGIC, magic) || text[magic] != '\n')
+	/* both magics are as long */
+	if (!strncmp(text, SUBVOLS_STATE_MAGIC_1, magic))
+		flagged = false;
+	else if (strncmp(text, SUBVOLS_STATE_MAGIC, magic))
+		return -EINVAL;
+	if (text[magic] != '\n')
 		return -EINVAL;
 	for (line = text + magic + 1; !ret && *line; line = nl + 1) {
 		nl = strchr(line, '\n');
 		if (!nl)
 			ret = -EINVAL;
 		else
-			ret = parse_line(line, nl - line, st);
+			ret = parse_line(line, nl - line, st, flagged);
 	}
 	if (ret)
 		subvols_state_release(st);

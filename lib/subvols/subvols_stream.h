@@ -30,6 +30,12 @@ struct subvols_state_entry {
 	uint8_t received_uuid[BTRFS_UUID_SIZE];
 	uint64_t stransid;
 	char *rel;
+	/*
+	 * The copy is read-only: a writable one holds a writable subvolume's
+	 * base, or is a read-only one's that a stopped run left before it
+	 * was sealed, which the next run sends again
+	 */
+	bool read_only;
 };
 
 struct subvols_state {
@@ -44,19 +50,24 @@ struct subvols_state {
 	struct resume_point resume;
 };
 
-#define SUBVOLS_STATE_MAGIC "encio-subvolumes-state 1"
+#define SUBVOLS_STATE_MAGIC "encio-subvolumes-state 2"
+/* what an encio that did not say which copies are read-only printed */
+#define SUBVOLS_STATE_MAGIC_1 "encio-subvolumes-state 1"
 
 /* The state of the copy at @dest. 0 or -errno with @e filled. */
 int subvols_state_read(const char *dest, struct subvols_state *st,
 		       struct encio_error *e);
 /*
  * The state as text: SUBVOLS_STATE_MAGIC, then a line per subvolume,
- * "UUID STRANSID PATH" (PATH with %, controls and spaces as %XX), and
+ * "UUID STRANSID ro|rw PATH" (PATH with %, controls and spaces as %XX), and
  * "resume TOKEN PATH" for a partial (TOKEN as receive --resume-token
  * prints one). Into *@text (malloc'ed). 0 or -ENOMEM.
  */
 int subvols_state_format(const struct subvols_state *st, char **text);
-/* The text of subvols_state_format() parsed: 0 or -EINVAL, -ENOMEM. */
+/*
+ * The text of subvols_state_format() parsed (or of SUBVOLS_STATE_MAGIC_1,
+ * whose lines have no ro|rw: taken as read-only). 0 or -EINVAL, -ENOMEM.
+ */
 int subvols_state_parse(const char *text, struct subvols_state *st);
 void subvols_state_release(struct subvols_state *st);
 

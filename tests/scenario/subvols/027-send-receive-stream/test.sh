@@ -125,7 +125,7 @@ done
 echo "changed" >"$SRC/plain/file"
 sync
 "$ENCIO" receive --state "$DST" >"$TEST_TMP/state" || _fail "receive --state failed"
-head -1 "$TEST_TMP/state" | grep -qx "encio-subvolumes-state 1" || _fail "not a state: $(head -1 "$TEST_TMP/state")"
+head -1 "$TEST_TMP/state" | grep -qx "encio-subvolumes-state 2" || _fail "not a state: $(head -1 "$TEST_TMP/state")"
 # the 10 read-only ones, and the writable ones as their bases left them
 [ "$(grep -c . "$TEST_TMP/state")" -eq 13 ] || { cat "$TEST_TMP/state"; _fail "not 12 subvolumes in the state"; }
 "$ENCIO" send --subvolumes --state "$TEST_TMP/state" -f "$TEST_TMP/second" "$SRC" 2>"$TEST_TMP/send.err" ||
@@ -209,7 +209,7 @@ grep -q "version" <<<"$ERR_OUT" || _fail "btrfs receive did not refuse the strea
 [ -z "$(ls -A "$DST3")" ] || _fail "btrfs receive wrote: $(ls -A "$DST3")"
 [ -z "$(btrfs subvolume list "$DST3")" ] || _fail "btrfs receive made a subvolume"
 # the state of a DEST without subvolumes: none
-[ "$("$ENCIO" receive --state "$DST3")" = "encio-subvolumes-state 1" ] ||
+[ "$("$ENCIO" receive --state "$DST3")" = "encio-subvolumes-state 2" ] ||
 	_fail "the state of an empty DEST"
 
 _log "received again into the same DEST: refused"

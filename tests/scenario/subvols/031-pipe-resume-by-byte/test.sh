@@ -5,13 +5,15 @@
 # sends only the rest of that subvolume's stream, then the subvolumes
 # after it. Cut in a read-only subvolume sent whole (a walked tree), in a
 # snapshot's difference (the kernel's stream), in a read-only subvolume
-# holding another; the receiver killed after checkpoints; each resumed
+# holding another, in a subvolume SRC received; the receiver killed after checkpoints; each resumed
 # run sends less than the uncut stream by what arrived, and DEST ends as
 # the uncut receive made it. A resumed stream is refused before any write
 # by a receive without -s and by btrfs receive. Sent whole instead, the
 # partial dropped: one of a writable subvolume (its snapshot is gone with
 # the run), one the state does not name, one whose point the sender finds
-# differs (a forged token). Another user's directory at the run
+# differs (a forged token). A read-only subvolume holding another whose
+# copy a cut left writable (sealed at the stream's end only) is sent again
+# (the next run failed on it). Another user's directory at the run
 # directory's name, and root's of another DEST, are left alone. Nothing
 # of encio's is left in DEST after a complete run.
 # encio-test: alone
@@ -25,7 +27,7 @@ T=$TEST_TMP
 make_btrfs ref 1G noatime
 REF=$MNT
 DSTS=()
-for n in 1 2 3 4 5 6 7; do
+for n in 1 2 3 4 5 6 7 8; do
 	make_btrfs "dst$n" 1G noatime
 	DSTS+=("$MNT")
 done
@@ -58,6 +60,9 @@ for i in $(seq -w 1 30); do
 done
 run_check btrfs -q subvolume snapshot -r "$SRC/snaps/d1" "$SRC/frozen/in"
 run_check btrfs property set -ts "$SRC/frozen" ro true
+# a subvolume SRC received (its stream names it by its received UUID)
+mkdir "$SRC/got"
+btrfs -q send "$SRC/snaps/d2" | btrfs -q receive "$SRC/got" || _fail "btrfs send | receive into SRC failed"
 sync
 
 "$ENCIO" -q send --subvolumes "$SRC" -f "$T/full" || _fail "send --subvolumes -f failed"
@@ -92,7 +97,7 @@ at()
 same()
 {
 	local dst=$1 p
-	for p in snaps/d1 snaps/d2 @data frozen frozen/in; do
+	for p in snaps/d1 snaps/d2 @data frozen frozen/in got/d2; do
 		diff -r "$REF/$p" "$dst/$p" >/dev/null || _fail "$p differs from the uncut receive's"
 		[ "$(btrfs property get -ts "$dst/$p" ro)" = "$(btrfs property get -ts "$REF/$p" ro)" ] ||
 			_fail "$p: read-only flag differs"
@@ -173,6 +178,13 @@ resume "$D" c
 [ "$(json "$T/c.rcv.json" resumed)" = 1 ] || _fail "not resumed: $(cat "$T/c.rcv.json")"
 same "$D"
 
+_log "cut in a subvolume SRC received"
+D=${DSTS[7]}
+cut "$D" "$(at got/d2 50)"
+resume "$D" e
+[ "$(json "$T/e.rcv.json" resumed)" = 1 ] || _fail "not resumed: $(cat "$T/e.rcv.json")"
+same "$D"
+
 _log "cut in a writable subvolume: its snapshot went with the run, sent again"
 D=${DSTS[3]}
 cut "$D" "$(at @data 50)"
@@ -180,10 +192,12 @@ resume "$D" d
 [ "$(json "$T/d.rcv.json" resumed)" = 0 ] || _fail "resumed: $(cat "$T/d.rcv.json")"
 same "$D"
 
-_log "a state that does not name the partial: sent whole, the partial dropped"
+_log "a state that does not name the partial (an older encio's): sent whole, the partial dropped"
 D=${DSTS[4]}
 cut "$D" "$(at snaps/d1 50)"
-"$ENCIO" receive --state "$D" | grep -v '^resume' >"$T/state.old"
+"$ENCIO" receive --state "$D" | grep -v '^resume' |
+	sed -e '1s/ 2$/ 1/' -e 's/^\([0-9a-f]* [0-9]*\) r[ow] /\1 /' >"$T/state.old"
+head -1 "$T/state.old" | grep -qx "encio-subvolumes-state 1" || _fail "no state of version 1: $(cat "$T/state.old")"
 "$ENCIO" -q send --subvolumes --state "$T/state.old" "$SRC" | "$ENCIO" -q receive -s "$D" ||
 	_fail "a run that does not resume failed"
 same "$D"
