@@ -166,31 +166,25 @@ resume "$D" a
 same "$D"
 "$ENCIO" receive --state "$D" | grep -q '^resume' && _fail "a complete DEST names a partial"
 
-_log "cut in a snapshot's difference, then in the subvolume holding another"
-D=${DSTS[1]}
-cut "$D" "$(at snaps/d2 60)"
-resume "$D" b
-[ "$(json "$T/b.rcv.json" resumed)" = 1 ] || _fail "not resumed: $(cat "$T/b.rcv.json")"
-same "$D"
-D=${DSTS[2]}
-cut "$D" "$(at frozen 50)"
-resume "$D" c
-[ "$(json "$T/c.rcv.json" resumed)" = 1 ] || _fail "not resumed: $(cat "$T/c.rcv.json")"
-same "$D"
+# cut_resume DEST PATH PERCENT KEY RESUMED: cut in PATH's part, the next
+# run resuming it (RESUMED 1) or sending it again (0), DEST as uncut
+cut_resume()
+{
+	cut "$1" "$(at "$2" "$3")"
+	resume "$1" "$4"
+	[ "$(json "$T/$4.rcv.json" resumed)" = "$5" ] || _fail "$2: resumed is not $5: $(cat "$T/$4.rcv.json")"
+	same "$1"
+}
 
-_log "cut in a subvolume SRC received"
-D=${DSTS[7]}
-cut "$D" "$(at got/d2 50)"
-resume "$D" e
-[ "$(json "$T/e.rcv.json" resumed)" = 1 ] || _fail "not resumed: $(cat "$T/e.rcv.json")"
-same "$D"
+_log "cut in a snapshot's difference, then in the subvolume holding another"
+cut_resume "${DSTS[1]}" snaps/d2 60 b 1
+cut_resume "${DSTS[2]}" frozen 50 c 1
+
+_log "cut in a subvolume SRC received, after the one holding another (left writable)"
+cut_resume "${DSTS[7]}" got/d2 50 e 1
 
 _log "cut in a writable subvolume: its snapshot went with the run, sent again"
-D=${DSTS[3]}
-cut "$D" "$(at @data 50)"
-resume "$D" d
-[ "$(json "$T/d.rcv.json" resumed)" = 0 ] || _fail "resumed: $(cat "$T/d.rcv.json")"
-same "$D"
+cut_resume "${DSTS[3]}" @data 50 d 0
 
 _log "a state that does not name the partial (an older encio's): sent whole, the partial dropped"
 D=${DSTS[4]}
