@@ -345,6 +345,7 @@ static int print_receive_json(const struct run_list *l,
 	json_string(&w, "partial_kept",
 		    stats->partial_kept[0] ? stats->partial_kept : NULL);
 	json_u64(&w, "in_dest", stats->in_dest);
+	json_u64(&w, "replaced_changed", stats->replaced_changed);
 	json_u64(&w, "extras_deleted", stats->extras_deleted);
 	json_u64(&w, "extras_kept", stats->extras_kept);
 	json_u64(&w, "written_bytes", stats->bytes_written);
@@ -378,6 +379,13 @@ int receive_subvolumes(struct stream_reader *r, const char *dest,
 	}
 	ret = subvols_receive(r, dest, &opts, &stats, &e);
 	warn_flags_refused(&stats.flags_refused);
+	if (stats.replaced_changed)
+		print_warning(
+			"%llu writable cop%s in %s changed since encio received %s, replaced by SRC's: what changed in %s is gone",
+			(unsigned long long)stats.replaced_changed,
+			stats.replaced_changed == 1 ? "y" : "ies", dest,
+			stats.replaced_changed == 1 ? "it" : "them",
+			stats.replaced_changed == 1 ? "it" : "them");
 	if (ret)
 		print_encio_error(&e);
 	if (ret && stats.partial_kept[0])

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <btrfsutil.h>
@@ -77,10 +78,30 @@ static int writable_copy_state(const struct subvols *s,
 	if (changed <= 0)
 		return changed ?: 1;
 	/* SRC changed since: copied again, unless the copy changed too */
-	if (info->ctransid <= info->rtransid)
-		return 2;
-	changed = subvols_changed_since(fd, info->rtransid, &info->rtime, NULL);
+	changed = subvols_copy_changed(fd, info);
 	return changed < 0 ? changed : changed ? -ESTALE : 2;
+}
+
+int subvols_copy_changed(int fd, const struct btrfs_util_subvolume_info *info)
+{
+	struct timespec tick, since = info->rtime;
+
+	if (info->ctransid <= info->rtransid)
+		return 0;
+	/*
+	 * rtime is the coarse clock's when the mark was set, and a ctime
+	 * stamped fine-grained before it (the mark's own xattr on the root)
+	 * may pass it by up to a tick of that clock: a change counts from
+	 * the tick after
+	 */
+	if (clock_getres(CLOCK_REALTIME_COARSE, &tick) || tick.tv_sec)
+		tick = (struct timespec){ .tv_nsec = 10000000 };
+	since.tv_nsec += tick.tv_nsec;
+	if (since.tv_nsec >= 1000000000) {
+		since.tv_sec++;
+		since.tv_nsec -= 1000000000;
+	}
+	return subvols_changed_since(fd, info->rtransid, &since, NULL);
 }
 
 /*
@@ -172,26 +193,35 @@ static int delete_op(int dir_fd, void *arg)
 /*
  * @name in @from renamed to @to: a read-only subvolume made writable for
  * the move (btrfs moves none to another directory, EROFS), then marked
- * received again as it was and sealed (received_mark_seal()).
+ * received again as it was and sealed (received_mark_seal()); a writable
+ * copy encio received, unchanged since its mark, marked again (the move
+ * changes its root), so that a change after it is still told from it.
  */
 static int carry_rename(int from, int to, const char *name)
 {
 	struct btrfs_ioctl_received_subvol_args rs = { 0 };
 	struct btrfs_util_subvolume_info info;
+	bool remark = false;
 	int fd, ret, ro = 0;
 
 	fd = openat(from, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK |
 			    O_CLOEXEC);
-	if (fd >= 0 && !btrfs_util_subvolume_info_fd(fd, 0, &info) &&
-	    (info.flags & BTRFS_ROOT_SUBVOL_RDONLY))
-		ro = btrfs_util_set_subvolume_read_only_fd(fd, false) ?
-			     -(errno ?: EIO) :
-			     1;
-	ret = ro < 0 ? ro : inode_flags_lifted_rename(from, name, to, name);
-	if (ro > 0) {
+	if (fd >= 0 && !btrfs_util_subvolume_info_fd(fd, 0, &info)) {
+		if (info.flags & BTRFS_ROOT_SUBVOL_RDONLY)
+			ro = btrfs_util_set_subvolume_read_only_fd(fd, false) ?
+				     -(errno ?: EIO) :
+				     1;
+		else
+			remark = received_mark_names(fd, &info) &&
+				 !subvols_copy_changed(fd, &info);
 		memcpy(rs.uuid, info.received_uuid, BTRFS_UUID_SIZE);
 		rs.stransid = info.stransid;
+		rs.stime.sec = info.stime.tv_sec;
+		rs.stime.nsec = info.stime.tv_nsec;
+	}
+	ret = ro < 0 ? ro : inode_flags_lifted_rename(from, name, to, name);
+	if (ro > 0) {
 		ro = subvol_uuid_set(info.received_uuid) ?
 			     received_mark_set(fd, &rs) ?:
 			     received_mark_seal(fd, &rs) :
@@ -200,6 +230,8 @@ static int carry_rename(int from, int to, const char *name)
 			     0;
 		ret = ret ?: ro;
 	}
+	if (!ret && remark)
+		ret = received_mark_set(fd, &rs);
 	if (fd >= 0)
 		close(fd);
 	return ret;

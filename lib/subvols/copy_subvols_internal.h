@@ -212,6 +212,12 @@ int subvols_times_restore(int dir_fd, const struct stat *st);
  * recursive delete of the copy fails on such a directory (EPERM).
  */
 int subvols_drop_nested(int fd);
+/*
+ * Whether the writable copy open at @fd (@info) changed since it was
+ * marked received: an inode's ctime after the mark (a look, which moves
+ * only atimes, is none). 1, 0 or -errno.
+ */
+int subvols_copy_changed(int fd, const struct btrfs_util_subvolume_info *info);
 int subvols_place(struct subvols *s, const struct subvol_entry *en,
 		  struct placement *p);
 int subvols_finish_containers(struct subvols *s, int top_fd);

@@ -345,6 +345,82 @@ static int open_top(struct subvols_receiver *x)
 			       0;
 }
 
+/* The copy at @rel ("." for DEST's), opened beneath DEST. */
+static int copy_open(struct subvols_receiver *x, const char *rel)
+{
+	int fd = strcmp(rel, ".") ?
+			 open_beneath(x->top_fd, rel,
+				      O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
+			 fcntl(x->top_fd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0)
+		return encio_error_set(x->e, fd < -1 ? -fd : errno, "open", rel,
+				       false, 0);
+	return fd;
+}
+
+/*
+ * The copy open at @fd (@rel), changed by this receive (a subvolume
+ * placed, moved or deleted in it, a directory's times put back), marked
+ * received again as it was, where it is a writable copy encio received:
+ * a change after its mark is then another's (subvols_copy_changed()).
+ */
+static int remark_fd(struct subvols_receiver *x, int fd, const char *rel)
+{
+	struct btrfs_ioctl_received_subvol_args rs = { 0 };
+	struct btrfs_util_subvolume_info info;
+	int ret;
+
+	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
+	if (!ret && !(info.flags & BTRFS_ROOT_SUBVOL_RDONLY) &&
+	    received_mark_names(fd, &info)) {
+		memcpy(rs.uuid, info.received_uuid, BTRFS_UUID_SIZE);
+		rs.stransid = info.stransid;
+		rs.stime.sec = info.stime.tv_sec;
+		rs.stime.nsec = info.stime.tv_nsec;
+		ret = received_mark_set(fd, &rs);
+	}
+	return ret ? encio_error_set(x->e, -ret, "mark received again", rel,
+				     false, 0) :
+		     0;
+}
+
+/*
+ * The copy holding @rel's path: the deepest subvolume the stream named
+ * before that does, or NULL (DEST is no copy where SRC is no subvolume).
+ */
+static const char *holder_of(const struct subvols_receiver *x, const char *rel)
+{
+	const char *best = NULL;
+	size_t i, n, best_len = 0;
+
+	for (i = 0; i < x->nr; i++) {
+		n = strlen(x->v[i].rel);
+		if (!strcmp(x->v[i].rel, "."))
+			best = best ?: x->v[i].rel;
+		else if (n > best_len && !strncmp(rel, x->v[i].rel, n) &&
+			 rel[n] == '/')
+			best = x->v[i].rel, best_len = n;
+	}
+	return best;
+}
+
+/* remark_fd() of the copy holding @rel, changed there. */
+static int remark_holder(struct subvols_receiver *x, const char *rel)
+{
+	const char *holder = holder_of(x, rel);
+	int fd, ret;
+
+	if (!holder)
+		return 0;
+	fd = copy_open(x, holder);
+	if (fd < 0)
+		return fd;
+	ret = remark_fd(x, fd, holder);
+	close(fd);
+	return ret;
+}
+
 /*
  * A subvolume the receiver's state listed: its copy at @name, read-only,
  * marked received as the command says, unchanged since encio marked it.
@@ -381,7 +457,7 @@ static int old_copy_open(struct subvols_receiver *x, int dir_fd,
 			 const char *name, const char *rel, uint64_t *id)
 {
 	struct btrfs_util_subvolume_info info;
-	int fd = subvol_root_openat(dir_fd, name, &info);
+	int fd = subvol_root_openat(dir_fd, name, &info), ret;
 
 	if (fd < 0)
 		return encio_error_set(
@@ -396,6 +472,18 @@ static int old_copy_open(struct subvols_receiver *x, int dir_fd,
 			"receive (a subvolume at its name is not a writable copy encio received)",
 			rel, false, 0);
 	}
+	/*
+	 * Changed since it was received (the state left it out: the new one
+	 * comes from a read-only relative, or whole): what changed goes
+	 * with it, said in the summary
+	 */
+	ret = subvols_copy_changed(fd, &info);
+	if (ret < 0) {
+		close(fd);
+		return encio_error_set(x->e, -ret, "look at the copy of", rel,
+				       false, 0);
+	}
+	x->stats->replaced_changed += ret;
 	*id = info.id;
 	return fd;
 }
@@ -526,6 +614,9 @@ static int replace_copy(struct subvols_receiver *x, int dir_fd, int old_fd,
 			     new_fd, dir_fd, partial, dir_fd, name)))
 		ret = encio_error_set(x->e, -ret, "rename the new copy to", rel,
 				      false, 0);
+	/* the subvolumes carried into it changed it since its mark */
+	if (!ret)
+		ret = remark_fd(x, new_fd, rel);
 	close(new_fd);
 	return ret;
 }
@@ -642,7 +733,8 @@ static int receive_nested(struct subvols_receiver *x,
 	else
 		ret = place(x, dir_fd, where, name, c);
 	if (!ret && !(c->flags & STREAM_SUBVOL_IN_DEST))
-		ret = times_restore(x, dir_fd, &st, c->rel);
+		ret = times_restore(x, dir_fd, &st, c->rel) ?:
+			      remark_holder(x, c->rel);
 	close(dir_fd);
 	return ret;
 }
@@ -698,7 +790,8 @@ static int drop_extra(struct subvols_receiver *x, const struct subvol_cmd *c)
 		ret = subvols_delete_id(dir_fd, info.id);
 		ret = ret ? encio_error_set(x->e, -ret, "delete", c->rel, false,
 					    0) :
-			    times_restore(x, dir_fd, &st, c->rel);
+		      times_restore(x, dir_fd, &st, c->rel) ?:
+			    remark_holder(x, c->rel);
 		x->stats->extras_deleted += !ret;
 	} else if (fd != -ENOENT) {
 		x->stats->extras_kept++;
@@ -868,13 +961,9 @@ static int seal_container(struct subvols_receiver *x, const char *rel)
 	struct btrfs_util_subvolume_info info;
 	int fd, ret;
 
-	fd = strcmp(rel, ".") ?
-		     open_beneath(x->top_fd, rel,
-				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW) :
-		     fcntl(x->top_fd, F_DUPFD_CLOEXEC, 0);
+	fd = copy_open(x, rel);
 	if (fd < 0)
-		return encio_error_set(x->e, fd < -1 ? -fd : errno, "open", rel,
-				       false, 0);
+		return fd;
 	ret = btrfsutil_errno(btrfs_util_subvolume_info_fd(fd, 0, &info));
 	if (!ret) {
 		memcpy(rs.uuid, info.received_uuid, BTRFS_UUID_SIZE);
@@ -953,7 +1042,8 @@ static int carried_drop(struct subvols_receiver *x)
 				"delete (SRC no longer has it there)",
 				x->carried[i], false, 0);
 		else
-			ret = times_restore(x, dir_fd, &st, x->carried[i]);
+			ret = times_restore(x, dir_fd, &st, x->carried[i]) ?:
+				      remark_holder(x, x->carried[i]);
 		if (dir_fd >= 0)
 			close(dir_fd);
 	}

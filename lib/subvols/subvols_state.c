@@ -59,8 +59,8 @@ static int state_add(struct subvols_state *st, const uint8_t *uuid,
 
 /*
  * @en as encio received it and unchanged since (a writable one holds the
- * moment of the snapshot it was received from, the next run's parent),
- * or not (0), or -errno.
+ * moment of the snapshot it was received from, the next run's parent,
+ * where no inode in it changed since its mark), or not (0), or -errno.
  */
 static int received_unchanged(const struct subvol_plan *plan,
 			      const struct subvol_entry *en)
@@ -75,6 +75,10 @@ static int received_unchanged(const struct subvol_plan *plan,
 	ret = en->read_only || received_mark_names(fd, &en->info) ?
 		      received_mark_check(fd, &en->info, !en->read_only) :
 		      RECEIVED_CHANGED;
+	if (ret == RECEIVED_TRUSTED && !en->read_only) {
+		ret = subvols_copy_changed(fd, &en->info);
+		ret = ret > 0 ? RECEIVED_CHANGED : ret ?: RECEIVED_TRUSTED;
+	}
 	close(fd);
 	return ret < 0 ? ret : ret == RECEIVED_TRUSTED;
 }

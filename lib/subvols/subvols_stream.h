@@ -141,6 +141,11 @@ struct subvols_receive_stats {
 	/* subvolumes whose stream resumed a partial receive -s kept */
 	uint64_t resumed;
 	/*
+	 * writable copies replaced that someone changed since encio received
+	 * them: the changes went with them
+	 */
+	uint64_t replaced_changed;
+	/*
 	 * -s: the subvolume (below DEST) whose partial was kept when the
 	 * receive stopped, to resume; "": none
 	 */
