@@ -1962,15 +1962,39 @@ class PipeMethod(SubvolumesMethod):
             return "left behind: %s" % " ".join(left[:20])
         return ""
 
+    def dest_edit(self):
+        """In one seed of two, someone changes a file in the live
+        subvolume's copy in DEST (the writable copy the next run would
+        build on): the second run must still make it SRC's."""
+        if self.r.random() >= 0.5:
+            return
+        top = os.path.join(self.mnt, "vol")
+        files = []
+        for d, dirs, names in os.walk(top):
+            dirs[:] = [x for x in dirs if os.lstat(os.path.join(d, x)).st_ino != 256]
+            files += [os.path.join(d, n) for n in names if stat.S_ISREG(os.lstat(os.path.join(d, n)).st_mode)]
+        if not files:
+            return
+        f = sorted(files)[self.r.randrange(len(files))]
+        try:
+            with open(f, "ab") as out:
+                out.write(b"changed in DEST\n")
+        except OSError:
+            return
+        subprocess.run(["sync", "-f", self.mnt])
+        self.after.append("echo 'changed in DEST' >> $D/%s   # someone in DEST" % shlex.quote(os.path.relpath(f, self.mnt)))
+
     def finish(self):
         """The live subvolume and those in it changed and a new snapshot
-        taken, a second run with the receiver's state (receive --state,
-        send --subvolumes --state) must bring them over, and take no more
-        room than SRC."""
+        taken (and, in one seed of two, a file of its copy in DEST), a
+        second run with the receiver's state (receive --state, send
+        --subvolumes --state) must bring them over, and take no more room
+        than SRC."""
         prep = self.rerun_prepare("pipe-rerun")
         if prep is None:
             return None
         _, mid, ctl_t = prep
+        self.dest_edit()
         state = os.path.join(self.ck.env.dir, "pipe-state")
         self.after.append("$ENCIO receive --state $D > state; $ENCIO send --subvolumes --state state \"$MNT\" | $ENCIO receive $D   # again, after the changes above")
         p = self.ck.env.run(["bash", "-o", "pipefail", "-c", self.pipe_cmd(state)])
