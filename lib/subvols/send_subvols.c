@@ -42,19 +42,6 @@ struct subvols_sender {
 	uint64_t resumes;
 };
 
-static int subvol_cmd(struct subvols_sender *x, const char *rel,
-		      const uint8_t *uuid, const uint8_t *received,
-		      uint64_t ctransid, uint64_t flags)
-{
-	stream_begin_cmd(&x->w, STREAM_C_ENCIO_SUBVOL);
-	stream_put_string(&x->w, STREAM_A_SUBVOL_PATH, rel);
-	stream_put_uuid(&x->w, STREAM_A_SUBVOL_UUID, uuid);
-	stream_put_uuid(&x->w, STREAM_A_SUBVOL_RECEIVED, received);
-	stream_put_u64(&x->w, STREAM_A_SUBVOL_CTRANSID, ctransid);
-	stream_put_u64(&x->w, STREAM_A_SUBVOL_FLAGS, flags);
-	return stream_end_cmd(&x->w);
-}
-
 /*
  * Whether the state lists a copy marked @uuid, @stransid at @rel: its
  * path, where a copy of a subvolume SRC moved since is not; read-only
@@ -116,8 +103,13 @@ struct subvol_head {
 static int subvol_head_put(struct subvols_sender *x,
 			   const struct subvol_head *h)
 {
-	return subvol_cmd(x, h->rel, h->uuid, h->received, h->ctransid,
-			  h->flags);
+	stream_begin_cmd(&x->w, STREAM_C_ENCIO_SUBVOL);
+	stream_put_string(&x->w, STREAM_A_SUBVOL_PATH, h->rel);
+	stream_put_uuid(&x->w, STREAM_A_SUBVOL_UUID, h->uuid);
+	stream_put_uuid(&x->w, STREAM_A_SUBVOL_RECEIVED, h->received);
+	stream_put_u64(&x->w, STREAM_A_SUBVOL_CTRANSID, h->ctransid);
+	stream_put_u64(&x->w, STREAM_A_SUBVOL_FLAGS, h->flags);
+	return stream_end_cmd(&x->w);
 }
 
 /*
@@ -380,9 +372,13 @@ static int send_extras(struct subvols_sender *x)
 		}
 		stats->nr_extras++;
 		if (x->opts->delete_extra)
-			ret = subvol_cmd(x, v[i]->rel, v[i]->received_uuid,
-					 v[i]->received_uuid, v[i]->stransid,
-					 STREAM_SUBVOL_EXTRA);
+			ret = subvol_head_put(
+				x, &(struct subvol_head){
+					   .rel = v[i]->rel,
+					   .uuid = v[i]->received_uuid,
+					   .received = v[i]->received_uuid,
+					   .ctransid = v[i]->stransid,
+					   .flags = STREAM_SUBVOL_EXTRA });
 	}
 	free(v);
 	return ret ? encio_error_set(x->s.e, -ret, "write the stream to",
