@@ -35,27 +35,27 @@ done
 _log "a filesystem with its history"
 run_check btrfs -q subvolume create "$SRC/@data"
 mkdir "$SRC/snaps" "$SRC/@data/r" "$SRC/@data/t"
-for i in $(seq -w 1 40); do
+for i in $(seq -w 1 20); do
 	random_bytes 300000 "r$i" >"$SRC/@data/r/r$i"
 	compressible 300000 >"$SRC/@data/t/t$i"
 done
 setfattr -n user.kept -v yes "$SRC/@data/r/r01"
 sync
 run_check btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/snaps/d1"
-for i in $(seq -w 41 80); do
+for i in $(seq -w 21 40); do
 	random_bytes 300000 "r$i" >"$SRC/@data/r/r$i"
 done
 cp --reflink=always "$SRC/@data/r/r02" "$SRC/@data/t/reflink"
 rm "$SRC/@data/t/t1"*
 sync
 run_check btrfs -q subvolume snapshot -r "$SRC/@data" "$SRC/snaps/d2"
-for i in $(seq -w 81 120); do
+for i in $(seq -w 41 60); do
 	random_bytes 300000 "r$i" >"$SRC/@data/r/r$i"
 done
 rm "$SRC/@data/r/r3"*
 # a read-only subvolume holding another
 run_check btrfs -q subvolume create "$SRC/frozen"
-for i in $(seq -w 1 30); do
+for i in $(seq -w 1 15); do
 	random_bytes 300000 "f$i" >"$SRC/frozen/f$i"
 done
 run_check btrfs -q subvolume snapshot -r "$SRC/snaps/d1" "$SRC/frozen/in"
@@ -237,7 +237,7 @@ chown -R 4242:4242 "${DSTS[6]}/.encio-subvols.planted"
 chmod 0700 "${DSTS[6]}/.encio-subvols.planted" "${DSTS[6]}/.encio-subvols.others"
 setfattr -n trusted.encio.subvols-of -v other "${DSTS[6]}/.encio-subvols.others"
 echo theirs >"${DSTS[6]}/.encio-subvols.others/file"
-(python3 "$HERE/throttle.py" 4e6 <"$T/full" |
+(python3 "$HERE/throttle.py" 2e6 <"$T/full" |
 	"$ENCIO" -q receive -s --checkpoint 1M "$D" >/dev/null 2>&1) &
 for i in $(seq 1 300); do
 	[ -n "$(find "${DSTS[6]}" -path '*/.encio-receive.*/d1/ckpt.*' -print -quit 2>/dev/null)" ] &&
