@@ -622,6 +622,27 @@ static int replace_copy(struct subvols_receiver *x, int dir_fd, int old_fd,
 }
 
 /*
+ * A writable copy just received as @name in @dir_fd, marked again: the
+ * receive gave it its name after marking it, and that rename changed its
+ * root (its ctime, written with the root's next update).
+ */
+static int remark_placed(struct subvols_receiver *x, int dir_fd,
+			 const char *name, const struct subvol_cmd *c)
+{
+	int fd, ret;
+
+	if (!made_writable(c))
+		return 0;
+	fd = openat(dir_fd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return encio_error_set(x->e, errno, "open", c->rel, false, 0);
+	ret = remark_fd(x, fd, c->rel);
+	close(fd);
+	return ret;
+}
+
+/*
  * The subvolume of @c made as @name in @dir_fd (the directory @where): or
  * checked where DEST holds it; or made beside the copy at its name, which
  * it then replaces.
@@ -637,7 +658,8 @@ static int place(struct subvols_receiver *x, int dir_fd, const char *where,
 		return check_in_dest(x, dir_fd, name, c);
 	if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) &&
 	    errno == ENOENT)
-		return receive_one(x, dir_fd, where, name, c);
+		return receive_one(x, dir_fd, where, name, c) ?:
+		       remark_placed(x, dir_fd, name, c);
 	if (subvol_temp_name(partial, name, PARTIAL_SUFFIX))
 		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
 				       false, 0);
