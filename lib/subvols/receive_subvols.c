@@ -659,7 +659,7 @@ static int place(struct subvols_receiver *x, int dir_fd, const char *where,
 	if (faccessat(dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) &&
 	    errno == ENOENT)
 		return receive_one(x, dir_fd, where, name, c) ?:
-		       remark_placed(x, dir_fd, name, c);
+			       remark_placed(x, dir_fd, name, c);
 	if (subvol_temp_name(partial, name, PARTIAL_SUFFIX))
 		return encio_error_set(x->e, ENAMETOOLONG, "receive", c->rel,
 				       false, 0);
